@@ -1,0 +1,84 @@
+//! The benchmark runner behind `cargo xtask bench`: `bke-bench <suite> [--out DIR] [--sizes a,b,..]`.
+
+use anyhow::{Context, bail};
+use bke_bench::linalg::{Inputs, Op, Scratch, run};
+use bke_bench::report::{Table, fmt_seconds, median_seconds};
+use bke_linalg::{Backend, BackendKind, WithBackend};
+use std::path::PathBuf;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let suite = args.first().map(String::as_str).unwrap_or("");
+    let out = flag(&args, "--out").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target/bench"));
+    match suite {
+        "linalg" => {
+            let sizes = match flag(&args, "--sizes") {
+                Some(s) => s.split(',').map(|v| v.parse().context("--sizes takes integers")).collect::<Result<_, _>>()?,
+                None => vec![128, 512, 1024, 2048],
+            };
+            bench_linalg(&sizes)?.emit(&out, "linalg")
+        }
+        other => bail!("unknown suite '{other}'; available: linalg"),
+    }
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+struct Time<'a> {
+    op: Op,
+    inputs: &'a Inputs,
+}
+
+impl WithBackend for Time<'_> {
+    type Output = f64;
+    fn run<B: Backend>(self) -> f64 {
+        let n = self.inputs.a.nrows();
+        let mut s = Scratch::new(n);
+        let min_total = if n >= 1024 { 1.0 } else { 0.3 };
+        median_seconds(
+            &mut s,
+            3,
+            min_total,
+            |s| s.prepare(self.op, self.inputs),
+            |s| run::<B>(self.op, self.inputs, s),
+        )
+    }
+}
+
+fn bench_linalg(sizes: &[usize]) -> anyhow::Result<Table> {
+    let threads = rayon::current_num_threads();
+    let mut table =
+        Table::new("bke-linalg kernels", &["op", "n", "backend", "threads", "median", "GFLOP/s", "x fastest"]);
+    for &n in sizes {
+        let inputs = Inputs::new(n, 42);
+        for op in Op::ALL {
+            let mut times = Vec::new();
+            for kind in BackendKind::available() {
+                let t = kind.dispatch(Time { op, inputs: &inputs })?;
+                eprintln!("  {:<13} n={n:<5} {:<9} {}", op.name(), kind.name(), fmt_seconds(t));
+                times.push((kind, t));
+            }
+            let fastest = times.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+            for (kind, t) in times {
+                let kind_threads = if kind == BackendKind::Nalgebra { 1 } else { threads };
+                table.push(vec![
+                    op.name().into(),
+                    n.to_string(),
+                    kind.name().into(),
+                    kind_threads.to_string(),
+                    fmt_seconds(t),
+                    format!("{:.2}", op.flops(n) / t / 1e9),
+                    format!("{:.2}", t / fastest),
+                ]);
+            }
+        }
+    }
+    table.notes.push(format!(
+        "threads: faer uses the rayon pool ({threads}), OpenBLAS its own pthreads (OPENBLAS_NUM_THREADS={}), nalgebra is single-threaded",
+        std::env::var("OPENBLAS_NUM_THREADS").unwrap_or_else(|_| "unset = all cores".into())
+    ));
+    table.notes.push("flops: cholesky n^3/3, eigen 9n^3, rank1_update 3n^2, gemm 2n^3".into());
+    Ok(table)
+}

@@ -1,0 +1,40 @@
+//! The paper reproductions behind `cargo xtask repro [name|all] [--out DIR]`: each writes CSV + SVG
+//! under the output directory and prints what it measured beside the seed's reported numbers.
+
+use anyhow::bail;
+
+/// A registered reproduction: its name, what it reproduces, and the function that runs it.
+type Repro = (&'static str, &'static str, fn(&std::path::Path) -> anyhow::Result<()>);
+
+/// Every reproduction, in the order `all` runs them. Later issues register theirs here.
+const REPROS: &[Repro] = &[];
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let out = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "target/bench".into())
+        .join("repro");
+    let name = args.first().filter(|a| !a.starts_with("--")).map(String::as_str);
+    if REPROS.is_empty() {
+        println!("no reproductions are registered yet: nothing to run");
+        return Ok(());
+    }
+    match name {
+        None => {
+            println!("reproductions (cargo xtask repro <name|all>):");
+            for (n, what, _) in REPROS {
+                println!("  {n:<12} {what}");
+            }
+            Ok(())
+        }
+        Some("all") => REPROS.iter().try_for_each(|(_, _, f)| f(&out)),
+        Some(n) => match REPROS.iter().find(|r| r.0 == n) {
+            Some((_, _, f)) => f(&out),
+            None => bail!("unknown reproduction '{n}'; run `cargo xtask repro` for the list"),
+        },
+    }
+}

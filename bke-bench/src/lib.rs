@@ -1,0 +1,9 @@
+//! # bke-bench
+//!
+//! Benchmark workloads, written once and shared by the divan benches (`cargo bench -p bke-bench`) and
+//! by the `bke-bench` runner that `cargo xtask bench` drives. Each workload builds its inputs from a
+//! seed, runs one operation generic over [`bke_linalg::Backend`], and knows its nominal flop count so
+//! reports can state GFLOP/s against the machine's DGEMM rate.
+
+pub mod linalg;
+pub mod report;

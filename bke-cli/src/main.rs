@@ -1,0 +1,39 @@
+//! `bke`: Bayesian kernel learning from the command line. CSV in (header row, numeric columns),
+//! JSON out on stdout, progress on stderr, errors that name the file, line and column.
+
+use clap::{Parser, Subcommand};
+
+/// Bayesian kernel learning: kernel embeddings, kernel tests, BaNK, deconditional embeddings.
+#[derive(Parser)]
+#[command(name = "bke", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the linear-algebra backends compiled into this build.
+    Backends,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Backends => backends(),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn backends() -> anyhow::Result<()> {
+    let names: Vec<&str> = bke_linalg::BackendKind::available().iter().map(|k| k.name()).collect();
+    let out = serde_json::json!({
+        "available": names,
+        "default": bke_linalg::BackendKind::default_kind().name(),
+    });
+    println!("{out}");
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! The `Backend` trait: the dense operations the models spend their time in, over [`Mat`] views.
+//!
+//! Backends are zero-sized unit structs with associated functions only (no `self`), so model code is
+//! written once as `fn f<B: Backend>(…)` and monomorphised per backend. The required functions are
+//! the ones a library does well (products, factorisation, triangular solves, eigendecomposition);
+//! everything else (Cholesky solves, log-determinants, jitter, rank updates) is provided once here
+//! on top of them.
+
+use crate::error::{check_finite, check_square};
+use crate::{LinalgError, Mat, MatMut, MatRef, update};
+
+/// Whether an operand of a product is used as is or transposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trans {
+    /// Use `A`.
+    No,
+    /// Use `Aᵀ`.
+    Yes,
+}
+
+impl Trans {
+    /// The shape of `op(A)` for an `r × c` matrix `A`.
+    pub fn shape(self, r: usize, c: usize) -> (usize, usize) {
+        match self {
+            Trans::No => (r, c),
+            Trans::Yes => (c, r),
+        }
+    }
+}
+
+/// A symmetric eigendecomposition `A = V diag(λ) Vᵀ`, eigenvalues ascending, `V` orthonormal.
+#[derive(Debug, Clone)]
+pub struct SymEigen {
+    /// Eigenvalues in ascending order.
+    pub values: Vec<f64>,
+    /// Orthonormal eigenvectors, one per column, in the order of `values`.
+    pub vectors: Mat,
+}
+
+/// Options of [`Backend::cholesky_jittered`]: jitter `δ = scale · mean(diag A)` starts at
+/// `initial` and grows by `growth` until the factorisation succeeds or `δ` exceeds `max`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JitterOptions {
+    /// First relative jitter tried after the plain factorisation fails. Default `1e-10`.
+    pub initial: f64,
+    /// Multiplicative growth between tries. Default `10`.
+    pub growth: f64,
+    /// Largest relative jitter tried. Default `1e-2`.
+    pub max: f64,
+}
+
+impl Default for JitterOptions {
+    fn default() -> Self {
+        Self { initial: 1e-10, growth: 10.0, max: 1e-2 }
+    }
+}
+
+/// A linear-algebra backend. See the module docs.
+pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
+    /// Human-readable name ("faer", "nalgebra", "openblas").
+    const NAME: &'static str;
+
+    /// `C ← α op(A) op(B) + β C`. With `β = 0`, `C` is overwritten (NaN in `C` does not propagate).
+    fn gemm(
+        alpha: f64,
+        a: MatRef<'_>,
+        ta: Trans,
+        b: MatRef<'_>,
+        tb: Trans,
+        beta: f64,
+        c: MatMut<'_>,
+    ) -> Result<(), LinalgError>;
+
+    /// `y ← α op(A) x + β y`.
+    fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError>;
+
+    /// The Gram matrix `AᵀA` (full, symmetric).
+    fn gram(a: MatRef<'_>) -> Mat {
+        let mut g = Mat::zeros(a.ncols(), a.ncols());
+        Self::gemm(1.0, a, Trans::Yes, a, Trans::No, 0.0, g.as_mut()).expect("shapes agree by construction");
+        g
+    }
+
+    /// Lower Cholesky factor in place: reads the lower triangle of `A`, leaves `L` there and zeros the
+    /// strict upper triangle. Errors name the failing pivot; non-finite input is an error.
+    fn cholesky_in_place(a: MatMut<'_>) -> Result<(), LinalgError>;
+
+    /// `B ← L⁻¹ B` for lower-triangular `L`.
+    fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError>;
+
+    /// `B ← L⁻ᵀ B` for lower-triangular `L`.
+    fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError>;
+
+    /// Symmetric eigendecomposition from the lower triangle of `A`.
+    fn sym_eigen(a: MatRef<'_>) -> Result<SymEigen, LinalgError>;
+
+    /// `L ← chol(L Lᵀ + W Wᵀ)`.
+    fn cholesky_update(l: MatMut<'_>, w: MatRef<'_>) -> Result<(), LinalgError> {
+        update::rank_k_update(l, w)
+    }
+
+    /// `L ← chol(L Lᵀ − W Wᵀ)`; on error the factor is unchanged.
+    fn cholesky_downdate(l: MatMut<'_>, w: MatRef<'_>) -> Result<(), LinalgError> {
+        update::rank_k_downdate(l, w)
+    }
+
+    // ---- provided -------------------------------------------------------------------------------
+
+    /// The lower Cholesky factor of `A` as a new matrix.
+    fn cholesky(a: MatRef<'_>) -> Result<Mat, LinalgError> {
+        let mut l = a.to_owned();
+        Self::cholesky_in_place(l.as_mut())?;
+        Ok(l)
+    }
+
+    /// Factorises `A + δI` with the smallest `δ` of the escalation in `opts` (`δ = 0` first) that
+    /// succeeds; returns the factor and the jitter `δ` that was added.
+    fn cholesky_jittered(a: MatRef<'_>, opts: JitterOptions) -> Result<(Mat, f64), LinalgError> {
+        let n = check_square("cholesky_jittered", a)?;
+        check_finite("matrix to factorise", a)?;
+        let pivot = match Self::cholesky(a) {
+            Ok(l) => return Ok((l, 0.0)),
+            Err(LinalgError::NotPositiveDefinite { pivot }) => pivot,
+            Err(e) => return Err(e),
+        };
+        let mean_diag = ((0..n).map(|i| a.at(i, i).abs()).sum::<f64>() / n.max(1) as f64).max(f64::MIN_POSITIVE);
+        let (mut rel, mut last) = (opts.initial, (0.0, pivot));
+        while rel <= opts.max * (1.0 + 1e-12) {
+            let jitter = rel * mean_diag;
+            let mut l = a.to_owned();
+            for i in 0..n {
+                l[(i, i)] += jitter;
+            }
+            match Self::cholesky_in_place(l.as_mut()) {
+                Ok(()) => return Ok((l, jitter)),
+                Err(LinalgError::NotPositiveDefinite { pivot }) => last = (jitter, pivot),
+                Err(e) => return Err(e),
+            }
+            rel *= opts.growth;
+        }
+        Err(LinalgError::JitterExhausted { jitter: last.0, pivot: last.1 })
+    }
+
+    /// `B ← A⁻¹ B` given the lower factor `L` of `A = L Lᵀ`.
+    fn cholesky_solve_in_place(l: MatRef<'_>, mut b: MatMut<'_>) -> Result<(), LinalgError> {
+        Self::solve_lower_in_place(l, b.rb_mut())?;
+        Self::solve_lower_transpose_in_place(l, b)
+    }
+
+    /// `x ← A⁻¹ x` given the lower factor `L` of `A = L Lᵀ`.
+    fn cholesky_solve_vec_in_place(l: MatRef<'_>, x: &mut [f64]) -> Result<(), LinalgError> {
+        Self::cholesky_solve_in_place(l, MatMut::col_vector(x))
+    }
+
+    /// `log det A = 2 Σ log L_ii` given the lower factor `L`.
+    fn cholesky_logdet(l: MatRef<'_>) -> f64 {
+        2.0 * (0..l.nrows().min(l.ncols())).map(|i| l.at(i, i).ln()).sum::<f64>()
+    }
+}
+
+/// Validates the operands of `C ← α op(A) op(B) + β C`.
+pub(crate) fn check_gemm(a: MatRef<'_>, ta: Trans, b: MatRef<'_>, tb: Trans, c: &MatMut<'_>) -> Result<usize, LinalgError> {
+    let (m, k) = ta.shape(a.nrows(), a.ncols());
+    let (k2, n) = tb.shape(b.nrows(), b.ncols());
+    if k != k2 || (c.nrows(), c.ncols()) != (m, n) {
+        return Err(LinalgError::ShapeMismatch {
+            op: "gemm",
+            expected: format!("op(A) m x k, op(B) k x n, C m x n with op(A) = {m}x{k}"),
+            found: format!("op(B) = {k2}x{n}, C = {}x{}", c.nrows(), c.ncols()),
+        });
+    }
+    Ok(k)
+}
+
+/// Validates the operands of `y ← α op(A) x + β y`.
+pub(crate) fn check_gemv(a: MatRef<'_>, ta: Trans, x: &[f64], y: &[f64]) -> Result<(), LinalgError> {
+    let (m, n) = ta.shape(a.nrows(), a.ncols());
+    if x.len() != n || y.len() != m {
+        return Err(LinalgError::ShapeMismatch {
+            op: "gemv",
+            expected: format!("x of length {n}, y of length {m}"),
+            found: format!("x of length {}, y of length {}", x.len(), y.len()),
+        });
+    }
+    Ok(())
+}
+
+/// Validates a triangular solve `L X = B`.
+pub(crate) fn check_tri_solve(op: &'static str, l: MatRef<'_>, b: &MatMut<'_>) -> Result<(), LinalgError> {
+    let n = check_square(op, l)?;
+    if b.nrows() != n {
+        return Err(LinalgError::ShapeMismatch {
+            op,
+            expected: format!("right-hand side with {n} rows"),
+            found: format!("{} rows", b.nrows()),
+        });
+    }
+    Ok(())
+}
+
+/// Sorts an eigendecomposition into ascending order of eigenvalues.
+pub(crate) fn sort_ascending(values: Vec<f64>, vectors: Mat) -> SymEigen {
+    let n = values.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| values[i].total_cmp(&values[j]));
+    let sorted = order.iter().map(|&i| values[i]).collect();
+    let v = Mat::from_fn(vectors.nrows(), n, |r, c| vectors[(r, order[c])]);
+    SymEigen { values: sorted, vectors: v }
+}

@@ -1,0 +1,157 @@
+//! The pure-Rust [faer](https://docs.rs/faer) backend: blocked, SIMD, multithreaded through rayon.
+//! Rank-`k` updates use faer's own blocked routine; downdates use the shared LINPACK-style routine
+//! of [`crate::update`] because faer's leaves the factor clobbered on failure.
+
+use crate::backend::{check_gemm, check_gemv, check_tri_solve};
+use crate::error::{check_finite, check_square};
+use crate::{Backend, LinalgError, Mat, MatMut, MatRef, SymEigen, Trans};
+use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization, cholesky_in_place, cholesky_in_place_scratch};
+use faer::{Accum, Par};
+
+/// The faer backend (feature `faer`, on by default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Faer;
+
+fn view(a: MatRef<'_>) -> faer::MatRef<'_, f64> {
+    faer::MatRef::from_column_major_slice_with_stride(a.as_slice(), a.nrows(), a.ncols(), a.ld())
+}
+
+fn view_mut(a: MatMut<'_>) -> faer::MatMut<'_, f64> {
+    let (r, c, ld) = (a.nrows(), a.ncols(), a.ld());
+    faer::MatMut::from_column_major_slice_with_stride_mut(a.into_slice(), r, c, ld)
+}
+
+fn par() -> Par {
+    if rayon::current_num_threads() > 1 { Par::rayon(0) } else { Par::Seq }
+}
+
+fn op(a: faer::MatRef<'_, f64>, t: Trans) -> faer::MatRef<'_, f64> {
+    match t {
+        Trans::No => a,
+        Trans::Yes => a.transpose(),
+    }
+}
+
+impl Backend for Faer {
+    const NAME: &'static str = "faer";
+
+    fn gemm(
+        alpha: f64,
+        a: MatRef<'_>,
+        ta: Trans,
+        b: MatRef<'_>,
+        tb: Trans,
+        beta: f64,
+        mut c: MatMut<'_>,
+    ) -> Result<(), LinalgError> {
+        check_gemm(a, ta, b, tb, &c)?;
+        let accum = if beta == 0.0 {
+            Accum::Replace
+        } else {
+            if beta != 1.0 {
+                for j in 0..c.ncols() {
+                    c.col_mut(j).iter_mut().for_each(|v| *v *= beta);
+                }
+            }
+            Accum::Add
+        };
+        faer::linalg::matmul::matmul(view_mut(c), accum, op(view(a), ta), op(view(b), tb), alpha, par());
+        Ok(())
+    }
+
+    fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError> {
+        check_gemv(a, ta, x, y)?;
+        let x = MatRef::col_vector(x);
+        Self::gemm(alpha, a, ta, x, Trans::No, beta, MatMut::col_vector(y))
+    }
+
+    fn gram(a: MatRef<'_>) -> Mat {
+        let n = a.ncols();
+        let mut g = Mat::zeros(n, n);
+        faer::linalg::matmul::triangular::matmul(
+            view_mut(g.as_mut()),
+            faer::linalg::matmul::triangular::BlockStructure::TriangularLower,
+            Accum::Replace,
+            view(a).transpose(),
+            faer::linalg::matmul::triangular::BlockStructure::Rectangular,
+            view(a),
+            faer::linalg::matmul::triangular::BlockStructure::Rectangular,
+            1.0,
+            par(),
+        );
+        for j in 0..n {
+            for i in 0..j {
+                g[(i, j)] = g[(j, i)];
+            }
+        }
+        g
+    }
+
+    fn cholesky_in_place(mut a: MatMut<'_>) -> Result<(), LinalgError> {
+        let n = check_square("cholesky", a.as_ref())?;
+        check_finite("matrix to factorise", a.as_ref())?;
+        let par = par();
+        let mut mem =
+            dyn_stack::MemBuffer::new(cholesky_in_place_scratch::<f64>(n, par, Default::default()));
+        let stack = dyn_stack::MemStack::new(&mut mem);
+        let res =
+            cholesky_in_place(view_mut(a.rb_mut()), LltRegularization::default(), par, stack, Default::default());
+        match res {
+            Ok(_) => {
+                a.zero_strict_upper();
+                Ok(())
+            }
+            Err(LltError::NonPositivePivot { index }) => Err(LinalgError::NotPositiveDefinite { pivot: index }),
+        }
+    }
+
+    fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
+        check_tri_solve("solve_lower", l, &b)?;
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(view(l), view_mut(b), par());
+        Ok(())
+    }
+
+    fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
+        check_tri_solve("solve_lower_transpose", l, &b)?;
+        faer::linalg::triangular_solve::solve_upper_triangular_in_place(view(l).transpose(), view_mut(b), par());
+        Ok(())
+    }
+
+    fn sym_eigen(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
+        let n = check_square("sym_eigen", a)?;
+        check_finite("matrix to decompose", a)?;
+        if n == 0 {
+            return Ok(SymEigen { values: vec![], vectors: Mat::zeros(0, 0) });
+        }
+        let evd = view(a)
+            .self_adjoint_eigen(faer::Side::Lower)
+            .map_err(|e| LinalgError::EigenFailed(format!("faer: {e:?}")))?;
+        let values: Vec<f64> = (0..n).map(|i| evd.S()[i]).collect();
+        let u = evd.U();
+        let vectors = Mat::from_fn(n, n, |i, j| u[(i, j)]);
+        Ok(crate::backend::sort_ascending(values, vectors))
+    }
+
+    fn cholesky_update(mut l: MatMut<'_>, w: MatRef<'_>) -> Result<(), LinalgError> {
+        let n = check_square("cholesky_update", l.as_ref())?;
+        if w.nrows() != n {
+            return Err(LinalgError::ShapeMismatch {
+                op: "cholesky_update",
+                expected: format!("W with {n} rows"),
+                found: format!("{} rows", w.nrows()),
+            });
+        }
+        check_finite("update W", w)?;
+        if n == 0 || w.ncols() == 0 {
+            return Ok(());
+        }
+        let mut work = w.to_owned();
+        let mut alpha = faer::Col::<f64>::ones(w.ncols());
+        faer::linalg::cholesky::llt::update::rank_r_update_clobber(
+            view_mut(l.rb_mut()),
+            view_mut(work.as_mut()),
+            alpha.as_diagonal_mut(),
+        )
+        .map_err(|e| LinalgError::Backend { backend: Self::NAME, message: format!("{e:?}") })
+    }
+}

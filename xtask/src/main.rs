@@ -1,0 +1,70 @@
+//! `cargo xtask` — project automation in Rust, in the style of rust-analyzer's xtask.
+//!
+//! ```text
+//! cargo xtask setup              install system packages the optional backends need (libopenblas-dev)
+//! cargo xtask bench <suite>      run a benchmark suite (linalg, …) for every compiled backend
+//! cargo xtask repro [name|all]   run paper reproductions; without a name, list them
+//! ```
+//!
+//! Heavy work runs in the release-built `bke-bench` binaries; xtask only decides features and paths.
+//! The OpenBLAS backend is compiled in whenever the system library is present.
+
+use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = project_root();
+    std::env::set_current_dir(&root)?;
+    match args.first().map(String::as_str) {
+        Some("setup") => setup(),
+        Some("bench") => run_tool("bke-bench", &args[1..], &root),
+        Some("repro") => run_tool("bke-repro", &args[1..], &root),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <command>\n\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg\n  repro [name|all]   paper reproductions (no name: list them)"
+            );
+            bail!("no command given")
+        }
+    }
+}
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace root").to_path_buf()
+}
+
+/// Whether the system OpenBLAS (Debian's libopenblas-dev) is installed.
+fn openblas_installed() -> bool {
+    ["/usr/lib/x86_64-linux-gnu/libopenblas.so", "/usr/lib/aarch64-linux-gnu/libopenblas.so", "/usr/lib/libopenblas.so"]
+        .iter()
+        .any(|p| Path::new(p).exists())
+}
+
+fn setup() -> anyhow::Result<()> {
+    if openblas_installed() {
+        println!("libopenblas-dev is installed");
+        return Ok(());
+    }
+    let status = Command::new("bash").arg("scripts/install-openblas.sh").status().context("running scripts/install-openblas.sh")?;
+    if !status.success() {
+        bail!("installing libopenblas-dev failed");
+    }
+    Ok(())
+}
+
+fn run_tool(bin: &str, args: &[String], root: &Path) -> anyhow::Result<()> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["run", "--quiet", "--release", "-p", "bke-bench", "--bin", bin]);
+    if openblas_installed() {
+        cmd.args(["--features", "openblas"]);
+    } else {
+        eprintln!("note: libopenblas-dev is not installed, so the OpenBLAS backend is left out (`cargo xtask setup` installs it)");
+    }
+    cmd.arg("--").args(args).args(["--out", &root.join("target/bench").to_string_lossy()]);
+    let status = cmd.status().with_context(|| format!("running {bin}"))?;
+    if !status.success() {
+        bail!("{bin} failed");
+    }
+    Ok(())
+}
