@@ -158,8 +158,16 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
     }
 }
 
-/// Validates the operands of `C ← α op(A) op(B) + β C`.
-pub(crate) fn check_gemm(a: MatRef<'_>, ta: Trans, b: MatRef<'_>, tb: Trans, c: &MatMut<'_>) -> Result<usize, LinalgError> {
+/// Validates the operands of `C ← α op(A) op(B) + β C` and completes the degenerate cases (an empty
+/// dimension) itself, so backends only see non-empty operands. Returns whether the product is done.
+pub(crate) fn prepare_gemm(
+    a: MatRef<'_>,
+    ta: Trans,
+    b: MatRef<'_>,
+    tb: Trans,
+    beta: f64,
+    c: &mut MatMut<'_>,
+) -> Result<bool, LinalgError> {
     let (m, k) = ta.shape(a.nrows(), a.ncols());
     let (k2, n) = tb.shape(b.nrows(), b.ncols());
     if k != k2 || (c.nrows(), c.ncols()) != (m, n) {
@@ -169,11 +177,18 @@ pub(crate) fn check_gemm(a: MatRef<'_>, ta: Trans, b: MatRef<'_>, tb: Trans, c: 
             found: format!("op(B) = {k2}x{n}, C = {}x{}", c.nrows(), c.ncols()),
         });
     }
-    Ok(k)
+    if m == 0 || n == 0 || k == 0 {
+        for j in 0..n {
+            c.col_mut(j).iter_mut().for_each(|v| *v = if beta == 0.0 { 0.0 } else { beta * *v });
+        }
+        return Ok(true);
+    }
+    Ok(false)
 }
 
-/// Validates the operands of `y ← α op(A) x + β y`.
-pub(crate) fn check_gemv(a: MatRef<'_>, ta: Trans, x: &[f64], y: &[f64]) -> Result<(), LinalgError> {
+/// Validates the operands of `y ← α op(A) x + β y`; completes the degenerate cases like
+/// [`prepare_gemm`] and returns whether the product is done.
+pub(crate) fn prepare_gemv(a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<bool, LinalgError> {
     let (m, n) = ta.shape(a.nrows(), a.ncols());
     if x.len() != n || y.len() != m {
         return Err(LinalgError::ShapeMismatch {
@@ -182,11 +197,15 @@ pub(crate) fn check_gemv(a: MatRef<'_>, ta: Trans, x: &[f64], y: &[f64]) -> Resu
             found: format!("x of length {}, y of length {}", x.len(), y.len()),
         });
     }
-    Ok(())
+    if m == 0 || n == 0 {
+        y.iter_mut().for_each(|v| *v = if beta == 0.0 { 0.0 } else { beta * *v });
+        return Ok(true);
+    }
+    Ok(false)
 }
 
-/// Validates a triangular solve `L X = B`.
-pub(crate) fn check_tri_solve(op: &'static str, l: MatRef<'_>, b: &MatMut<'_>) -> Result<(), LinalgError> {
+/// Validates a triangular solve `L X = B`; returns whether it is empty (nothing to do).
+pub(crate) fn prepare_tri_solve(op: &'static str, l: MatRef<'_>, b: &MatMut<'_>) -> Result<bool, LinalgError> {
     let n = check_square(op, l)?;
     if b.nrows() != n {
         return Err(LinalgError::ShapeMismatch {
@@ -195,7 +214,7 @@ pub(crate) fn check_tri_solve(op: &'static str, l: MatRef<'_>, b: &MatMut<'_>) -
             found: format!("{} rows", b.nrows()),
         });
     }
-    Ok(())
+    Ok(n == 0 || b.ncols() == 0)
 }
 
 /// Sorts an eigendecomposition into ascending order of eigenvalues.

@@ -2,7 +2,7 @@
 //! Rank-`k` updates use faer's own blocked routine; downdates use the shared LINPACK-style routine
 //! of [`crate::update`] because faer's leaves the factor clobbered on failure.
 
-use crate::backend::{check_gemm, check_gemv, check_tri_solve};
+use crate::backend::{prepare_gemm, prepare_gemv, prepare_tri_solve};
 use crate::error::{check_finite, check_square};
 use crate::{Backend, LinalgError, Mat, MatMut, MatRef, SymEigen, Trans};
 use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization, cholesky_in_place, cholesky_in_place_scratch};
@@ -44,7 +44,9 @@ impl Backend for Faer {
         beta: f64,
         mut c: MatMut<'_>,
     ) -> Result<(), LinalgError> {
-        check_gemm(a, ta, b, tb, &c)?;
+        if prepare_gemm(a, ta, b, tb, beta, &mut c)? {
+            return Ok(());
+        }
         let accum = if beta == 0.0 {
             Accum::Replace
         } else {
@@ -60,7 +62,9 @@ impl Backend for Faer {
     }
 
     fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError> {
-        check_gemv(a, ta, x, y)?;
+        if prepare_gemv(a, ta, x, beta, y)? {
+            return Ok(());
+        }
         let x = MatRef::col_vector(x);
         Self::gemm(alpha, a, ta, x, Trans::No, beta, MatMut::col_vector(y))
     }
@@ -106,13 +110,17 @@ impl Backend for Faer {
     }
 
     fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        check_tri_solve("solve_lower", l, &b)?;
+        if prepare_tri_solve("solve_lower", l, &b)? {
+            return Ok(());
+        }
         faer::linalg::triangular_solve::solve_lower_triangular_in_place(view(l), view_mut(b), par());
         Ok(())
     }
 
     fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        check_tri_solve("solve_lower_transpose", l, &b)?;
+        if prepare_tri_solve("solve_lower_transpose", l, &b)? {
+            return Ok(());
+        }
         faer::linalg::triangular_solve::solve_upper_triangular_in_place(view(l).transpose(), view_mut(b), par());
         Ok(())
     }

@@ -207,6 +207,10 @@ impl<'a> MatRef<'a> {
     /// Column `j` as a contiguous slice.
     #[inline]
     pub fn col(&self, j: usize) -> &'a [f64] {
+        debug_assert!(j < self.ncols);
+        if self.nrows == 0 {
+            return &[];
+        }
         &self.data[j * self.ld..j * self.ld + self.nrows]
     }
 
@@ -320,6 +324,10 @@ impl<'a> MatMut<'a> {
     /// Column `j` as a contiguous mutable slice.
     #[inline]
     pub fn col_mut(&mut self, j: usize) -> &mut [f64] {
+        debug_assert!(j < self.ncols);
+        if self.nrows == 0 {
+            return &mut [];
+        }
         let ld = self.ld;
         &mut self.data[j * ld..j * ld + self.nrows]
     }

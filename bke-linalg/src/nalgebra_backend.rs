@@ -3,7 +3,7 @@
 //! nalgebra's own `Cholesky::rank_one_update` works only on its owned type, so it would need two extra
 //! copies of the factor per call and cannot report a failed downdate.
 
-use crate::backend::{check_gemm, check_gemv, check_tri_solve, sort_ascending};
+use crate::backend::{prepare_gemm, prepare_gemv, prepare_tri_solve, sort_ascending};
 use crate::error::{check_finite, check_square};
 use crate::{Backend, LinalgError, Mat, MatMut, MatRef, SymEigen, Trans, update};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut, Dyn};
@@ -40,9 +40,11 @@ impl Backend for Nalgebra {
         b: MatRef<'_>,
         tb: Trans,
         beta: f64,
-        c: MatMut<'_>,
+        mut c: MatMut<'_>,
     ) -> Result<(), LinalgError> {
-        check_gemm(a, ta, b, tb, &c)?;
+        if prepare_gemm(a, ta, b, tb, beta, &mut c)? {
+            return Ok(());
+        }
         let mut c = view_mut(c);
         if beta == 0.0 {
             c.fill(0.0);
@@ -57,7 +59,9 @@ impl Backend for Nalgebra {
     }
 
     fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError> {
-        check_gemv(a, ta, x, y)?;
+        if prepare_gemv(a, ta, x, beta, y)? {
+            return Ok(());
+        }
         if beta == 0.0 {
             y.fill(0.0);
         }
@@ -72,7 +76,9 @@ impl Backend for Nalgebra {
     }
 
     fn cholesky_in_place(mut a: MatMut<'_>) -> Result<(), LinalgError> {
-        check_square("cholesky", a.as_ref())?;
+        if check_square("cholesky", a.as_ref())? == 0 {
+            return Ok(());
+        }
         check_finite("matrix to factorise", a.as_ref())?;
         let owned = view(a.as_ref()).into_owned();
         match nalgebra::Cholesky::new(owned) {
@@ -89,13 +95,17 @@ impl Backend for Nalgebra {
     }
 
     fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        check_tri_solve("solve_lower", l, &b)?;
+        if prepare_tri_solve("solve_lower", l, &b)? {
+            return Ok(());
+        }
         view(l).solve_lower_triangular_mut(&mut view_mut(b));
         Ok(())
     }
 
     fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        check_tri_solve("solve_lower_transpose", l, &b)?;
+        if prepare_tri_solve("solve_lower_transpose", l, &b)? {
+            return Ok(());
+        }
         view(l).tr_solve_lower_triangular_mut(&mut view_mut(b));
         Ok(())
     }
@@ -103,6 +113,9 @@ impl Backend for Nalgebra {
     fn sym_eigen(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
         let n = check_square("sym_eigen", a)?;
         check_finite("matrix to decompose", a)?;
+        if n == 0 {
+            return Ok(SymEigen { values: vec![], vectors: Mat::zeros(0, 0) });
+        }
         // nalgebra reads the lower triangle.
         let eig = nalgebra::SymmetricEigen::try_new(view(a).into_owned(), f64::EPSILON, 0)
             .ok_or_else(|| LinalgError::EigenFailed("nalgebra: no convergence".into()))?;

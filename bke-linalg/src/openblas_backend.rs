@@ -3,7 +3,7 @@
 //! `dtrtrs`, `dsyev`), linked against the system OpenBLAS (Debian's `libopenblas-dev`). LAPACK has no
 //! Cholesky update, so rank updates use the shared routines of [`crate::update`].
 
-use crate::backend::{check_gemm, check_gemv, check_tri_solve};
+use crate::backend::{prepare_gemm, prepare_gemv, prepare_tri_solve};
 use crate::error::{check_finite, check_square};
 use crate::{Backend, LinalgError, Mat, MatMut, MatRef, SymEigen, Trans};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, ShapeBuilder};
@@ -44,9 +44,6 @@ fn backend_err(e: ndarray_linalg::error::LinalgError) -> LinalgError {
 
 fn tri_solve(l: MatRef<'_>, transpose: bool, mut b: MatMut<'_>) -> Result<(), LinalgError> {
     use ndarray_linalg::SolveTriangularInplace;
-    if l.nrows() == 0 || b.ncols() == 0 {
-        return Ok(());
-    }
     let lf = fortran_copy(l);
     let mut rhs = fortran_copy(b.as_ref());
     if transpose {
@@ -69,9 +66,11 @@ impl Backend for OpenBlas {
         b: MatRef<'_>,
         tb: Trans,
         beta: f64,
-        c: MatMut<'_>,
+        mut c: MatMut<'_>,
     ) -> Result<(), LinalgError> {
-        check_gemm(a, ta, b, tb, &c)?;
+        if prepare_gemm(a, ta, b, tb, beta, &mut c)? {
+            return Ok(());
+        }
         let mut c = view_mut(c);
         if beta == 0.0 {
             c.fill(0.0);
@@ -81,7 +80,9 @@ impl Backend for OpenBlas {
     }
 
     fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError> {
-        check_gemv(a, ta, x, y)?;
+        if prepare_gemv(a, ta, x, beta, y)? {
+            return Ok(());
+        }
         if beta == 0.0 {
             y.fill(0.0);
         }
@@ -113,12 +114,16 @@ impl Backend for OpenBlas {
     }
 
     fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        check_tri_solve("solve_lower", l, &b)?;
+        if prepare_tri_solve("solve_lower", l, &b)? {
+            return Ok(());
+        }
         tri_solve(l, false, b)
     }
 
     fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        check_tri_solve("solve_lower_transpose", l, &b)?;
+        if prepare_tri_solve("solve_lower_transpose", l, &b)? {
+            return Ok(());
+        }
         tri_solve(l, true, b)
     }
 
