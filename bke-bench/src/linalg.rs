@@ -54,8 +54,16 @@ pub fn gaussian(n: usize, m: usize, seed: u64) -> Mat {
 pub fn spd(n: usize, seed: u64) -> Mat {
     let g = gaussian(n, n, seed);
     let mut a = Mat::zeros(n, n);
-    bke_linalg::DefaultBackend::gemm(1.0 / n as f64, g.as_ref(), Trans::Yes, g.as_ref(), Trans::No, 0.0, a.as_mut())
-        .expect("square shapes");
+    bke_linalg::DefaultBackend::gemm(
+        1.0 / n as f64,
+        g.as_ref(),
+        Trans::Yes,
+        g.as_ref(),
+        Trans::No,
+        0.0,
+        a.as_mut(),
+    )
+    .expect("square shapes");
     for i in 0..n {
         a[(i, i)] += 1.0;
     }

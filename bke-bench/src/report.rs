@@ -45,7 +45,11 @@ pub struct Table {
 impl Table {
     /// An empty table with the given title and headers.
     pub fn new(title: &str, headers: &[&str]) -> Self {
-        Self { title: title.into(), headers: headers.iter().map(|h| h.to_string()).collect(), ..Self::default() }
+        Self {
+            title: title.into(),
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            ..Self::default()
+        }
     }
 
     /// Appends a row.
@@ -74,7 +78,12 @@ impl Table {
 
     /// Markdown rendering.
     pub fn to_markdown(&self) -> String {
-        let mut out = format!("### {}\n\n| {} |\n|{}|\n", self.title, self.headers.join(" | "), "---|".repeat(self.headers.len()));
+        let mut out = format!(
+            "### {}\n\n| {} |\n|{}|\n",
+            self.title,
+            self.headers.join(" | "),
+            "---|".repeat(self.headers.len())
+        );
         for r in &self.rows {
             out += &format!("| {} |\n", r.join(" | "));
         }

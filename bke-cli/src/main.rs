@@ -3,6 +3,9 @@
 
 use clap::{Parser, Subcommand};
 
+#[allow(dead_code)] // shared by the command modules
+mod io;
+
 /// Bayesian kernel learning: kernel embeddings, kernel tests, BaNK, deconditional embeddings.
 #[derive(Parser)]
 #[command(name = "bke", version, about)]
@@ -34,6 +37,5 @@ fn backends() -> anyhow::Result<()> {
         "available": names,
         "default": bke_linalg::BackendKind::default_kind().name(),
     });
-    println!("{out}");
-    Ok(())
+    io::emit(&out)
 }

@@ -4,3 +4,19 @@
 //! mean embedding, closed-form posterior, marginal pseudolikelihood for kernel hyperparameters, kernel
 //! tests with learned kernels, and kernel student-t density estimation (Huszár & Lacoste-Julien).
 //! The model code is generic over [`bke_linalg::Backend`].
+//!
+//! ```
+//! use bke_core::{Kernel, Points};
+//! let x = Points::from_rows("x", &[vec![0.0, 0.0], vec![1.0, 0.0]]).unwrap();
+//! let k = Kernel::se(1.0).unwrap();
+//! let g = k.gram(&x).unwrap();
+//! assert!((g[(0, 1)] - (-0.5f64).exp()).abs() < 1e-15);
+//! ```
+
+mod error;
+pub mod kernel;
+mod points;
+
+pub use error::{CoreError, check_positive};
+pub use kernel::{Kernel, KernelFamily};
+pub use points::Points;

@@ -72,7 +72,14 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
     ) -> Result<(), LinalgError>;
 
     /// `y ← α op(A) x + β y`.
-    fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError>;
+    fn gemv(
+        alpha: f64,
+        a: MatRef<'_>,
+        ta: Trans,
+        x: &[f64],
+        beta: f64,
+        y: &mut [f64],
+    ) -> Result<(), LinalgError>;
 
     /// The Gram matrix `AᵀA` (full, symmetric).
     fn gram(a: MatRef<'_>) -> Mat {
@@ -123,7 +130,8 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
             Err(LinalgError::NotPositiveDefinite { pivot }) => pivot,
             Err(e) => return Err(e),
         };
-        let mean_diag = ((0..n).map(|i| a.at(i, i).abs()).sum::<f64>() / n.max(1) as f64).max(f64::MIN_POSITIVE);
+        let mean_diag =
+            ((0..n).map(|i| a.at(i, i).abs()).sum::<f64>() / n.max(1) as f64).max(f64::MIN_POSITIVE);
         let (mut rel, mut last) = (opts.initial, (0.0, pivot));
         while rel <= opts.max * (1.0 + 1e-12) {
             let jitter = rel * mean_diag;
@@ -188,7 +196,13 @@ pub(crate) fn prepare_gemm(
 
 /// Validates the operands of `y ← α op(A) x + β y`; completes the degenerate cases like
 /// [`prepare_gemm`] and returns whether the product is done.
-pub(crate) fn prepare_gemv(a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<bool, LinalgError> {
+pub(crate) fn prepare_gemv(
+    a: MatRef<'_>,
+    ta: Trans,
+    x: &[f64],
+    beta: f64,
+    y: &mut [f64],
+) -> Result<bool, LinalgError> {
     let (m, n) = ta.shape(a.nrows(), a.ncols());
     if x.len() != n || y.len() != m {
         return Err(LinalgError::ShapeMismatch {
@@ -205,7 +219,11 @@ pub(crate) fn prepare_gemv(a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &m
 }
 
 /// Validates a triangular solve `L X = B`; returns whether it is empty (nothing to do).
-pub(crate) fn prepare_tri_solve(op: &'static str, l: MatRef<'_>, b: &MatMut<'_>) -> Result<bool, LinalgError> {
+pub(crate) fn prepare_tri_solve(
+    op: &'static str,
+    l: MatRef<'_>,
+    b: &MatMut<'_>,
+) -> Result<bool, LinalgError> {
     let n = check_square(op, l)?;
     if b.nrows() != n {
         return Err(LinalgError::ShapeMismatch {

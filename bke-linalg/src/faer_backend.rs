@@ -5,7 +5,9 @@
 use crate::backend::{prepare_gemm, prepare_gemv, prepare_tri_solve};
 use crate::error::{check_finite, check_square};
 use crate::{Backend, LinalgError, Mat, MatMut, MatRef, SymEigen, Trans};
-use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization, cholesky_in_place, cholesky_in_place_scratch};
+use faer::linalg::cholesky::llt::factor::{
+    LltError, LltRegularization, cholesky_in_place, cholesky_in_place_scratch,
+};
 use faer::{Accum, Par};
 
 /// The faer backend (feature `faer`, on by default).
@@ -61,7 +63,14 @@ impl Backend for Faer {
         Ok(())
     }
 
-    fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError> {
+    fn gemv(
+        alpha: f64,
+        a: MatRef<'_>,
+        ta: Trans,
+        x: &[f64],
+        beta: f64,
+        y: &mut [f64],
+    ) -> Result<(), LinalgError> {
         if prepare_gemv(a, ta, x, beta, y)? {
             return Ok(());
         }
@@ -95,17 +104,23 @@ impl Backend for Faer {
         let n = check_square("cholesky", a.as_ref())?;
         check_finite("matrix to factorise", a.as_ref())?;
         let par = par();
-        let mut mem =
-            dyn_stack::MemBuffer::new(cholesky_in_place_scratch::<f64>(n, par, Default::default()));
+        let mut mem = dyn_stack::MemBuffer::new(cholesky_in_place_scratch::<f64>(n, par, Default::default()));
         let stack = dyn_stack::MemStack::new(&mut mem);
-        let res =
-            cholesky_in_place(view_mut(a.rb_mut()), LltRegularization::default(), par, stack, Default::default());
+        let res = cholesky_in_place(
+            view_mut(a.rb_mut()),
+            LltRegularization::default(),
+            par,
+            stack,
+            Default::default(),
+        );
         match res {
             Ok(_) => {
                 a.zero_strict_upper();
                 Ok(())
             }
-            Err(LltError::NonPositivePivot { index }) => Err(LinalgError::NotPositiveDefinite { pivot: index }),
+            Err(LltError::NonPositivePivot { index }) => {
+                Err(LinalgError::NotPositiveDefinite { pivot: index })
+            }
         }
     }
 
@@ -121,7 +136,11 @@ impl Backend for Faer {
         if prepare_tri_solve("solve_lower_transpose", l, &b)? {
             return Ok(());
         }
-        faer::linalg::triangular_solve::solve_upper_triangular_in_place(view(l).transpose(), view_mut(b), par());
+        faer::linalg::triangular_solve::solve_upper_triangular_in_place(
+            view(l).transpose(),
+            view_mut(b),
+            par(),
+        );
         Ok(())
     }
 

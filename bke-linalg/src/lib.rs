@@ -34,8 +34,8 @@ mod nalgebra_backend;
 mod openblas_backend;
 
 pub use backend::{Backend, JitterOptions, SymEigen, Trans};
-pub(crate) use error::check_same_shape;
 pub use error::LinalgError;
+pub(crate) use error::check_same_shape;
 pub use mat::{Mat, MatMut, MatRef};
 
 #[cfg(feature = "faer")]

@@ -252,7 +252,8 @@ impl std::fmt::Debug for MatRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "[{} x {}]", self.nrows, self.ncols)?;
         for i in 0..self.nrows.min(12) {
-            let row: Vec<String> = (0..self.ncols.min(12)).map(|j| format!("{:>11.4e}", self.at(i, j))).collect();
+            let row: Vec<String> =
+                (0..self.ncols.min(12)).map(|j| format!("{:>11.4e}", self.at(i, j))).collect();
             writeln!(f, "  {}", row.join(" "))?;
         }
         Ok(())
@@ -261,7 +262,12 @@ impl std::fmt::Debug for MatRef<'_> {
 
 impl<'a> MatMut<'a> {
     /// A mutable view of `data` as an `nrows × ncols` column-major matrix with leading dimension `ld`.
-    pub fn from_slice(data: &'a mut [f64], nrows: usize, ncols: usize, ld: usize) -> Result<Self, LinalgError> {
+    pub fn from_slice(
+        data: &'a mut [f64],
+        nrows: usize,
+        ncols: usize,
+        ld: usize,
+    ) -> Result<Self, LinalgError> {
         check_view(data.len(), nrows, ncols, ld)?;
         Ok(Self { data, nrows, ncols, ld: ld.max(1) })
     }

@@ -12,7 +12,9 @@ use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut, Dyn};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Nalgebra;
 
-fn view(a: MatRef<'_>) -> nalgebra::Matrix<f64, Dyn, Dyn, nalgebra::ViewStorage<'_, f64, Dyn, Dyn, Dyn, Dyn>> {
+fn view(
+    a: MatRef<'_>,
+) -> nalgebra::Matrix<f64, Dyn, Dyn, nalgebra::ViewStorage<'_, f64, Dyn, Dyn, Dyn, Dyn>> {
     DMatrixView::from_slice_with_strides(a.as_slice(), a.nrows(), a.ncols(), 1, a.ld())
 }
 
@@ -58,7 +60,14 @@ impl Backend for Nalgebra {
         Ok(())
     }
 
-    fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError> {
+    fn gemv(
+        alpha: f64,
+        a: MatRef<'_>,
+        ta: Trans,
+        x: &[f64],
+        beta: f64,
+        y: &mut [f64],
+    ) -> Result<(), LinalgError> {
         if prepare_gemv(a, ta, x, beta, y)? {
             return Ok(());
         }

@@ -79,7 +79,14 @@ impl Backend for OpenBlas {
         Ok(())
     }
 
-    fn gemv(alpha: f64, a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<(), LinalgError> {
+    fn gemv(
+        alpha: f64,
+        a: MatRef<'_>,
+        ta: Trans,
+        x: &[f64],
+        beta: f64,
+        y: &mut [f64],
+    ) -> Result<(), LinalgError> {
         if prepare_gemv(a, ta, x, beta, y)? {
             return Ok(());
         }

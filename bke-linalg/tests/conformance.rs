@@ -11,7 +11,8 @@ use rand_chacha::ChaCha8Rng;
 // ---- independent oracles -------------------------------------------------------------------------
 
 fn naive_mul(a: MatRef<'_>, ta: Trans, b: MatRef<'_>, tb: Trans) -> Mat {
-    let get = |m: MatRef<'_>, t: Trans, i: usize, j: usize| if t == Trans::No { m.at(i, j) } else { m.at(j, i) };
+    let get =
+        |m: MatRef<'_>, t: Trans, i: usize, j: usize| if t == Trans::No { m.at(i, j) } else { m.at(j, i) };
     let (m, k) = ta.shape(a.nrows(), a.ncols());
     let n = tb.shape(b.nrows(), b.ncols()).1;
     Mat::from_fn(m, n, |i, j| (0..k).map(|l| get(a, ta, i, l) * get(b, tb, l, j)).sum())
@@ -115,7 +116,12 @@ fn check_agrees_with_faer<B: Backend>(n: usize, seed: u64) {
     let l = B::cholesky(a.as_ref()).unwrap();
     let lf = Faer::cholesky(a.as_ref()).unwrap();
     if n > 0 {
-        assert!(rel_diff(&l, &lf) < 1e-11, "{}: factor differs from faer by {:e}", B::NAME, rel_diff(&l, &lf));
+        assert!(
+            rel_diff(&l, &lf) < 1e-11,
+            "{}: factor differs from faer by {:e}",
+            B::NAME,
+            rel_diff(&l, &lf)
+        );
         let (ld, lfd) = (B::cholesky_logdet(l.as_ref()), Faer::cholesky_logdet(lf.as_ref()));
         assert!((ld - lfd).abs() <= 1e-11 * (1.0 + lfd.abs()));
     }
@@ -140,7 +146,9 @@ fn check_agrees_with_faer<B: Backend>(n: usize, seed: u64) {
 
 fn check_products<B: Backend>(m: usize, k: usize, n: usize, seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    for (ta, tb) in [(Trans::No, Trans::No), (Trans::Yes, Trans::No), (Trans::No, Trans::Yes), (Trans::Yes, Trans::Yes)] {
+    for (ta, tb) in
+        [(Trans::No, Trans::No), (Trans::Yes, Trans::No), (Trans::No, Trans::Yes), (Trans::Yes, Trans::Yes)]
+    {
         let (ar, ac) = ta.shape(m, k);
         let (br, bc) = tb.shape(k, n);
         let a = gaussian(ar, ac, &mut rng);
@@ -151,7 +159,11 @@ fn check_products<B: Backend>(m: usize, k: usize, n: usize, seed: u64) {
             B::gemm(1.5, a.as_ref(), ta, b.as_ref(), tb, beta, c.as_mut()).unwrap();
             let ab = naive_mul(a.as_ref(), ta, b.as_ref(), tb);
             let want = Mat::from_fn(m, n, |i, j| 1.5 * ab[(i, j)] + beta * c0[(i, j)]);
-            assert!(sub(&c, &want).norm_fro() <= 1e-12 * (1.0 + want.norm_fro()) * k.max(1) as f64, "{} gemm {ta:?} {tb:?}", B::NAME);
+            assert!(
+                sub(&c, &want).norm_fro() <= 1e-12 * (1.0 + want.norm_fro()) * k.max(1) as f64,
+                "{} gemm {ta:?} {tb:?}",
+                B::NAME
+            );
         }
         // beta = 0 must overwrite NaN in C
         let mut c = Mat::from_fn(m, n, |_, _| f64::NAN);
@@ -161,7 +173,11 @@ fn check_products<B: Backend>(m: usize, k: usize, n: usize, seed: u64) {
     let a = gaussian(m, k, &mut rng);
     let g = B::gram(a.as_ref());
     let want = naive_mul(a.as_ref(), Trans::Yes, a.as_ref(), Trans::No);
-    assert!(sub(&g, &want).norm_fro() <= 1e-12 * (1.0 + want.norm_fro()) * m.max(1) as f64, "{} gram", B::NAME);
+    assert!(
+        sub(&g, &want).norm_fro() <= 1e-12 * (1.0 + want.norm_fro()) * m.max(1) as f64,
+        "{} gram",
+        B::NAME
+    );
     for ta in [Trans::No, Trans::Yes] {
         let (xl, yl) = if ta == Trans::No { (k, m) } else { (m, k) };
         let x = gaussian(xl, 1, &mut rng).into_vec();
@@ -205,7 +221,12 @@ fn check_rank1_chain<B: Backend>(n: usize, seed: u64) {
         if step % 250 == 249 || step == 999 {
             let fresh = Faer::cholesky(a.as_ref()).unwrap();
             let d = rel_diff(&l, &fresh);
-            assert!(d <= 1e-9, "{}: after {} steps the factor differs from refactorising by {d:e}", B::NAME, step + 1);
+            assert!(
+                d <= 1e-9,
+                "{}: after {} steps the factor differs from refactorising by {d:e}",
+                B::NAME,
+                step + 1
+            );
         }
     }
 }
@@ -246,12 +267,19 @@ fn check_bad_input<B: Backend>() {
     // NaN / Inf
     let mut a = Mat::identity(4);
     a[(2, 1)] = f64::NAN;
-    assert!(matches!(B::cholesky(a.as_ref()), Err(LinalgError::NonFinite { row: 2, col: 1, .. })), "{}", B::NAME);
+    assert!(
+        matches!(B::cholesky(a.as_ref()), Err(LinalgError::NonFinite { row: 2, col: 1, .. })),
+        "{}",
+        B::NAME
+    );
     a[(2, 1)] = f64::INFINITY;
     assert!(matches!(B::sym_eigen(a.as_ref()), Err(LinalgError::NonFinite { .. })), "{}", B::NAME);
     let l = Mat::identity(4);
     let mut lm = l.clone();
-    assert!(matches!(B::cholesky_update(lm.as_mut(), MatRef::col_vector(&[1.0, f64::NAN, 0.0, 0.0])), Err(LinalgError::NonFinite { .. })));
+    assert!(matches!(
+        B::cholesky_update(lm.as_mut(), MatRef::col_vector(&[1.0, f64::NAN, 0.0, 0.0])),
+        Err(LinalgError::NonFinite { .. })
+    ));
     assert!(lm == l, "{}: rejected update modified the factor", B::NAME);
     // shape mismatches
     let rect = Mat::zeros(3, 4);
@@ -298,7 +326,10 @@ fn check_jitter<B: Backend>() {
     // strongly indefinite matrices exhaust the jitter with a clear error
     let mut neg = Mat::identity(3);
     neg[(1, 1)] = -5.0;
-    assert!(matches!(B::cholesky_jittered(neg.as_ref(), JitterOptions::default()), Err(LinalgError::JitterExhausted { pivot: 1, .. })));
+    assert!(matches!(
+        B::cholesky_jittered(neg.as_ref(), JitterOptions::default()),
+        Err(LinalgError::JitterExhausted { pivot: 1, .. })
+    ));
 }
 
 fn check_strided_views<B: Backend>() {

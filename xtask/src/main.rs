@@ -36,9 +36,13 @@ fn project_root() -> PathBuf {
 
 /// Whether the system OpenBLAS (Debian's libopenblas-dev) is installed.
 fn openblas_installed() -> bool {
-    ["/usr/lib/x86_64-linux-gnu/libopenblas.so", "/usr/lib/aarch64-linux-gnu/libopenblas.so", "/usr/lib/libopenblas.so"]
-        .iter()
-        .any(|p| Path::new(p).exists())
+    [
+        "/usr/lib/x86_64-linux-gnu/libopenblas.so",
+        "/usr/lib/aarch64-linux-gnu/libopenblas.so",
+        "/usr/lib/libopenblas.so",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
 }
 
 fn setup() -> anyhow::Result<()> {
@@ -46,7 +50,10 @@ fn setup() -> anyhow::Result<()> {
         println!("libopenblas-dev is installed");
         return Ok(());
     }
-    let status = Command::new("bash").arg("scripts/install-openblas.sh").status().context("running scripts/install-openblas.sh")?;
+    let status = Command::new("bash")
+        .arg("scripts/install-openblas.sh")
+        .status()
+        .context("running scripts/install-openblas.sh")?;
     if !status.success() {
         bail!("installing libopenblas-dev failed");
     }
@@ -59,7 +66,9 @@ fn run_tool(bin: &str, args: &[String], root: &Path) -> anyhow::Result<()> {
     if openblas_installed() {
         cmd.args(["--features", "openblas"]);
     } else {
-        eprintln!("note: libopenblas-dev is not installed, so the OpenBLAS backend is left out (`cargo xtask setup` installs it)");
+        eprintln!(
+            "note: libopenblas-dev is not installed, so the OpenBLAS backend is left out (`cargo xtask setup` installs it)"
+        );
     }
     cmd.arg("--").args(args).args(["--out", &root.join("target/bench").to_string_lossy()]);
     let status = cmd.status().with_context(|| format!("running {bin}"))?;

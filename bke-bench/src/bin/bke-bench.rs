@@ -13,7 +13,10 @@ fn main() -> anyhow::Result<()> {
     match suite {
         "linalg" => {
             let sizes = match flag(&args, "--sizes") {
-                Some(s) => s.split(',').map(|v| v.parse().context("--sizes takes integers")).collect::<Result<_, _>>()?,
+                Some(s) => s
+                    .split(',')
+                    .map(|v| v.parse().context("--sizes takes integers"))
+                    .collect::<Result<_, _>>()?,
                 None => vec![128, 512, 1024, 2048],
             };
             bench_linalg(&sizes)?.emit(&out, "linalg")
@@ -49,8 +52,10 @@ impl WithBackend for Time<'_> {
 
 fn bench_linalg(sizes: &[usize]) -> anyhow::Result<Table> {
     let threads = rayon::current_num_threads();
-    let mut table =
-        Table::new("bke-linalg kernels", &["op", "n", "backend", "threads", "median", "GFLOP/s", "x fastest"]);
+    let mut table = Table::new(
+        "bke-linalg kernels",
+        &["op", "n", "backend", "threads", "median", "GFLOP/s", "x fastest"],
+    );
     for &n in sizes {
         let inputs = Inputs::new(n, 42);
         for op in Op::ALL {

@@ -1,0 +1,159 @@
+//! CSV in, JSON out. CSV files have a header row and numeric columns; errors name the file, the
+//! line (1-based, the header is line 1) and the column (name and 1-based index).
+
+use anyhow::{Context, bail};
+use bke_core::Points;
+use std::path::Path;
+
+/// A numeric CSV table: column names and the values, row-major.
+#[derive(Debug, Clone)]
+pub struct CsvTable {
+    /// The file it came from (for messages).
+    pub path: String,
+    /// Column names, in file order.
+    pub names: Vec<String>,
+    /// Row-major values, `rows × names.len()`.
+    pub values: Vec<f64>,
+    /// Number of data rows.
+    pub rows: usize,
+}
+
+impl CsvTable {
+    /// Reads a CSV file with a header row; every cell must parse as a finite number.
+    pub fn read(path: &Path) -> anyhow::Result<CsvTable> {
+        let shown = path.display().to_string();
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .trim(csv::Trim::All)
+            .from_path(path)
+            .with_context(|| format!("cannot open CSV file {shown}"))?;
+        let names: Vec<String> = reader
+            .headers()
+            .with_context(|| format!("{shown}: cannot read the header row"))?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        if names.is_empty() {
+            bail!("{shown}: the header row is empty; the first line must name the columns");
+        }
+        let mut values = Vec::new();
+        let mut rows = 0;
+        for (i, record) in reader.records().enumerate() {
+            let line = i + 2;
+            let record = record.with_context(|| format!("{shown}, line {line}: malformed CSV"))?;
+            if record.len() != names.len() {
+                bail!(
+                    "{shown}, line {line}: {} fields, but the header has {} columns",
+                    record.len(),
+                    names.len()
+                );
+            }
+            for (j, cell) in record.iter().enumerate() {
+                let v: f64 = cell.parse().map_err(|_| {
+                    anyhow::anyhow!(
+                        "{shown}, line {line}, column {} ('{}'): '{cell}' is not a number",
+                        j + 1,
+                        names[j]
+                    )
+                })?;
+                if !v.is_finite() {
+                    bail!(
+                        "{shown}, line {line}, column {} ('{}'): value {cell} is not finite",
+                        j + 1,
+                        names[j]
+                    );
+                }
+                values.push(v);
+            }
+            rows += 1;
+        }
+        Ok(CsvTable { path: shown, names, values, rows })
+    }
+
+    /// The index of the column called `name`, or an error listing the columns.
+    pub fn column_index(&self, name: &str) -> anyhow::Result<usize> {
+        self.names.iter().position(|n| n == name).with_context(|| {
+            format!("{}: no column named '{name}'; the columns are: {}", self.path, self.names.join(", "))
+        })
+    }
+
+    /// The values of one column.
+    pub fn column(&self, j: usize) -> Vec<f64> {
+        (0..self.rows).map(|i| self.values[i * self.names.len() + j]).collect()
+    }
+
+    /// The selected columns (all when `columns` is `None`) as points.
+    pub fn points(&self, columns: Option<&[String]>) -> anyhow::Result<Points> {
+        let idx: Vec<usize> = match columns {
+            Some(cols) => cols.iter().map(|c| self.column_index(c)).collect::<anyhow::Result<_>>()?,
+            None => (0..self.names.len()).collect(),
+        };
+        self.points_at(&idx)
+    }
+
+    /// The columns at the given indices as points.
+    pub fn points_at(&self, idx: &[usize]) -> anyhow::Result<Points> {
+        let w = self.names.len();
+        let data = (0..self.rows).flat_map(|i| idx.iter().map(move |&j| self.values[i * w + j])).collect();
+        Ok(Points::new(&self.path, data, idx.len().max(1))?)
+    }
+}
+
+/// Reads the selected columns of a CSV file as points.
+pub fn read_points(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Points> {
+    CsvTable::read(path)?.points(columns)
+}
+
+/// Prints a JSON value on stdout.
+pub fn emit(value: &serde_json::Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// A progress bar on stderr (hidden when stderr is not a terminal) for `len` steps.
+pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({elapsed} < {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("bke-io-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn reads_and_selects_columns() {
+        let p = write("ok.csv", "a,b,c\n1,2,3\n4,5,6\n");
+        let t = CsvTable::read(&p).unwrap();
+        let pts = t.points(Some(&["c".to_string(), "a".to_string()])).unwrap();
+        assert_eq!(pts.as_slice(), &[3.0, 1.0, 6.0, 4.0]);
+        assert!(
+            t.points(Some(&["zz".to_string()])).unwrap_err().to_string().contains("no column named 'zz'")
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let p = write("bad.csv", "a,b\n1,2\n3,oops\n");
+        let e = CsvTable::read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 3") && e.contains("column 2 ('b')") && e.contains("oops"), "{e}");
+        let p = write("nan.csv", "a,b\n1,NaN\n");
+        let e = CsvTable::read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("not finite"), "{e}");
+        let p = write("ragged.csv", "a,b\n1,2,3\n");
+        assert!(CsvTable::read(&p).is_err());
+    }
+}

@@ -1,0 +1,64 @@
+//! The error type of bke-core.
+
+use bke_linalg::LinalgError;
+
+/// Errors from validation and from the numerical routines of bke-core.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CoreError {
+    /// An input contained NaN or ±∞.
+    #[error("non-finite value {value} in {what} at row {row}, column {col}")]
+    NonFinite {
+        /// Which input.
+        what: String,
+        /// Zero-based row (point index).
+        row: usize,
+        /// Zero-based column (coordinate).
+        col: usize,
+        /// The offending value.
+        value: f64,
+    },
+    /// An input that needs data had none.
+    #[error("{what} is empty: at least {needed} point(s) are needed")]
+    Empty {
+        /// Which input.
+        what: String,
+        /// How many points the operation needs.
+        needed: usize,
+    },
+    /// Two inputs do not fit together.
+    #[error("dimension mismatch: {what} has {found}, expected {expected}")]
+    DimensionMismatch {
+        /// Which input.
+        what: String,
+        /// What was expected.
+        expected: usize,
+        /// What was given.
+        found: usize,
+    },
+    /// A parameter is outside its domain.
+    #[error("invalid {name} = {value}: {reason}")]
+    InvalidParameter {
+        /// The parameter.
+        name: String,
+        /// Its value.
+        value: f64,
+        /// What it must satisfy.
+        reason: String,
+    },
+    /// A linear-algebra failure (e.g. a matrix that is not positive definite).
+    #[error(transparent)]
+    Linalg(#[from] LinalgError),
+}
+
+/// Errors unless `value` is finite and strictly positive.
+pub fn check_positive(name: &str, value: f64) -> Result<(), CoreError> {
+    if !(value.is_finite() && value > 0.0) {
+        return Err(CoreError::InvalidParameter {
+            name: name.into(),
+            value,
+            reason: "must be finite and strictly positive".into(),
+        });
+    }
+    Ok(())
+}
