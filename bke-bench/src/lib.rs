@@ -6,4 +6,5 @@
 //! reports can state GFLOP/s against the machine's DGEMM rate.
 
 pub mod linalg;
+pub mod plot;
 pub mod report;
