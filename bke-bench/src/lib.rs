@@ -8,3 +8,4 @@
 pub mod linalg;
 pub mod plot;
 pub mod report;
+pub mod repro;
