@@ -13,10 +13,12 @@
 //! assert!((g[(0, 1)] - (-0.5f64).exp()).abs() < 1e-15);
 //! ```
 
+pub mod embedding;
 mod error;
 pub mod kernel;
 mod points;
 
+pub use embedding::{BkeParams, BkePosterior, EmbeddingPrior, MarginalLikelihood, marginal_pseudolikelihood};
 pub use error::{CoreError, check_positive};
 pub use kernel::{Kernel, KernelFamily};
 pub use points::Points;

@@ -1,0 +1,184 @@
+//! The BKE posterior of the embedding `μ_θ` (seed 000 eq. (7)–(8), §4.2). See the [module docs](super).
+
+use super::{BkeParams, EmbeddingPrior, full_lengthscales};
+use crate::{CoreError, Points};
+use bke_linalg::{Backend, JitterOptions, Mat, Trans};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
+use rayon::prelude::*;
+
+/// Queries per block when computing variances (bounds memory at `O(p · QBLOCK)`).
+const QBLOCK: usize = 512;
+
+/// The Gaussian posterior of the embedding `μ_θ` given the empirical embedding `μ̂_θ` observed at the
+/// conditioning points `w` (eq. (7)–(8)).
+#[derive(Debug, Clone)]
+pub struct BkePosterior {
+    at: Points,
+    ls: Vec<f64>,
+    prior: EmbeddingPrior,
+    chol: Mat,
+    mu_hat: Vec<f64>,
+    beta: Vec<f64>,
+    jitter: f64,
+}
+
+impl BkePosterior {
+    /// Conditions on `μ̂_θ(w) = (1/n) Σ_i k_θ(x_i, w)` at `w = at` (default: the data themselves, as in
+    /// eq. (7); pass landmarks for an `O(p³)` instead of `O(n³)` posterior). Factorises
+    /// `A = R_ww + (τ²/n) I` (its eigenvalues are `≥ τ²/n`; if rounding still makes the Cholesky fail, the
+    /// smallest jitter that works is added and reported by [`BkePosterior::jitter`]).
+    pub fn fit<B: Backend>(x: &Points, at: Option<&Points>, params: &BkeParams) -> Result<Self, CoreError> {
+        x.check_len("data", 1)?;
+        let w = at.unwrap_or(x);
+        w.check_len("conditioning points", 1)?;
+        x.check_dim("conditioning points", w.dim())?;
+        params.check(x.dim())?;
+        let (n, p, dim) = (x.len(), w.len(), x.dim());
+        let ls = full_lengthscales(&params.lengthscales, dim);
+        let kernel = params.kernel()?;
+        let mu_hat: Vec<f64> = (0..p)
+            .into_par_iter()
+            .map(|j| {
+                let wj = w.point(j);
+                x.iter().map(|xi| kernel.eval(xi, wj)).sum::<f64>() / n as f64
+            })
+            .collect();
+        let mut a = r_matrix(&params.prior, &ls, w, w);
+        let noise = params.tau2 / n as f64;
+        for i in 0..p {
+            a[(i, i)] += noise;
+        }
+        let (chol, jitter) = B::cholesky_jittered(a.as_ref(), JitterOptions::default())?;
+        let mut beta = mu_hat.clone();
+        B::cholesky_solve_vec_in_place(chol.as_ref(), &mut beta)?;
+        Ok(Self { at: w.clone(), ls, prior: params.prior, chol, mu_hat, beta, jitter })
+    }
+
+    /// The S-KMSE weights `β = (R_ww + (τ²/n) I)⁻¹ μ̂(w)` (§4.2): `E[μ(x*)] = Σ_j β_j r_θ(x*, w_j)`.
+    pub fn weights(&self) -> &[f64] {
+        &self.beta
+    }
+
+    /// The empirical embedding `μ̂_θ(w)` at the conditioning points.
+    pub fn empirical(&self) -> &[f64] {
+        &self.mu_hat
+    }
+
+    /// The conditioning points `w`.
+    pub fn conditioning_points(&self) -> &Points {
+        &self.at
+    }
+
+    /// Jitter added to the diagonal of `A` (0 unless rounding made the plain Cholesky fail).
+    pub fn jitter(&self) -> f64 {
+        self.jitter
+    }
+
+    fn check_query(&self, q: &Points) -> Result<(), CoreError> {
+        self.at.check_dim("query points", q.dim())
+    }
+
+    /// Posterior mean `E[μ(x*)] = r(x*, w)ᵀ β` at each query point (eq. (8)).
+    pub fn mean(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
+        self.check_query(q)?;
+        Ok((0..q.len())
+            .into_par_iter()
+            .map(|i| {
+                let qi = q.point(i);
+                self.at.iter().zip(&self.beta).map(|(wj, b)| b * self.prior.r(&self.ls, qi, wj)).sum()
+            })
+            .collect())
+    }
+
+    /// Posterior mean and variance `r(x*, x*) − r(x*, w)ᵀ A⁻¹ r(w, x*)` (eq. (8), clamped at 0) at each
+    /// query point.
+    pub fn mean_and_variance<B: Backend>(&self, q: &Points) -> Result<(Vec<f64>, Vec<f64>), CoreError> {
+        self.check_query(q)?;
+        let mut mean = Vec::with_capacity(q.len());
+        let mut var = Vec::with_capacity(q.len());
+        let mut start = 0;
+        while start < q.len() {
+            let end = (start + QBLOCK).min(q.len());
+            let idx: Vec<usize> = (start..end).collect();
+            let qb = q.select(&idx);
+            let mut rw = r_matrix(&self.prior, &self.ls, &self.at, &qb);
+            for j in 0..qb.len() {
+                mean.push(rw.col(j).iter().zip(&self.beta).map(|(a, b)| a * b).sum());
+            }
+            B::solve_lower_in_place(self.chol.as_ref(), rw.as_mut())?;
+            for j in 0..qb.len() {
+                let qj = qb.point(j);
+                let prior_var = self.prior.r(&self.ls, qj, qj);
+                let red: f64 = rw.col(j).iter().map(|v| v * v).sum();
+                var.push((prior_var - red).max(0.0));
+            }
+            start = end;
+        }
+        Ok((mean, var))
+    }
+
+    /// Joint posterior covariance `R_qq − R_qw A⁻¹ R_wq` of the embedding at the query points.
+    pub fn covariance<B: Backend>(&self, q: &Points) -> Result<Mat, CoreError> {
+        self.check_query(q)?;
+        let mut v = r_matrix(&self.prior, &self.ls, &self.at, q);
+        B::solve_lower_in_place(self.chol.as_ref(), v.as_mut())?;
+        let mut c = r_matrix(&self.prior, &self.ls, q, q);
+        B::gemm(-1.0, v.as_ref(), Trans::Yes, v.as_ref(), Trans::No, 1.0, c.as_mut())?;
+        // symmetrise (the product is symmetric up to rounding)
+        let nq = q.len();
+        for j in 0..nq {
+            for i in j + 1..nq {
+                let s = 0.5 * (c[(i, j)] + c[(j, i)]);
+                c[(i, j)] = s;
+                c[(j, i)] = s;
+            }
+        }
+        Ok(c)
+    }
+
+    /// `draws` joint posterior samples of `(μ(q_1), …, μ(q_k))`, one per column (`k × draws`).
+    ///
+    /// `μ = mean + V diag(√max(λ, 0)) ε` from the eigendecomposition `V diag(λ) Vᵀ` of the posterior
+    /// covariance (rank-deficient on fine grids: clipping round-off negatives is exact for a PSD matrix,
+    /// unlike jittered Cholesky). `ε` column `j` comes from ChaCha8 seeded with `seed`, stream `j`, so
+    /// draw `j` is the same whatever `draws` and however the work is scheduled.
+    pub fn sample<B: Backend>(&self, q: &Points, draws: usize, seed: u64) -> Result<Mat, CoreError> {
+        let mean = self.mean(q)?;
+        let cov = self.covariance::<B>(q)?;
+        let k = q.len();
+        let eig = B::sym_eigen(cov.as_ref())?;
+        let mut factor = eig.vectors;
+        for (j, lam) in eig.values.iter().enumerate() {
+            let s = lam.max(0.0).sqrt();
+            factor.col_mut(j).iter_mut().for_each(|v| *v *= s);
+        }
+        let mut eps = Mat::zeros(k, draws);
+        for j in 0..draws {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(j as u64);
+            for v in eps.col_mut(j) {
+                *v = StandardNormal.sample(&mut rng);
+            }
+        }
+        let mut out = Mat::from_fn(k, draws, |i, _| mean[i]);
+        B::gemm(1.0, factor.as_ref(), Trans::No, eps.as_ref(), Trans::No, 1.0, out.as_mut())?;
+        Ok(out)
+    }
+}
+
+/// `R[i, j] = r_θ(a_i, b_j)`, parallel over columns.
+pub(crate) fn r_matrix(prior: &EmbeddingPrior, ls: &[f64], a: &Points, b: &Points) -> Mat {
+    let (na, nb) = (a.len(), b.len());
+    let mut r = Mat::zeros(na, nb);
+    if na > 0 {
+        r.as_mut_slice().par_chunks_mut(na).enumerate().for_each(|(j, col)| {
+            let bj = b.point(j);
+            for (i, v) in col.iter_mut().enumerate() {
+                *v = prior.r(ls, a.point(i), bj);
+            }
+        });
+    }
+    r
+}

@@ -1,0 +1,481 @@
+//! Oracles for the BKE model: the dense `mn`-dimensional Gaussian, an explicit Jacobian, Cauchy–Binet
+//! in log space, central finite differences, direct GP conditioning, a second backend, thread counts.
+
+use super::jacobian::{JacScratch, log_volume, robust_for_test};
+use super::*;
+use bke_linalg::{Backend, Faer, Mat, Nalgebra};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize, spread: f64) -> Points {
+    let data = (0..n * dim).map(|_| spread * (rng.random::<f64>() * 2.0 - 1.0)).collect();
+    Points::new("random", data, dim).unwrap()
+}
+
+fn priors() -> Vec<EmbeddingPrior> {
+    vec![EmbeddingPrior::Lebesgue, EmbeddingPrior::Unit, EmbeddingPrior::Gaussian { eta: 1.5 }]
+}
+
+/// `log N(vec K_zx; 0, 1 1ᵀ ⊗ R + τ² I_mn)` by a dense Cholesky of the `mn × mn` covariance.
+fn dense_log_gaussian(x: &Points, z: &Points, p: &BkeParams) -> f64 {
+    let (n, m, dim) = (x.len(), z.len(), x.dim());
+    let ls = full_lengthscales(&p.lengthscales, dim);
+    let k = p.kernel().unwrap();
+    let mut y = vec![0.0; n * m];
+    for i in 0..n {
+        for l in 0..m {
+            y[i * m + l] = k.eval(x.point(i), z.point(l));
+        }
+    }
+    let c = Mat::from_fn(n * m, n * m, |a, b| {
+        let (l1, l2) = (a % m, b % m);
+        p.prior.r(&ls, z.point(l1), z.point(l2)) + if a == b { p.tau2 } else { 0.0 }
+    });
+    let l = Faer::cholesky(c.as_ref()).unwrap();
+    let mut sol = y.clone();
+    Faer::solve_lower_in_place(l.as_ref(), Mat::from_col_major(n * m, 1, sol.clone()).unwrap().as_mut())
+        .unwrap();
+    // ‖L⁻¹ y‖²
+    let mut v = Mat::from_col_major(n * m, 1, std::mem::take(&mut sol)).unwrap();
+    Faer::solve_lower_in_place(l.as_ref(), v.as_mut()).unwrap();
+    let quad: f64 = v.col(0).iter().map(|t| t * t).sum();
+    -0.5 * (Faer::cholesky_logdet(l.as_ref()) + quad + (n * m) as f64 * (2.0 * std::f64::consts::PI).ln())
+}
+
+/// `Σ_i ½ log det(J_iᵀ J_i)` with `J` formed explicitly from ∂k/∂x (the corrected eq. (17)).
+fn dense_log_jacobian(x: &Points, z: &Points, p: &BkeParams) -> f64 {
+    let (m, dim) = (z.len(), x.dim());
+    let k = p.kernel().unwrap();
+    let mut total = 0.0;
+    let mut g = vec![0.0; dim];
+    for xi in x.iter() {
+        let mut jac = Mat::zeros(m, dim);
+        for l in 0..m {
+            k.eval_grad_x(xi, z.point(l), &mut g);
+            for d in 0..dim {
+                jac[(l, d)] = g[d];
+            }
+        }
+        let jtj = Faer::gram(jac.as_ref());
+        let lf = Faer::cholesky(jtj.as_ref()).unwrap();
+        total += 0.5 * Faer::cholesky_logdet(lf.as_ref());
+    }
+    total
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1e-300)
+}
+
+#[test]
+fn eq33_matches_dense_gaussian_and_explicit_jacobian() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    for dim in 1..=3 {
+        let x = random_points(&mut rng, 17, dim, 2.0);
+        let z = random_points(&mut rng, 5, dim, 1.5);
+        for prior in priors() {
+            for ls in [vec![0.9], (0..dim).map(|d| 0.6 + 0.4 * d as f64).collect::<Vec<_>>()] {
+                for tau2 in [0.3, 2.0] {
+                    let p = BkeParams::new(ls.clone(), tau2).with_prior(prior);
+                    let ml = marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap();
+                    let dg = dense_log_gaussian(&x, &z, &p);
+                    let dj = dense_log_jacobian(&x, &z, &p);
+                    assert!(
+                        rel(ml.log_gaussian, dg) < 1e-9,
+                        "D={dim} {prior:?} {ls:?}: {} vs {dg}",
+                        ml.log_gaussian
+                    );
+                    assert!(
+                        rel(ml.log_jacobian, dj) < 1e-9,
+                        "D={dim} {prior:?} {ls:?}: {} vs {dj}",
+                        ml.log_jacobian
+                    );
+                    assert!(rel(ml.log_marginal, dg + dj) < 1e-9);
+                    let nj =
+                        marginal_pseudolikelihood::<Faer>(&x, &z, &p.clone().with_jacobian(false)).unwrap();
+                    assert_eq!(nj.log_jacobian, 0.0);
+                    assert!(rel(nj.log_marginal, dg) < 1e-9);
+                }
+            }
+        }
+    }
+}
+
+/// Central differences in (log θ…, log τ²) for every prior, D = 1, 2, 3, iso and ARD, with and
+/// without the Jacobian.
+#[test]
+fn gradients_match_central_differences() {
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let h: f64 = 1e-5;
+    for dim in 1..=3 {
+        let x = random_points(&mut rng, 40, dim, 2.0);
+        let z = random_points(&mut rng, 6, dim, 1.5);
+        for prior in priors() {
+            for ls in [vec![0.7], (0..dim).map(|d| 0.5 + 0.5 * d as f64).collect::<Vec<_>>()] {
+                for jac in [true, false] {
+                    let p = BkeParams::new(ls.clone(), 0.8).with_prior(prior).with_jacobian(jac);
+                    let ml = marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap();
+                    let f =
+                        |q: &BkeParams| marginal_pseudolikelihood::<Faer>(&x, &z, q).unwrap().log_marginal;
+                    for i in 0..ls.len() {
+                        let (mut pp, mut pm) = (p.clone(), p.clone());
+                        pp.lengthscales[i] *= h.exp();
+                        pm.lengthscales[i] *= (-h).exp();
+                        let fd = (f(&pp) - f(&pm)) / (2.0 * h);
+                        let g = ml.grad_log_lengthscale[i];
+                        assert!(
+                            (fd - g).abs() <= 1e-6 * g.abs().max(1.0),
+                            "D={dim} {prior:?} {ls:?} jac={jac} θ{i}: fd {fd} vs {g}"
+                        );
+                    }
+                    let (mut pp, mut pm) = (p.clone(), p.clone());
+                    pp.tau2 *= h.exp();
+                    pm.tau2 *= (-h).exp();
+                    let fd = (f(&pp) - f(&pm)) / (2.0 * h);
+                    let g = ml.grad_log_tau2;
+                    assert!(
+                        (fd - g).abs() <= 1e-6 * g.abs().max(1.0),
+                        "D={dim} {prior:?} τ²: fd {fd} vs {g}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `½ log det G` by Cauchy–Binet: `det G = Σ_{S ⊂ rows, |S| = D} det(W_S)²`, every term positive, summed
+/// in log space: exact where one landmark dominates or all weights underflow.
+fn cauchy_binet_half_logdet(x: &[f64], z: &Points, ls: &[f64]) -> f64 {
+    let (m, dim) = (z.len(), x.len());
+    let rows: Vec<(f64, Vec<f64>)> = (0..m)
+        .map(|l| {
+            let u: Vec<f64> = (0..dim).map(|d| (x[d] - z.point(l)[d]) / ls[d]).collect();
+            let lw = -0.5 * u.iter().map(|t| t * t).sum::<f64>();
+            (lw, u)
+        })
+        .collect();
+    let mut terms = vec![];
+    let det = |s: &[usize]| -> f64 {
+        let r = |i: usize, j: usize| rows[s[i]].1[j];
+        match dim {
+            1 => r(0, 0),
+            2 => r(0, 0) * r(1, 1) - r(0, 1) * r(1, 0),
+            3 => {
+                r(0, 0) * (r(1, 1) * r(2, 2) - r(1, 2) * r(2, 1))
+                    - r(0, 1) * (r(1, 0) * r(2, 2) - r(1, 2) * r(2, 0))
+                    + r(0, 2) * (r(1, 0) * r(2, 1) - r(1, 1) * r(2, 0))
+            }
+            _ => unreachable!(),
+        }
+    };
+    let mut s = vec![0usize; dim];
+    fn rec(start: usize, depth: usize, m: usize, s: &mut Vec<usize>, f: &mut dyn FnMut(&[usize])) {
+        if depth == s.len() {
+            f(s);
+            return;
+        }
+        for i in start..m {
+            s[depth] = i;
+            rec(i + 1, depth + 1, m, s, f);
+        }
+    }
+    rec(0, 0, m, &mut s, &mut |sel: &[usize]| {
+        let d = det(sel);
+        if d != 0.0 {
+            let lw: f64 = sel.iter().map(|&i| rows[i].0).sum();
+            terms.push(2.0 * (lw + d.abs().ln()));
+        }
+    });
+    let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    0.5 * (mx + terms.iter().map(|t| (t - mx).exp()).sum::<f64>().ln())
+}
+
+fn features(x: &[f64], z: &Points, ls: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (m, dim) = (z.len(), x.len());
+    let mut u = vec![0.0; m * dim];
+    let mut q = vec![0.0; m];
+    for l in 0..m {
+        for d in 0..dim {
+            let t = (x[d] - z.point(l)[d]) / ls[d];
+            u[d * m + l] = t;
+            q[l] += t * t;
+        }
+    }
+    let k = q.iter().map(|v| (-0.5 * v).exp()).collect();
+    (u, q, k)
+}
+
+#[test]
+fn jacobian_is_finite_and_exact_for_tiny_lengthscales_and_dominant_landmarks() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut scratch = JacScratch::default();
+    for dim in 1..=3 {
+        let z = random_points(&mut rng, 7, dim, 2.0);
+        for &theta in &[1.0, 0.3, 0.05, 0.01, 1e-3] {
+            for _ in 0..5 {
+                let x: Vec<f64> = (0..dim).map(|_| 2.0 * (rng.random::<f64>() * 2.0 - 1.0)).collect();
+                let ls = vec![theta; dim];
+                let (u, q, k) = features(&x, &z, &ls);
+                let want = cauchy_binet_half_logdet(&x, &z, &ls);
+                let got = log_volume(&u, &q, &k, z.len(), dim, None, &mut scratch);
+                assert!(got.is_finite(), "D={dim} θ={theta}: {got}");
+                assert!(
+                    (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+                    "D={dim} θ={theta}: {got} vs {want}"
+                );
+                let rob = robust_for_test(&u, &q, z.len(), dim, None, &mut scratch);
+                assert!(
+                    (rob - want).abs() <= 1e-9 * want.abs().max(1.0),
+                    "robust D={dim} θ={theta}: {rob} vs {want}"
+                );
+            }
+        }
+    }
+    // A point sitting on a landmark (zero row of maximal weight) and one landmark dominating.
+    let z = Points::from_rows("z", &[vec![0.0, 0.0], vec![0.3, 0.1], vec![-0.2, 0.5]]).unwrap();
+    for theta in [0.5, 0.05, 0.005] {
+        for x in [[0.0, 0.0], [0.29, 0.1]] {
+            let ls = [theta, theta];
+            let (u, q, k) = features(&x, &z, &ls);
+            let want = cauchy_binet_half_logdet(&x, &z, &ls);
+            let got = log_volume(&u, &q, &k, 3, 2, None, &mut scratch);
+            assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "θ={theta} x={x:?}: {got} vs {want}");
+        }
+    }
+    // Exactly rank-deficient: all landmarks on a line through x in 2-D.
+    let z = Points::from_rows("z", &[vec![1.0, 1.0], vec![2.0, 2.0], vec![-1.0, -1.0]]).unwrap();
+    let (u, q, k) = features(&[0.0, 0.0], &z, &[1.0, 1.0]);
+    assert_eq!(log_volume(&u, &q, &k, 3, 2, None, &mut scratch), f64::NEG_INFINITY);
+}
+
+/// The robust path's leverage gradient equals the fast path's where both apply, and finite
+/// differences of the whole objective at tiny lengthscales (robust path only).
+#[test]
+fn robust_path_gradient() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let mut scratch = JacScratch::default();
+    for dim in 1..=3 {
+        let z = random_points(&mut rng, 6, dim, 1.0);
+        let x: Vec<f64> = (0..dim).map(|_| rng.random::<f64>() - 0.5).collect();
+        let ls: Vec<f64> = (0..dim).map(|d| 0.7 + 0.2 * d as f64).collect();
+        let (u, q, k) = features(&x, &z, &ls);
+        let (mut g1, mut g2) = (vec![0.0; dim], vec![0.0; dim]);
+        let a = log_volume(&u, &q, &k, 6, dim, Some(&mut g1), &mut scratch);
+        let b = robust_for_test(&u, &q, 6, dim, Some(&mut g2), &mut scratch);
+        assert!((a - b).abs() < 1e-12 * a.abs().max(1.0));
+        for d in 0..dim {
+            assert!((g1[d] - g2[d]).abs() < 1e-10 * g1[d].abs().max(1.0), "{g1:?} vs {g2:?}");
+        }
+    }
+    // whole objective at θ = 0.02 on spread-out data: every point takes the robust path
+    let x = random_points(&mut rng, 20, 2, 3.0);
+    let z = random_points(&mut rng, 5, 2, 3.0);
+    let h: f64 = 1e-5;
+    for ls in [vec![0.02], vec![0.02, 0.03]] {
+        let p = BkeParams::new(ls.clone(), 1.0);
+        let ml = marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap();
+        assert!(ml.log_marginal.is_finite());
+        for i in 0..ls.len() {
+            let (mut pp, mut pm) = (p.clone(), p.clone());
+            pp.lengthscales[i] *= h.exp();
+            pm.lengthscales[i] *= (-h).exp();
+            let f = |q: &BkeParams| marginal_pseudolikelihood::<Faer>(&x, &z, q).unwrap().log_marginal;
+            let fd = (f(&pp) - f(&pm)) / (2.0 * h);
+            let g = ml.grad_log_lengthscale[i];
+            assert!((fd - g).abs() <= 1e-6 * g.abs().max(1.0), "θ{i}: {fd} vs {g}");
+        }
+    }
+}
+
+#[test]
+fn backends_and_thread_counts_agree() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let x = random_points(&mut rng, 3000, 2, 3.0);
+    let z = random_points(&mut rng, 30, 2, 3.0);
+    for prior in priors() {
+        let p = BkeParams::new(vec![0.8, 1.1], 0.7).with_prior(prior);
+        let a = marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap();
+        let b = marginal_pseudolikelihood::<Nalgebra>(&x, &z, &p).unwrap();
+        assert!(rel(a.log_marginal, b.log_marginal) < 1e-10);
+        for (ga, gb) in a.grad_log_lengthscale.iter().zip(&b.grad_log_lengthscale) {
+            assert!(rel(*ga, *gb) < 1e-10);
+        }
+        assert!(rel(a.grad_log_tau2, b.grad_log_tau2) < 1e-10);
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap())
+        };
+        let (one, three) = (run(1), run(3));
+        assert_eq!(one, three, "results must not depend on the thread count");
+        assert_eq!(one, a);
+    }
+}
+
+/// Posterior mean and variance against Gaussian conditioning of the joint `(μ(q), μ̂(w))` computed by
+/// an eigendecomposition of the joint covariance's noisy block; S-KMSE weights; sampling moments.
+#[test]
+fn posterior_equals_direct_gp_conditioning() {
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    for dim in 1..=2 {
+        let x = random_points(&mut rng, 25, dim, 2.0);
+        let q = random_points(&mut rng, 6, dim, 2.5);
+        let z = random_points(&mut rng, 8, dim, 2.0);
+        for prior in priors() {
+            let p = BkeParams::new(vec![0.6], 0.5).with_prior(prior);
+            for at in [None, Some(&z)] {
+                let w = at.unwrap_or(&x);
+                let post = BkePosterior::fit::<Faer>(&x, at, &p).unwrap();
+                let (mean, var) = post.mean_and_variance::<Nalgebra>(&q).unwrap();
+                let cov = post.covariance::<Faer>(&q).unwrap();
+                // direct: y = μ̂(w) ~ N(μ(w), τ²/n I); μ(q), μ(w) jointly GP(0, r)
+                let ls = vec![0.6; dim];
+                let k = p.kernel().unwrap();
+                let n = x.len() as f64;
+                let y: Vec<f64> =
+                    w.iter().map(|wj| x.iter().map(|xi| k.eval(xi, wj)).sum::<f64>() / n).collect();
+                let pw = w.len();
+                let a = Mat::from_fn(pw, pw, |i, j| {
+                    prior.r(&ls, w.point(i), w.point(j)) + if i == j { p.tau2 / n } else { 0.0 }
+                });
+                let e = Nalgebra::sym_eigen(a.as_ref()).unwrap();
+                let a_inv = Mat::from_fn(pw, pw, |i, j| {
+                    (0..pw).map(|t| e.vectors[(i, t)] * e.vectors[(j, t)] / e.values[t]).sum()
+                });
+                for s in 0..q.len() {
+                    let rq: Vec<f64> = w.iter().map(|wj| prior.r(&ls, q.point(s), wj)).collect();
+                    let ainv_rq: Vec<f64> =
+                        (0..pw).map(|i| (0..pw).map(|j| a_inv[(i, j)] * rq[j]).sum()).collect();
+                    let m_direct: f64 = ainv_rq.iter().zip(&y).map(|(a, b)| a * b).sum();
+                    let v_direct = prior.r(&ls, q.point(s), q.point(s))
+                        - ainv_rq.iter().zip(&rq).map(|(a, b)| a * b).sum::<f64>();
+                    let scale = prior.r(&ls, q.point(s), q.point(s));
+                    assert!(
+                        (mean[s] - m_direct).abs() < 1e-9 * scale,
+                        "{prior:?} mean {} vs {m_direct}",
+                        mean[s]
+                    );
+                    assert!(
+                        (var[s] - v_direct.max(0.0)).abs() < 1e-9 * scale,
+                        "{prior:?} var {} vs {v_direct}",
+                        var[s]
+                    );
+                    assert!((cov[(s, s)] - var[s]).abs() < 1e-9 * scale);
+                    // S-KMSE form of the mean
+                    let skmse: f64 = post.weights().iter().zip(&rq).map(|(b, r)| b * r).sum();
+                    assert!((skmse - mean[s]).abs() < 1e-12 * scale.max(mean[s].abs()));
+                    for t in 0..q.len() {
+                        let rt: Vec<f64> = w.iter().map(|wj| prior.r(&ls, q.point(t), wj)).collect();
+                        let c_direct = prior.r(&ls, q.point(s), q.point(t))
+                            - ainv_rq.iter().zip(&rt).map(|(a, b)| a * b).sum::<f64>();
+                        assert!((cov[(s, t)] - c_direct).abs() < 1e-9 * scale);
+                    }
+                }
+                assert_eq!(post.mean(&q).unwrap(), mean);
+            }
+        }
+    }
+}
+
+#[test]
+fn posterior_samples_have_the_posterior_moments() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let x = random_points(&mut rng, 30, 1, 2.0);
+    let q = Points::from_1d("grid", &[-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]).unwrap();
+    let p = BkeParams::new(vec![0.5], 1.0);
+    let post = BkePosterior::fit::<Faer>(&x, None, &p).unwrap();
+    let (mean, var) = post.mean_and_variance::<Faer>(&q).unwrap();
+    let draws = 4000;
+    let s = post.sample::<Faer>(&q, draws, 42).unwrap();
+    assert_eq!((s.nrows(), s.ncols()), (q.len(), draws));
+    for i in 0..q.len() {
+        let row: Vec<f64> = (0..draws).map(|j| s[(i, j)]).collect();
+        let m = row.iter().sum::<f64>() / draws as f64;
+        let v = row.iter().map(|t| (t - m).powi(2)).sum::<f64>() / (draws - 1) as f64;
+        let se_m = (var[i] / draws as f64).sqrt();
+        // 5 standard errors: the seed is fixed, so this is deterministic, and it cannot pass by luck
+        assert!((m - mean[i]).abs() <= 5.0 * se_m + 1e-12, "mean {m} vs {}", mean[i]);
+        let se_v = var[i] * (2.0 / (draws - 1) as f64).sqrt();
+        assert!((v - var[i]).abs() <= 5.0 * se_v + 1e-12, "var {v} vs {}", var[i]);
+    }
+    // same seed, same draws; draw j does not depend on the number of draws
+    let s2 = post.sample::<Faer>(&q, 10, 42).unwrap();
+    for i in 0..q.len() {
+        for j in 0..10 {
+            assert_eq!(s2[(i, j)], s[(i, j)]);
+        }
+    }
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let x = Points::from_rows("x", &[vec![0.0, 1.0], vec![1.0, 2.0], vec![0.5, 0.5]]).unwrap();
+    let z = Points::from_rows("z", &[vec![0.0, 0.0], vec![1.0, 1.0]]).unwrap();
+    let p = BkeParams::new(vec![1.0], 1.0);
+    assert!(marginal_pseudolikelihood::<Faer>(&x, &z, &p).is_ok());
+    // NaN with row and column
+    let e = Points::from_rows("data.csv", &[vec![0.0, 1.0], vec![f64::NAN, 2.0]]).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("row 1") && msg.contains("column 0") && msg.contains("data.csv"), "{msg}");
+    let e = Points::from_rows("z", &[vec![0.0, f64::INFINITY]]).unwrap_err().to_string();
+    assert!(e.contains("row 0") && e.contains("column 1"), "{e}");
+    // m < D
+    let z1 = Points::from_rows("z", &[vec![0.0, 0.0]]).unwrap();
+    let e = marginal_pseudolikelihood::<Faer>(&x, &z1, &p).unwrap_err().to_string();
+    assert!(e.contains("m ≥ D"), "{e}");
+    // non-positive lengthscale / τ² / η
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let e = marginal_pseudolikelihood::<Faer>(&x, &z, &BkeParams::new(vec![bad], 1.0)).unwrap_err();
+        assert!(e.to_string().contains("lengthscale"), "{e}");
+        let e = marginal_pseudolikelihood::<Faer>(&x, &z, &BkeParams::new(vec![1.0], bad)).unwrap_err();
+        assert!(e.to_string().contains("tau2"), "{e}");
+        let e = marginal_pseudolikelihood::<Faer>(
+            &x,
+            &z,
+            &BkeParams::new(vec![1.0], 1.0).with_prior(EmbeddingPrior::Gaussian { eta: bad }),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("eta"), "{e}");
+        assert!(BkePosterior::fit::<Faer>(&x, None, &BkeParams::new(vec![bad], 1.0)).is_err());
+    }
+    // empty data / landmarks
+    let empty = Points::new("x", vec![], 2).unwrap();
+    let e = marginal_pseudolikelihood::<Faer>(&empty, &z, &p).unwrap_err().to_string();
+    assert!(e.contains("data") && e.contains("empty"), "{e}");
+    let e = marginal_pseudolikelihood::<Faer>(&x, &empty, &p).unwrap_err().to_string();
+    assert!(e.contains("landmarks"), "{e}");
+    assert!(BkePosterior::fit::<Faer>(&empty, None, &p).is_err());
+    // dimension mismatch: landmarks, ARD lengthscales, queries
+    let z3 =
+        Points::from_rows("z", &[vec![0.0, 0.0, 0.0], vec![1.0, 1.0, 1.0], vec![2.0, 0.0, 1.0]]).unwrap();
+    let e = marginal_pseudolikelihood::<Faer>(&x, &z3, &p).unwrap_err().to_string();
+    assert!(e.contains("dimension mismatch"), "{e}");
+    let e = marginal_pseudolikelihood::<Faer>(&x, &z, &BkeParams::new(vec![1.0, 2.0, 3.0], 1.0)).unwrap_err();
+    assert!(e.to_string().contains("lengthscales"), "{e}");
+    let post = BkePosterior::fit::<Faer>(&x, None, &p).unwrap();
+    assert!(post.mean(&z3).is_err());
+    assert!(post.mean_and_variance::<Faer>(&z3).is_err());
+    assert!(post.sample::<Faer>(&z3, 3, 0).is_err());
+}
+
+/// Tiny and huge lengthscales give finite values (no underflow to −∞, no overflow).
+#[test]
+fn extreme_lengthscales_are_finite() {
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let x = random_points(&mut rng, 200, 2, 10.0);
+    let z = random_points(&mut rng, 10, 2, 10.0);
+    for theta in [1e-4, 1e-2, 0.1, 1.0, 10.0, 100.0, 1e3] {
+        for prior in priors() {
+            let ml = marginal_pseudolikelihood::<Faer>(
+                &x,
+                &z,
+                &BkeParams::new(vec![theta], 1.0).with_prior(prior),
+            )
+            .unwrap();
+            assert!(ml.log_marginal.is_finite(), "θ={theta} {prior:?}: {ml:?}");
+            assert!(ml.grad_log_lengthscale[0].is_finite() && ml.grad_log_tau2.is_finite());
+        }
+    }
+}
