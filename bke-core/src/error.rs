@@ -46,6 +46,9 @@ pub enum CoreError {
         /// What it must satisfy.
         reason: String,
     },
+    /// An MCMC sampler could not start or run (the message says why and what to try).
+    #[error("sampler: {0}")]
+    Sampler(String),
     /// A linear-algebra failure (e.g. a matrix that is not positive definite).
     #[error(transparent)]
     Linalg(#[from] LinalgError),

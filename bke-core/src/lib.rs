@@ -16,6 +16,7 @@
 pub mod embedding;
 mod error;
 pub mod kernel;
+pub mod nuts;
 mod points;
 
 pub use embedding::{BkeParams, BkePosterior, EmbeddingPrior, MarginalLikelihood, marginal_pseudolikelihood};
