@@ -10,6 +10,8 @@
 //!   Fourier features.
 //! * [`ttgp`]: task-transformed GP (Thm 5.3): marginal likelihoods (3), (4) and the alternative
 //!   form of (4) with analytic gradients, posterior predictive, multi-start L-BFGS learning.
+//! * [`sparse`]: inducing points learned jointly with the hyperparameters (§8.2).
+//! * [`lfi`]: likelihood-free inference (Algorithm 8.1): posterior embedding, kernel herding, `q̄`.
 //! * [`optim`]: the L-BFGS minimiser.
 //!
 //! ```
@@ -37,8 +39,10 @@
 pub mod cme;
 pub mod dme;
 mod error;
+pub mod lfi;
 mod ops;
 pub mod optim;
+pub mod sparse;
 pub mod ttgp;
 
 pub use error::DmeError;

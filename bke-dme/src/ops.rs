@@ -99,7 +99,6 @@ pub(crate) fn contract_params(kernel: &Kernel, xs: &Points, ys: &Points, g: &Mat
 /// `∂/∂u_a Σ_ij G_ij k(u_i, v_j)` with respect to the first argument only: row `a` of the result
 /// (`|us| × D`, row-major) is `Σ_j G_aj ∂₁k(u_a, v_j)`. When `symmetric` (then `vs = us`), both
 /// arguments move: `Σ_j (G_aj + G_ja) ∂₁k(u_a, u_j)`.
-#[allow(dead_code)] // used by the inducing-point learner
 pub(crate) fn contract_inputs(
     kernel: &Kernel,
     us: &Points,

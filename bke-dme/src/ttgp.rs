@@ -732,10 +732,11 @@ pub(crate) fn start_rng(seed: u64, i: usize) -> ChaCha8Rng {
 pub(crate) type Objective<'a> = dyn Fn(&[f64]) -> Option<(f64, Vec<f64>)> + Sync + 'a;
 
 /// Generic multi-start L-BFGS maximisation of `objective(log-params) → (value, gradient)` over the
-/// free coordinates of `mask`. Starts run in parallel; results are in start order.
+/// free coordinates of `mask`; random starts perturb the coordinates of `perturb`. Starts run in parallel; results are in start order.
 pub(crate) fn multi_start(
     p0: &[f64],
     mask: &[bool],
+    perturb: &[bool],
     opts: &FitOptions,
     objective: &Objective<'_>,
 ) -> Vec<(Vec<f64>, f64, usize, bool)> {
@@ -747,7 +748,9 @@ pub(crate) fn multi_start(
             if s > 0 {
                 let mut rng = start_rng(opts.seed, s);
                 for &i in &free {
-                    start[i] += rng.random_range(-opts.spread..=opts.spread);
+                    if perturb[i] {
+                        start[i] += rng.random_range(-opts.spread..=opts.spread);
+                    }
                 }
             }
             let x0: Vec<f64> = free.iter().map(|&i| start[i]).collect();
@@ -784,7 +787,7 @@ pub fn fit<B: Backend>(data: &TtgpData, init: &TtgpHyper, opts: &FitOptions) -> 
         let r = log_marginal::<B>(data, &h, opts.form).ok()?;
         Some((r.value, r.gradient))
     };
-    let results = multi_start(&init.log_params(), &mask, opts, &objective);
+    let results = multi_start(&init.log_params(), &mask, &mask, opts, &objective);
     let mut starts = Vec::new();
     for (p, v, iterations, converged) in results {
         starts.push(StartResult { hyper: init.with_log_params(&p)?, log_marginal: v, iterations, converged });
