@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod embed;
 #[allow(dead_code)] // shared by the command modules
 mod io;
 
@@ -18,12 +19,16 @@ struct Cli {
 enum Command {
     /// List the linear-algebra backends compiled into this build.
     Backends,
+    /// Bayesian Kernel Embedding: marginal pseudolikelihood, ML-II kernel learning, posterior.
+    #[command(subcommand)]
+    Embed(embed::EmbedCommand),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Backends => backends(),
+        Command::Embed(c) => embed::run(c),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -44,6 +44,13 @@
 //!     fn mean_and_variance<B: Backend>(&self, q: &Points) -> Result<(Vec<f64>, Vec<f64>)>
 //!     fn covariance<B: Backend>(&self, q: &Points) -> Result<Mat>          // |q| × |q|
 //!     fn sample<B: Backend>(&self, q: &Points, draws: usize, seed: u64) -> Result<Mat>  // |q| × draws
+//! // ML-II (learn.rs): grid scan + L-BFGS polishing, all local optima
+//! pub struct FitOptions { num_landmarks, landmarks: Option<Points>, tau2, learn_tau2, prior, jacobian,
+//!                         ard, grid: Option<LengthscaleGrid>, max_starts, seed }
+//! pub fn fit<B: Backend>(x: &Points, o: &FitOptions) -> Result<FitResult>  // params, log_marginal,
+//!                         // local_optima (best first), median_heuristic, scan, landmarks, ...
+//! pub fn median_heuristic(x: &Points, seed: u64) -> Result<f64>
+//! pub fn hold_out_landmarks(x: &Points, m: usize, seed: u64) -> Result<(data, landmarks, indices)>
 //! ```
 //!
 //! ```
@@ -61,12 +68,18 @@
 //! ```
 
 mod jacobian;
+mod lbfgs;
+mod learn;
 mod marginal;
 mod posterior;
 mod prior;
 #[cfg(test)]
 mod tests;
 
+pub use lbfgs::{LbfgsOptions, LbfgsResult, minimize as lbfgs_minimize};
+pub use learn::{
+    FitOptions, FitResult, LengthscaleGrid, LocalOptimum, fit, hold_out_landmarks, median_heuristic,
+};
 pub use marginal::{MarginalLikelihood, marginal_pseudolikelihood};
 pub use posterior::BkePosterior;
 pub use prior::EmbeddingPrior;

@@ -1,0 +1,163 @@
+//! A small limited-memory BFGS minimiser (Nocedal & Wright, Alg. 7.4/7.5) with a backtracking
+//! Armijo line search, for polishing log-hyperparameters. Evaluations that fail or are not finite
+//! count as `+∞` (the line search backtracks away from them); steps are capped at `max_step` in the
+//! ∞-norm so log-hyperparameters cannot jump to overflow.
+
+/// Options of [`minimize`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LbfgsOptions {
+    /// Stored correction pairs. Default 8.
+    pub memory: usize,
+    /// Maximum iterations. Default 100.
+    pub max_iter: usize,
+    /// Stop when `‖∇f‖∞ ≤ grad_tol`. Default `1e-6`.
+    pub grad_tol: f64,
+    /// Stop when an iteration decreases `f` by less than `f_tol · max(1, |f|)`. Default `1e-12`.
+    pub f_tol: f64,
+    /// Largest change of a coordinate in one step. Default 1 (a factor e on the natural scale).
+    pub max_step: f64,
+}
+
+impl Default for LbfgsOptions {
+    fn default() -> Self {
+        Self { memory: 8, max_iter: 100, grad_tol: 1e-6, f_tol: 1e-12, max_step: 1.0 }
+    }
+}
+
+/// Result of [`minimize`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LbfgsResult {
+    /// Minimiser found.
+    pub x: Vec<f64>,
+    /// `f(x)`.
+    pub f: f64,
+    /// `‖∇f(x)‖∞`.
+    pub grad_norm: f64,
+    /// Iterations taken.
+    pub iterations: usize,
+    /// Objective evaluations.
+    pub evaluations: usize,
+    /// Whether a tolerance stopped it (rather than the iteration limit or a failed line search).
+    pub converged: bool,
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn inf_norm(a: &[f64]) -> f64 {
+    a.iter().fold(0.0, |m, v| m.max(v.abs()))
+}
+
+/// Minimises `f` from `x0`; `f(x)` gives `(value, gradient)` or `None` where it cannot be evaluated.
+/// Returns `None` if `f(x0)` is not finite.
+pub fn minimize(
+    mut f: impl FnMut(&[f64]) -> Option<(f64, Vec<f64>)>,
+    x0: Vec<f64>,
+    opts: LbfgsOptions,
+) -> Option<LbfgsResult> {
+    let finite =
+        |r: Option<(f64, Vec<f64>)>| r.filter(|(v, g)| v.is_finite() && g.iter().all(|x| x.is_finite()));
+    let mut evals = 1;
+    let (mut fx, mut g) = finite(f(&x0))?;
+    let mut x = x0;
+    let (mut s_hist, mut y_hist): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![], vec![]);
+    let (mut converged, mut iter) = (false, 0);
+    while iter < opts.max_iter {
+        if inf_norm(&g) <= opts.grad_tol {
+            converged = true;
+            break;
+        }
+        iter += 1;
+        let k = s_hist.len();
+        let mut q = g.clone();
+        let mut alphas = vec![0.0; k];
+        for i in (0..k).rev() {
+            let rho = 1.0 / dot(&y_hist[i], &s_hist[i]);
+            alphas[i] = rho * dot(&s_hist[i], &q);
+            q.iter_mut().zip(&y_hist[i]).for_each(|(a, b)| *a -= alphas[i] * b);
+        }
+        let gamma = if k > 0 {
+            dot(&s_hist[k - 1], &y_hist[k - 1]) / dot(&y_hist[k - 1], &y_hist[k - 1])
+        } else {
+            1.0
+        };
+        q.iter_mut().for_each(|v| *v *= gamma);
+        for i in 0..k {
+            let rho = 1.0 / dot(&y_hist[i], &s_hist[i]);
+            let beta = rho * dot(&y_hist[i], &q);
+            q.iter_mut().zip(&s_hist[i]).for_each(|(a, b)| *a += (alphas[i] - beta) * b);
+        }
+        let mut d: Vec<f64> = q.iter().map(|v| -v).collect();
+        let mut slope = dot(&d, &g);
+        if !(slope < 0.0) {
+            s_hist.clear();
+            y_hist.clear();
+            d = g.iter().map(|v| -v).collect();
+            slope = dot(&d, &g);
+        }
+        let dn = inf_norm(&d);
+        let mut t = if dn > opts.max_step { opts.max_step / dn } else { 1.0 };
+        if k == 0 {
+            t = t.min(opts.max_step / inf_norm(&g).max(1e-300)).min(1.0 / inf_norm(&g).max(1.0));
+        }
+        let mut accepted = None;
+        for _ in 0..60 {
+            let xn: Vec<f64> = x.iter().zip(&d).map(|(a, b)| a + t * b).collect();
+            evals += 1;
+            if let Some((fnew, gnew)) = finite(f(&xn))
+                && fnew <= fx + 1e-4 * t * slope
+            {
+                accepted = Some((xn, fnew, gnew));
+                break;
+            }
+            t *= 0.5;
+        }
+        let Some((xn, fnew, gnew)) = accepted else { break };
+        let s: Vec<f64> = xn.iter().zip(&x).map(|(a, b)| a - b).collect();
+        let yv: Vec<f64> = gnew.iter().zip(&g).map(|(a, b)| a - b).collect();
+        let sy = dot(&s, &yv);
+        if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&yv, &yv).sqrt() && sy > 0.0 {
+            if s_hist.len() == opts.memory.max(1) {
+                s_hist.remove(0);
+                y_hist.remove(0);
+            }
+            s_hist.push(s);
+            y_hist.push(yv);
+        }
+        let decrease = fx - fnew;
+        x = xn;
+        fx = fnew;
+        g = gnew;
+        if decrease <= opts.f_tol * fx.abs().max(1.0) {
+            converged = true;
+            break;
+        }
+    }
+    Some(LbfgsResult { grad_norm: inf_norm(&g), x, f: fx, iterations: iter, evaluations: evals, converged })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimises_rosenbrock_and_backtracks_from_failures() {
+        let f = |x: &[f64]| {
+            let (a, b) = (x[0], x[1]);
+            Some((
+                (1.0 - a).powi(2) + 100.0 * (b - a * a).powi(2),
+                vec![-2.0 * (1.0 - a) - 400.0 * a * (b - a * a), 200.0 * (b - a * a)],
+            ))
+        };
+        let opts = LbfgsOptions { max_iter: 1000, grad_tol: 1e-9, f_tol: 0.0, ..Default::default() };
+        let r = minimize(f, vec![-1.2, 1.0], opts).unwrap();
+        assert!((r.x[0] - 1.0).abs() < 1e-6 && (r.x[1] - 1.0).abs() < 1e-6, "{r:?}");
+        let g = |x: &[f64]| {
+            if x[0] > 4.0 { None } else { Some(((x[0] - 3.0).powi(2), vec![2.0 * (x[0] - 3.0)])) }
+        };
+        let r = minimize(g, vec![-5.0], LbfgsOptions { max_step: 10.0, ..Default::default() }).unwrap();
+        assert!((r.x[0] - 3.0).abs() < 1e-5, "{r:?}");
+        assert!(minimize(|_| None, vec![0.0], opts).is_none());
+    }
+}

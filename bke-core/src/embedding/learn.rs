@@ -1,0 +1,419 @@
+//! Kernel learning by maximum marginal pseudolikelihood (ML-II, seed 000 §4.3, §5).
+//!
+//! The objective is multimodal in the lengthscale (seed Fig. 2D), so [`fit`]:
+//! 1. holds out a random subset of `m` points as landmarks (the seed's choice; `m ≥ D` enforced) unless
+//!    landmarks are given;
+//! 2. scans a log-spaced grid of isotropic lengthscales at the initial `τ²`;
+//! 3. polishes every local maximum of the scan with L-BFGS on `(log θ [one per dimension with ARD],
+//!    [log τ²])` using the analytic gradient;
+//! 4. returns the best optimum and all distinct local optima, best first, with the median heuristic
+//!    alongside (convention: `θ_med = median_{i<j} ‖x_i − x_j‖`, used as `θ` in
+//!    `exp(−‖x − y‖²/(2θ²))`).
+
+use super::lbfgs::{LbfgsOptions, minimize};
+use super::{BkeParams, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
+use crate::{CoreError, Points, check_positive};
+use bke_linalg::Backend;
+use rand::SeedableRng;
+use rand::seq::index::sample;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+/// A log-spaced grid of isotropic lengthscales `min · (max/min)^{i/(points−1)}`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LengthscaleGrid {
+    /// Smallest lengthscale (> 0).
+    pub min: f64,
+    /// Largest lengthscale (> min).
+    pub max: f64,
+    /// Number of grid points (≥ 3).
+    pub points: usize,
+}
+
+impl LengthscaleGrid {
+    /// The default grid relative to a data scale `s` (the median heuristic): `[s/100, 10 s]`.
+    pub fn around(scale: f64, points: usize) -> Self {
+        Self { min: scale / 100.0, max: scale * 10.0, points }
+    }
+
+    /// Errors unless `0 < min < max` (finite) and `points ≥ 3`.
+    pub fn check(&self) -> Result<(), CoreError> {
+        check_positive("grid minimum lengthscale", self.min)?;
+        check_positive("grid maximum lengthscale", self.max)?;
+        if !(self.max > self.min) || self.points < 3 {
+            return Err(CoreError::InvalidParameter {
+                name: "lengthscale grid".into(),
+                value: self.points as f64,
+                reason: "need 0 < min < max and at least 3 points".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The grid values, ascending.
+    pub fn values(&self) -> Vec<f64> {
+        let (a, b) = (self.min.ln(), self.max.ln());
+        (0..self.points).map(|i| (a + (b - a) * i as f64 / (self.points - 1) as f64).exp()).collect()
+    }
+}
+
+/// Options of [`fit`]. Defaults: 100 held-out landmarks, `τ² = 1` fixed, Lebesgue prior, Jacobian on,
+/// isotropic, grid [`LengthscaleGrid::around`] the median heuristic, seed 0.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitOptions {
+    /// Number `m` of landmarks held out of the data at random (ignored when `landmarks` is given).
+    /// Must be `≥ D` and `< n`.
+    pub num_landmarks: usize,
+    /// User landmarks; then all data points are used as data.
+    pub landmarks: Option<Points>,
+    /// `τ²`: fixed, or the starting value when `learn_tau2`.
+    pub tau2: f64,
+    /// Learn `τ²` jointly with the lengthscale(s).
+    pub learn_tau2: bool,
+    /// Prior measure `ν`.
+    pub prior: EmbeddingPrior,
+    /// Include the log-Jacobian term.
+    pub jacobian: bool,
+    /// One lengthscale per dimension (polished from the best isotropic grid points).
+    pub ard: bool,
+    /// The scan grid (`None`: [`LengthscaleGrid::around`] the median heuristic with `grid_points`).
+    pub grid: Option<LengthscaleGrid>,
+    /// Number of points of the default grid (when `grid` is `None`). Default 41.
+    pub grid_points: usize,
+    /// Maximum number of scan maxima polished (the best ones by scan value). Default 8.
+    pub max_starts: usize,
+    /// Seed of the landmark selection and of the median-heuristic subsample.
+    pub seed: u64,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        Self {
+            num_landmarks: 100,
+            landmarks: None,
+            tau2: 1.0,
+            learn_tau2: false,
+            prior: EmbeddingPrior::Lebesgue,
+            jacobian: true,
+            ard: false,
+            grid: None,
+            grid_points: 41,
+            max_starts: 8,
+            seed: 0,
+        }
+    }
+}
+
+impl FitOptions {
+    /// Errors on invalid values (τ², grid, prior, zero landmarks or starts).
+    pub fn check(&self) -> Result<(), CoreError> {
+        check_positive("tau2", self.tau2)?;
+        self.prior.check()?;
+        if let Some(g) = &self.grid {
+            g.check()?;
+        }
+        if self.num_landmarks == 0 && self.landmarks.is_none() {
+            return Err(CoreError::InvalidParameter {
+                name: "number of landmarks".into(),
+                value: 0.0,
+                reason: "need at least D landmarks".into(),
+            });
+        }
+        if self.max_starts == 0 {
+            return Err(CoreError::InvalidParameter {
+                name: "max_starts".into(),
+                value: 0.0,
+                reason: "need at least one start".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A local maximum of the marginal pseudolikelihood found by [`fit`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalOptimum {
+    /// Lengthscale(s) (one, or one per dimension with ARD).
+    pub lengthscales: Vec<f64>,
+    /// `τ²` (the fixed value unless learned).
+    pub tau2: f64,
+    /// Log marginal pseudolikelihood there.
+    pub log_marginal: f64,
+    /// `‖∇‖∞` on the log scale at the end of polishing.
+    pub grad_norm: f64,
+    /// Whether L-BFGS met its tolerance.
+    pub converged: bool,
+}
+
+/// Result of [`fit`].
+#[derive(Debug, Clone)]
+pub struct FitResult {
+    /// The best parameters found.
+    pub params: BkeParams,
+    /// Log marginal pseudolikelihood at `params`.
+    pub log_marginal: f64,
+    /// All distinct local optima, best first (the first equals `params`).
+    pub local_optima: Vec<LocalOptimum>,
+    /// Median heuristic `median ‖x_i − x_j‖` of the data (for comparison).
+    pub median_heuristic: f64,
+    /// The scan: `(lengthscale, log marginal at the initial τ²)`.
+    pub scan: Vec<(f64, f64)>,
+    /// The landmarks used.
+    pub landmarks: Points,
+    /// Indices of the held-out landmarks in the input (None for user landmarks).
+    pub landmark_indices: Option<Vec<usize>>,
+    /// Number of data points in the objective (input minus held-out landmarks).
+    pub n_data: usize,
+    /// Objective evaluations (scan + polishing).
+    pub evaluations: usize,
+}
+
+/// Points used for the median heuristic at most (a seeded subsample above this).
+const MEDIAN_MAX_POINTS: usize = 3000;
+
+/// The median heuristic `median_{i<j} ‖x_i − x_j‖` (Euclidean; exact up to 3000 points, else on a
+/// seeded random subsample of 3000). Convention: use it as `θ` in `exp(−‖x − y‖²/(2θ²))`.
+pub fn median_heuristic(x: &Points, seed: u64) -> Result<f64, CoreError> {
+    x.check_len("data for the median heuristic", 2)?;
+    let sub;
+    let xs = if x.len() > MEDIAN_MAX_POINTS {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6d65_6469_616e);
+        let mut idx = sample(&mut rng, x.len(), MEDIAN_MAX_POINTS).into_vec();
+        idx.sort_unstable();
+        sub = x.select(&idx);
+        &sub
+    } else {
+        x
+    };
+    let n = xs.len();
+    let mut d: Vec<f64> = (0..n)
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let xi = xs.point(i);
+            (i + 1..n).map(move |j| xi.iter().zip(xs.point(j)).map(|(a, b)| (a - b) * (a - b)).sum::<f64>())
+        })
+        .collect();
+    let mid = d.len() / 2;
+    let (_, m_hi, _) = d.select_nth_unstable_by(mid, f64::total_cmp);
+    let hi = m_hi.sqrt();
+    if d.len() % 2 == 1 {
+        return Ok(hi);
+    }
+    let lo = d[..mid].iter().cloned().fold(f64::NEG_INFINITY, f64::max).sqrt();
+    Ok(0.5 * (lo + hi))
+}
+
+/// Splits `x` into `(data, landmarks, landmark_indices)` with `m` landmarks drawn uniformly without
+/// replacement (ChaCha8 seeded with `seed`); indices ascending. Errors unless `D ≤ m < n`.
+pub fn hold_out_landmarks(
+    x: &Points,
+    m: usize,
+    seed: u64,
+) -> Result<(Points, Points, Vec<usize>), CoreError> {
+    let n = x.len();
+    if m < x.dim() || m >= n {
+        return Err(CoreError::InvalidParameter {
+            name: "number of landmarks m".into(),
+            value: m as f64,
+            reason: format!("need D = {} ≤ m < n = {n} (m points are held out of the data)", x.dim()),
+        });
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut idx = sample(&mut rng, n, m).into_vec();
+    idx.sort_unstable();
+    let mut is_lm = vec![false; n];
+    idx.iter().for_each(|&i| is_lm[i] = true);
+    let rest: Vec<usize> = (0..n).filter(|&i| !is_lm[i]).collect();
+    Ok((x.select(&rest), x.select(&idx), idx))
+}
+
+/// ML-II kernel learning: see the module docs.
+pub fn fit<B: Backend>(x: &Points, opts: &FitOptions) -> Result<FitResult, CoreError> {
+    opts.check()?;
+    x.check_len("data", 2)?;
+    let dim = x.dim();
+    let (data, landmarks, landmark_indices) = match &opts.landmarks {
+        Some(z) => (x.clone(), z.clone(), None),
+        None => {
+            let (d, z, idx) = hold_out_landmarks(x, opts.num_landmarks, opts.seed)?;
+            (d, z, Some(idx))
+        }
+    };
+    validate_data_landmarks(&data, &landmarks)?;
+    let median = median_heuristic(x, opts.seed)?;
+    let grid = opts.grid.unwrap_or_else(|| {
+        LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
+    });
+    grid.check()?;
+    let base =
+        BkeParams { lengthscales: vec![1.0], tau2: opts.tau2, prior: opts.prior, jacobian: opts.jacobian };
+    let eval = |ls: Vec<f64>, tau2: f64| {
+        let p = BkeParams { lengthscales: ls, tau2, ..base.clone() };
+        marginal_pseudolikelihood::<B>(&data, &landmarks, &p)
+    };
+    // 1. scan
+    let thetas = grid.values();
+    let mut scan = Vec::with_capacity(thetas.len());
+    for &t in &thetas {
+        let v = eval(vec![t], opts.tau2)?.log_marginal;
+        scan.push((t, if v.is_nan() { f64::NEG_INFINITY } else { v }));
+    }
+    let mut evaluations = scan.len();
+    // 2. local maxima of the scan (ties: the first of a plateau)
+    let vals: Vec<f64> = scan.iter().map(|s| s.1).collect();
+    let k = vals.len();
+    let mut starts: Vec<usize> = (0..k)
+        .filter(|&i| {
+            let left = i == 0 || vals[i] > vals[i - 1];
+            let right = i + 1 == k || vals[i] >= vals[i + 1];
+            vals[i].is_finite() && left && right
+        })
+        .collect();
+    starts.sort_by(|&a, &b| vals[b].total_cmp(&vals[a]));
+    starts.truncate(opts.max_starts);
+    if starts.is_empty() {
+        return Err(CoreError::InvalidParameter {
+            name: "lengthscale grid".into(),
+            value: grid.min,
+            reason: "the marginal pseudolikelihood is −∞ on the whole grid: widen the grid or add landmarks"
+                .into(),
+        });
+    }
+    // 3. polish
+    let n_ls = if opts.ard { dim } else { 1 };
+    let (lo, hi) = (grid.min.ln() - 100f64.ln(), grid.max.ln() + 100f64.ln());
+    let step = (grid.max.ln() - grid.min.ln()) / (grid.points - 1) as f64;
+    let mut optima: Vec<LocalOptimum> = Vec::new();
+    for &s in &starts {
+        let mut x0 = vec![thetas[s].ln(); n_ls];
+        if opts.learn_tau2 {
+            x0.push(opts.tau2.ln());
+        }
+        let mut count = 0usize;
+        let res = minimize(
+            |p: &[f64]| {
+                count += 1;
+                if p[..n_ls].iter().any(|v| *v < lo || *v > hi) || p.iter().any(|v| v.abs() > 700.0) {
+                    return None;
+                }
+                let ls: Vec<f64> = p[..n_ls].iter().map(|v| v.exp()).collect();
+                let tau2 = if opts.learn_tau2 { p[n_ls].exp() } else { opts.tau2 };
+                let ml = eval(ls, tau2).ok()?;
+                let mut g: Vec<f64> = ml.grad_log_lengthscale.iter().map(|v| -v).collect();
+                if opts.learn_tau2 {
+                    g.push(-ml.grad_log_tau2);
+                }
+                Some((-ml.log_marginal, g))
+            },
+            x0,
+            // steps of at most one grid spacing, so a start stays in the basin of its scan maximum
+            LbfgsOptions { max_step: step, ..LbfgsOptions::default() },
+        );
+        evaluations += count;
+        let Some(r) = res else { continue };
+        let cand = LocalOptimum {
+            lengthscales: r.x[..n_ls].iter().map(|v| v.exp()).collect(),
+            tau2: if opts.learn_tau2 { r.x[n_ls].exp() } else { opts.tau2 },
+            log_marginal: -r.f,
+            grad_norm: r.grad_norm,
+            converged: r.converged,
+        };
+        let same = |o: &LocalOptimum| {
+            o.lengthscales.iter().zip(&cand.lengthscales).all(|(a, b)| (a.ln() - b.ln()).abs() < 1e-3)
+                && (o.tau2.ln() - cand.tau2.ln()).abs() < 1e-3
+        };
+        match optima.iter_mut().find(|o| same(o)) {
+            Some(o) if o.log_marginal < cand.log_marginal => *o = cand,
+            Some(_) => {}
+            None => optima.push(cand),
+        }
+    }
+    optima.sort_by(|a, b| b.log_marginal.total_cmp(&a.log_marginal));
+    let best = optima.first().ok_or_else(|| CoreError::InvalidParameter {
+        name: "lengthscale".into(),
+        value: f64::NAN,
+        reason: "polishing failed from every start: check the data and landmarks".into(),
+    })?;
+    let params = BkeParams { lengthscales: best.lengthscales.clone(), tau2: best.tau2, ..base };
+    Ok(FitResult {
+        log_marginal: best.log_marginal,
+        params,
+        local_optima: optima,
+        median_heuristic: median,
+        scan,
+        landmarks,
+        landmark_indices,
+        n_data: data.len(),
+        evaluations,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bke_linalg::Faer;
+    use rand::Rng;
+    use rand_distr::{Distribution, StandardNormal};
+
+    #[test]
+    fn median_heuristic_matches_brute_force() {
+        let x = Points::from_1d("x", &[0.0, 1.0, 3.0, 7.0]).unwrap();
+        // distances 1, 3, 7, 2, 6, 4 → median of 6 values = (3 + 4)/2
+        assert!((median_heuristic(&x, 0).unwrap() - 3.5).abs() < 1e-12);
+        let x = Points::from_1d("x", &[0.0, 1.0, 3.0]).unwrap();
+        assert!((median_heuristic(&x, 0).unwrap() - 2.0).abs() < 1e-12);
+        assert!(median_heuristic(&Points::from_1d("x", &[1.0]).unwrap(), 0).is_err());
+    }
+
+    #[test]
+    fn holdout_is_a_partition() {
+        let x = Points::from_1d("x", &(0..20).map(|i| i as f64).collect::<Vec<_>>()).unwrap();
+        let (d, z, idx) = hold_out_landmarks(&x, 5, 3).unwrap();
+        assert_eq!((d.len(), z.len(), idx.len()), (15, 5, 5));
+        let mut all: Vec<f64> = d.as_slice().iter().chain(z.as_slice()).cloned().collect();
+        all.sort_by(f64::total_cmp);
+        assert_eq!(all, x.as_slice());
+        assert_eq!(hold_out_landmarks(&x, 5, 3).unwrap().2, idx);
+        assert!(hold_out_landmarks(&x, 20, 3).is_err());
+        let x2 = Points::from_rows("x", &[vec![0.0, 0.0], vec![1.0, 0.0], vec![0.0, 1.0]]).unwrap();
+        assert!(hold_out_landmarks(&x2, 1, 0).is_err()); // m < D
+    }
+
+    /// The optimum is a stationary point of the objective (gradient ≈ 0), beats every scan value, and
+    /// learning τ² moves to a point with zero τ² gradient.
+    #[test]
+    fn fit_finds_stationary_maxima() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let data: Vec<f64> = (0..400)
+            .flat_map(|i| {
+                let c = if i % 2 == 0 { -3.0 } else { 3.0 };
+                let a: f64 = StandardNormal.sample(&mut rng);
+                let b: f64 = rng.random::<f64>();
+                [c + a, b]
+            })
+            .collect();
+        let x = Points::new("x", data, 2).unwrap();
+        for (learn_tau2, ard) in [(false, false), (true, false), (false, true)] {
+            let opts = FitOptions { num_landmarks: 20, learn_tau2, ard, ..Default::default() };
+            let r = fit::<Faer>(&x, &opts).unwrap();
+            assert!(r.scan.iter().all(|(_, v)| *v <= r.log_marginal + 1e-9));
+            assert_eq!(r.landmarks.len(), 20);
+            assert_eq!(r.n_data, 380);
+            let best = &r.local_optima[0];
+            assert!(best.converged, "{best:?}");
+            let (data, z) = hold_out_landmarks(&x, 20, 0).map(|(d, z, _)| (d, z)).unwrap();
+            let ml = marginal_pseudolikelihood::<Faer>(&data, &z, &r.params).unwrap();
+            assert!((ml.log_marginal - r.log_marginal).abs() < 1e-9 * r.log_marginal.abs());
+            for g in &ml.grad_log_lengthscale {
+                assert!(g.abs() < 1e-3, "{ml:?}");
+            }
+            if learn_tau2 {
+                assert!(ml.grad_log_tau2.abs() < 1e-3, "{ml:?}");
+            } else {
+                assert_eq!(r.params.tau2, 1.0);
+            }
+            assert_eq!(r.params.lengthscales.len(), if ard { 2 } else { 1 });
+            assert!(r.median_heuristic > 1.0);
+        }
+    }
+}
