@@ -17,12 +17,12 @@ use std::path::PathBuf;
 pub enum EmbedCommand {
     /// Log marginal pseudolikelihood (seed eq. 15 via eq. 33, with the log-Jacobian) and its gradient
     /// w.r.t. log lengthscale(s) and log tau2.
-    Loglik(LoglikArgs),
+    Loglik(Box<LoglikArgs>),
     /// ML-II kernel learning: log-grid scan plus L-BFGS polishing; reports every local optimum and the
     /// median heuristic.
-    Fit(FitArgs),
+    Fit(Box<FitArgs>),
     /// Posterior mean and variance of the embedding at query points (seed eq. 7-8).
-    Posterior(PosteriorArgs),
+    Posterior(Box<PosteriorArgs>),
 }
 
 /// Options shared by the `embed` commands.
