@@ -16,6 +16,7 @@
 pub mod density;
 pub mod embedding;
 mod error;
+pub mod hypothesis;
 pub mod kernel;
 pub mod nuts;
 mod points;

@@ -1,0 +1,213 @@
+//! Kernel hypothesis tests (seed 000 §2.2, §5; DESIGN.md §3.2): the two-sample test with the maximum
+//! mean discrepancy ([`mmd`]) and the independence test with the Hilbert–Schmidt independence criterion
+//! ([`hsic`]), their null distributions, and kernel choice by the median heuristic ([`median`]).
+//!
+//! # Statistics
+//! With a pooled sample `z = (x_1…x_n, y_1…y_m)` and Gram matrix `K`:
+//! - MMD² unbiased (Gretton et al. 2012, eq. 3): `Σ_{i≠j} k(x_i,x_j)/(n(n−1)) + Σ_{i≠j} k(y_i,y_j)/(m(m−1))
+//!   − 2 Σ_{i,j} k(x_i,y_j)/(nm)`;
+//! - MMD² biased (eq. 5, the V-statistic): the same with all pairs and `1/n²`, `1/m²`;
+//! - MMD² linear-time (Lemma 14, needs `n = m`): `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})`,
+//!   `h((x,y),(x',y')) = k(x,x') + k(y,y') − k(x,y') − k(x',y)`;
+//! - HSIC biased (Gretton et al. 2008): `tr(K H L H)/n²`, `H = I − 11ᵀ/n`;
+//! - HSIC unbiased (Song et al. 2012): `[tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1/((n−1)(n−2)) − 2·1ᵀK̃L̃1/(n−2)]/(n(n−3))`
+//!   with `K̃`, `L̃` the Gram matrices with zeroed diagonals.
+//!
+//! # Null distributions and p-values
+//! - [`NullDistribution::Permutation`]: `B` random relabellings (MMD) or permutations of `y` (HSIC).
+//!   Permutation `b` draws from its own ChaCha8 stream `(seed, b)`, so the null sample and the p-value
+//!   are identical for any number of threads. `p = (1 + #{b : T_b ≥ T})/(1 + B)`, where `≥` allows
+//!   a relative tolerance of `1e-10` so that relabellings equivalent to the observed one count as ties
+//!   however the floating-point sums were ordered.
+//! - [`NullDistribution::Gamma`]: a two-moment gamma fit (HSIC: Gretton et al. 2008; MMD: moment
+//!   matching, see [`mmd`]).
+//! - [`NullDistribution::WildBootstrap`]: MMD with `n = m`, Rademacher-signed pairs (Chwialkowski et
+//!   al. 2014), `B` draws with per-draw streams as above.
+//! - [`NullDistribution::Normal`]: the linear-time MMD's asymptotic normal null (Gretton et al. 2012,
+//!   Cor. 16).
+//!
+//! A test rejects when `p ≤ α`.
+
+pub mod hsic;
+pub mod median;
+pub mod mmd;
+pub mod special;
+
+use crate::CoreError;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+pub use hsic::{HsicParams, HsicStatistic, hsic_test};
+pub use median::{MedianConvention, median_distance, median_lengthscale};
+pub use mmd::{MmdParams, MmdStatistic, mmd_test};
+
+/// How the distribution of the statistic under the null hypothesis is obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NullDistribution {
+    /// Random permutations of the sample labels (MMD) or of `y` against `x` (HSIC). The default.
+    #[default]
+    Permutation,
+    /// Gamma distribution matched to the null mean and variance.
+    Gamma,
+    /// Wild bootstrap with Rademacher signs (MMD with equal sample sizes).
+    WildBootstrap,
+    /// Asymptotic normal null (linear-time MMD only).
+    Normal,
+}
+
+impl NullDistribution {
+    /// Name used in outputs and on the command line: "permutation", "gamma", "wild", "normal".
+    pub fn name(self) -> &'static str {
+        match self {
+            NullDistribution::Permutation => "permutation",
+            NullDistribution::Gamma => "gamma",
+            NullDistribution::WildBootstrap => "wild",
+            NullDistribution::Normal => "normal",
+        }
+    }
+
+    /// Parses a name as written by [`NullDistribution::name`].
+    pub fn parse(name: &str) -> Result<Self, CoreError> {
+        match name {
+            "permutation" => Ok(Self::Permutation),
+            "gamma" => Ok(Self::Gamma),
+            "wild" => Ok(Self::WildBootstrap),
+            "normal" => Ok(Self::Normal),
+            other => Err(invalid(
+                &format!("null distribution '{other}'"),
+                f64::NAN,
+                "use permutation, gamma, wild or normal",
+            )),
+        }
+    }
+
+    /// Whether the null is sampled (and so uses the number of draws and the seed).
+    pub fn is_resampling(self) -> bool {
+        matches!(self, Self::Permutation | Self::WildBootstrap)
+    }
+}
+
+/// The result of a kernel test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestOutcome {
+    /// The observed statistic.
+    pub statistic: f64,
+    /// The p-value.
+    pub p_value: f64,
+    /// Whether `p ≤ α`.
+    pub reject: bool,
+    /// The level α it was tested at.
+    pub alpha: f64,
+    /// The null distribution used.
+    pub null: NullDistribution,
+    /// The sampled null statistics (permutation, wild bootstrap), in draw order; empty otherwise.
+    pub null_samples: Vec<f64>,
+    /// Mean of the null distribution (of the sample, or of the fitted gamma/normal).
+    pub null_mean: f64,
+    /// Standard deviation of the null distribution (of the sample, or of the fitted gamma/normal).
+    pub null_sd: f64,
+}
+
+impl TestOutcome {
+    fn from_samples(statistic: f64, null_samples: Vec<f64>, alpha: f64, null: NullDistribution) -> Self {
+        let p_value = resampling_p_value(statistic, &null_samples);
+        let b = null_samples.len() as f64;
+        let mean = null_samples.iter().sum::<f64>() / b;
+        let var = null_samples.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (b - 1.0).max(1.0);
+        Self {
+            statistic,
+            p_value,
+            reject: p_value <= alpha,
+            alpha,
+            null,
+            null_samples,
+            null_mean: mean,
+            null_sd: var.sqrt(),
+        }
+    }
+
+    fn from_p(statistic: f64, p_value: f64, alpha: f64, null: NullDistribution, mean: f64, sd: f64) -> Self {
+        Self {
+            statistic,
+            p_value,
+            reject: p_value <= alpha,
+            alpha,
+            null,
+            null_samples: Vec::new(),
+            null_mean: mean,
+            null_sd: sd,
+        }
+    }
+}
+
+/// `p = (1 + #{T_b ≥ T})/(1 + B)`, with ties within a relative `1e-10` of the statistic's scale
+/// counted as `≥` (see the module docs).
+pub fn resampling_p_value(observed: f64, null: &[f64]) -> f64 {
+    let scale = observed.abs() + null.iter().map(|v| v.abs()).sum::<f64>() / null.len().max(1) as f64;
+    let tol = 1e-10 * scale;
+    let count = null.iter().filter(|&&v| v >= observed - tol).count();
+    (1 + count) as f64 / (1 + null.len()) as f64
+}
+
+/// Errors unless `0 < α < 1`.
+pub fn check_alpha(alpha: f64) -> Result<(), CoreError> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        return Err(invalid("alpha (test level)", alpha, "must lie strictly between 0 and 1, e.g. 0.05"));
+    }
+    Ok(())
+}
+
+/// Errors unless at least one resampling draw is asked for.
+pub fn check_draws(draws: usize) -> Result<(), CoreError> {
+    if draws == 0 {
+        return Err(invalid(
+            "number of permutations / bootstrap draws",
+            0.0,
+            "must be at least 1 (1000 is a good default; the smallest attainable p-value is 1/(1 + B))",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn invalid(name: &str, value: f64, reason: &str) -> CoreError {
+    CoreError::InvalidParameter { name: name.into(), value, reason: reason.into() }
+}
+
+/// The random stream of resampling draw `b`: ChaCha8 keyed by `seed`, stream `b`. Independent of
+/// which thread runs the draw.
+pub(crate) fn draw_rng(seed: u64, b: usize) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(b as u64);
+    rng
+}
+
+/// Number of resampling draws processed per batch so that an `n × batch` matrix holds at most
+/// ~`4·10⁶` values (32 MB).
+pub(crate) fn batch_size(n: usize, draws: usize) -> usize {
+    (4_000_000 / n.max(1)).clamp(16, draws.max(16)).min(draws.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p_value_counts_ties_and_adds_one() {
+        let null = [0.1, 0.2, 0.3, 0.4];
+        assert_eq!(resampling_p_value(0.5, &null), 1.0 / 5.0);
+        assert_eq!(resampling_p_value(0.3, &null), 3.0 / 5.0);
+        assert_eq!(resampling_p_value(0.3 * (1.0 + 1e-13), &null), 3.0 / 5.0);
+        assert_eq!(resampling_p_value(-1.0, &null), 1.0);
+    }
+
+    #[test]
+    fn parameter_checks() {
+        assert!(check_alpha(0.05).is_ok());
+        for a in [0.0, 1.0, -0.1, 1.5, f64::NAN] {
+            assert!(check_alpha(a).is_err(), "{a}");
+        }
+        assert!(check_draws(0).unwrap_err().to_string().contains("at least 1"));
+        assert_eq!(NullDistribution::parse("wild").unwrap(), NullDistribution::WildBootstrap);
+        assert!(NullDistribution::parse("bootstrap").is_err());
+    }
+}
