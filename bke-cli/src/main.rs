@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod embed;
+mod hypothesis;
 #[allow(dead_code)] // shared by the command modules
 mod io;
 
@@ -22,6 +23,9 @@ enum Command {
     /// Bayesian Kernel Embedding: marginal pseudolikelihood, ML-II kernel learning, posterior.
     #[command(subcommand)]
     Embed(embed::EmbedCommand),
+    /// Kernel hypothesis tests: `bke test mmd` (two-sample), `bke test hsic` (independence).
+    #[command(subcommand)]
+    Test(hypothesis::TestCommand),
 }
 
 fn main() {
@@ -29,6 +33,7 @@ fn main() {
     let result = match cli.command {
         Command::Backends => backends(),
         Command::Embed(c) => embed::run(c),
+        Command::Test(cmd) => hypothesis::run(cmd),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -49,6 +49,14 @@ pub enum CoreError {
     /// An MCMC sampler could not start or run (the message says why and what to try).
     #[error("sampler: {0}")]
     Sampler(String),
+    /// An option (a named choice, not a number) that is unknown or does not fit the other options.
+    #[error("{what}: {reason}")]
+    InvalidChoice {
+        /// The option and its value.
+        what: String,
+        /// What to use instead.
+        reason: String,
+    },
     /// A linear-algebra failure (e.g. a matrix that is not positive definite).
     #[error(transparent)]
     Linalg(#[from] LinalgError),

@@ -21,7 +21,20 @@ fn main() -> anyhow::Result<()> {
             };
             bench_linalg(&sizes)?.emit(&out, "linalg")
         }
-        other => bail!("unknown suite '{other}'; available: linalg"),
+        "tests" => {
+            let n = flag(&args, "--n")
+                .map(str::parse)
+                .transpose()
+                .context("--n takes an integer")?
+                .unwrap_or(900);
+            let b = flag(&args, "--permutations")
+                .map(str::parse)
+                .transpose()
+                .context("--permutations takes an integer")?
+                .unwrap_or(1000);
+            bke_bench::hypothesis::bench(n, b)?.emit(&out, "tests")
+        }
+        other => bail!("unknown suite '{other}'; available: linalg, tests"),
     }
 }
 

@@ -22,7 +22,7 @@
 
 use super::mmd::draw_permutation;
 use super::special::gamma_sf;
-use super::{NullDistribution, TestOutcome, check_alpha, check_draws, draw_rng, invalid};
+use super::{NullDistribution, TestOutcome, check_alpha, check_draws, choice, draw_rng, invalid};
 use crate::{CoreError, Kernel, Points};
 use bke_linalg::Mat;
 use rayon::prelude::*;
@@ -51,7 +51,7 @@ impl HsicStatistic {
         match name {
             "biased" => Ok(Self::Biased),
             "unbiased" => Ok(Self::Unbiased),
-            other => Err(invalid(&format!("HSIC statistic '{other}'"), f64::NAN, "use biased or unbiased")),
+            other => Err(choice(&format!("HSIC statistic '{other}'"), "use biased or unbiased")),
         }
     }
 
@@ -97,9 +97,8 @@ impl HsicParams {
         match self.null {
             NullDistribution::Permutation => check_draws(self.permutations),
             NullDistribution::Gamma => Ok(()),
-            other => Err(invalid(
+            other => Err(choice(
                 &format!("null distribution '{}' for HSIC", other.name()),
-                f64::NAN,
                 "the HSIC test supports the permutation and gamma nulls",
             )),
         }

@@ -44,9 +44,8 @@ impl MedianConvention {
         match name {
             "muandet" => Ok(MedianConvention::Muandet),
             "mooij" => Ok(MedianConvention::Mooij),
-            other => Err(CoreError::InvalidParameter {
-                name: format!("median convention '{other}'"),
-                value: f64::NAN,
+            other => Err(CoreError::InvalidChoice {
+                what: format!("median convention '{other}'"),
                 reason: "use 'muandet' (θ = median distance, the default) or 'mooij' (θ = median/√2)".into(),
             }),
         }

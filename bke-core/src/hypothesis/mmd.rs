@@ -40,7 +40,7 @@
 //! normal `N(0, s_h²/⌊n/2⌋)` ([`NullDistribution::Normal`]).
 
 use super::special::{gamma_sf, normal_cdf};
-use super::{NullDistribution, TestOutcome, batch_size, check_alpha, check_draws, draw_rng, invalid};
+use super::{NullDistribution, TestOutcome, batch_size, check_alpha, check_draws, choice, draw_rng, invalid};
 use crate::{CoreError, Kernel, Points};
 use bke_linalg::{Backend, Mat, Trans};
 use rand::Rng;
@@ -74,9 +74,7 @@ impl MmdStatistic {
             "unbiased" => Ok(Self::Unbiased),
             "biased" => Ok(Self::Biased),
             "linear" => Ok(Self::Linear),
-            other => {
-                Err(invalid(&format!("MMD statistic '{other}'"), f64::NAN, "use unbiased, biased or linear"))
-            }
+            other => Err(choice(&format!("MMD statistic '{other}'"), "use unbiased, biased or linear")),
         }
     }
 }
@@ -116,14 +114,12 @@ impl MmdParams {
             check_draws(self.permutations)?;
         }
         match (self.statistic, self.null) {
-            (MmdStatistic::Linear, NullDistribution::Gamma) => Err(invalid(
+            (MmdStatistic::Linear, NullDistribution::Gamma) => Err(choice(
                 "null distribution 'gamma' for the linear-time statistic",
-                f64::NAN,
                 "the linear-time statistic is asymptotically normal: use --null normal, permutation or wild",
             )),
-            (MmdStatistic::Unbiased | MmdStatistic::Biased, NullDistribution::Normal) => Err(invalid(
+            (MmdStatistic::Unbiased | MmdStatistic::Biased, NullDistribution::Normal) => Err(choice(
                 "null distribution 'normal' for a quadratic-time statistic",
-                f64::NAN,
                 "the normal null is for the linear-time statistic; use permutation, gamma or wild",
             )),
             _ => Ok(()),
@@ -277,9 +273,8 @@ pub fn mmd_test_gram<B: Backend>(k: &Mat, n: usize, params: &MmdParams) -> Resul
     params.check()?;
     let big_n = check_gram(k, n)?;
     if params.statistic == MmdStatistic::Linear {
-        return Err(invalid(
+        return Err(choice(
             "statistic 'linear' in mmd_test_gram",
-            f64::NAN,
             "the linear-time test takes the samples: use mmd_test",
         ));
     }
@@ -392,9 +387,8 @@ impl<'a> MmdPermutation<'a> {
     ) -> Result<Vec<f64>, CoreError> {
         check_draws(draws)?;
         if statistic == MmdStatistic::Linear {
-            return Err(invalid(
+            return Err(choice(
                 "statistic 'linear' in MmdPermutation",
-                f64::NAN,
                 "use mmd_test for the linear-time statistic",
             ));
         }

@@ -73,11 +73,9 @@ impl NullDistribution {
             "gamma" => Ok(Self::Gamma),
             "wild" => Ok(Self::WildBootstrap),
             "normal" => Ok(Self::Normal),
-            other => Err(invalid(
-                &format!("null distribution '{other}'"),
-                f64::NAN,
-                "use permutation, gamma, wild or normal",
-            )),
+            other => {
+                Err(choice(&format!("null distribution '{other}'"), "use permutation, gamma, wild or normal"))
+            }
         }
     }
 
@@ -167,6 +165,10 @@ pub fn check_draws(draws: usize) -> Result<(), CoreError> {
         ));
     }
     Ok(())
+}
+
+pub(crate) fn choice(what: &str, reason: &str) -> CoreError {
+    CoreError::InvalidChoice { what: what.into(), reason: reason.into() }
 }
 
 pub(crate) fn invalid(name: &str, value: f64, reason: &str) -> CoreError {

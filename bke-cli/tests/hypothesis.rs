@@ -1,0 +1,179 @@
+//! End-to-end tests of `bke test mmd`, `bke test hsic`: the JSON contract of issue #4, defaults,
+//! determinism across thread counts, and clear errors on bad input.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bke-cli-hypothesis-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Deterministic pseudo-random CSV (a small LCG, no dependency): `rows × cols`, shifted by `shift`.
+fn write_csv(name: &str, rows: usize, cols: usize, shift: f64, seed: u64) -> PathBuf {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut next = || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let header: Vec<String> = (0..cols).map(|j| format!("c{j}")).collect();
+    let mut text = header.join(",") + "\n";
+    for _ in 0..rows {
+        let row: Vec<String> = (0..cols)
+            .map(|_| {
+                // sum of 4 uniforms: roughly normal, sd ≈ 0.58
+                let v: f64 = (0..4).map(|_| next()).sum::<f64>() - 2.0;
+                format!("{}", v + shift)
+            })
+            .collect();
+        text += &(row.join(",") + "\n");
+    }
+    let p = dir().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bke")).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.success(), json, stderr)
+}
+
+#[test]
+fn mmd_json_contract_and_defaults() {
+    let p = write_csv("p.csv", 60, 2, 0.0, 1);
+    let q = write_csv("q.csv", 50, 2, 0.8, 2);
+    let (ok, j, err) = bke(&["test", "mmd", "--x", p.to_str().unwrap(), "--y", q.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    for key in ["statistic", "p_value", "reject", "lengthscale", "selection", "null"] {
+        assert!(j.get(key).is_some(), "missing {key}: {j}");
+    }
+    assert_eq!(j["selection"], "median");
+    assert_eq!(j["median_convention"], "muandet");
+    assert_eq!(j["null"], "permutation");
+    assert_eq!(j["statistic_kind"], "unbiased");
+    assert_eq!(j["permutations"], 1000);
+    assert_eq!(j["alpha"], 0.05);
+    assert_eq!(j["reject"], true, "a 0.8 shift with 60 + 50 points: {j}");
+    let p_value = j["p_value"].as_f64().unwrap();
+    assert!((p_value - 1.0 / 1001.0).abs() < 1e-12, "{j}");
+    // fixed lengthscale, other statistics and nulls, single thread
+    for extra in [
+        vec!["--lengthscale", "0.7", "--threads", "1"],
+        vec!["--statistic", "biased", "--null", "gamma"],
+        vec!["--select", "median", "--median-convention", "mooij"],
+    ] {
+        let mut args = vec!["test", "mmd", "--x", p.to_str().unwrap(), "--y", q.to_str().unwrap()];
+        args.extend(extra.iter());
+        let (ok, j, err) = bke(&args);
+        assert!(ok, "{extra:?}: {err}");
+        assert_eq!(j["reject"], true, "{extra:?}: {j}");
+    }
+}
+
+#[test]
+fn mmd_p_value_does_not_depend_on_threads() {
+    let p = write_csv("t1.csv", 40, 1, 0.0, 3);
+    let q = write_csv("t2.csv", 40, 1, 0.1, 4);
+    let run = |threads: &str, null: &str| {
+        let (ok, j, err) = bke(&[
+            "test",
+            "mmd",
+            "--x",
+            p.to_str().unwrap(),
+            "--y",
+            q.to_str().unwrap(),
+            "--threads",
+            threads,
+            "--null",
+            null,
+            "--seed",
+            "7",
+        ]);
+        assert!(ok, "{err}");
+        (j["p_value"].as_f64().unwrap(), j["statistic"].as_f64().unwrap())
+    };
+    for null in ["permutation", "wild"] {
+        assert_eq!(run("1", null), run("2", null), "{null}");
+    }
+}
+
+#[test]
+fn hsic_json_contract() {
+    let xy = dir().join("xy.csv");
+    // y = x² + small noise: dependent but uncorrelated
+    let mut text = String::from("x,y\n");
+    for i in 0..80 {
+        let x = (i as f64 / 79.0) * 4.0 - 2.0;
+        let noise = ((i * 7919 % 101) as f64 / 101.0 - 0.5) * 0.3;
+        text += &format!("{x},{}\n", x * x + noise);
+    }
+    std::fs::write(&xy, text).unwrap();
+    let f = xy.to_str().unwrap();
+    let (ok, j, err) = bke(&["test", "hsic", "--x", f, "--x-columns", "x", "--y", f, "--y-columns", "y"]);
+    assert!(ok, "{err}");
+    for key in ["statistic", "p_value", "reject", "lengthscale_x", "lengthscale_y", "selection", "null"] {
+        assert!(j.get(key).is_some(), "missing {key}: {j}");
+    }
+    assert_eq!(j["selection"], "median");
+    assert_eq!(j["reject"], true, "{j}");
+    let (ok, j, err) = bke(&[
+        "test",
+        "hsic",
+        "--x",
+        f,
+        "--x-columns",
+        "x",
+        "--y",
+        f,
+        "--y-columns",
+        "y",
+        "--lengthscale-x",
+        "1",
+        "--lengthscale-y",
+        "2",
+        "--null",
+        "gamma",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(j["selection"], "fixed");
+    assert_eq!(j["lengthscale_y"], 2.0);
+    assert_eq!(j["null"], "gamma");
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let p = write_csv("b1.csv", 20, 2, 0.0, 5);
+    let q3 = write_csv("b2.csv", 20, 3, 0.0, 6);
+    let one = write_csv("b3.csv", 1, 2, 0.0, 7);
+    let q19 = write_csv("b4.csv", 19, 2, 0.0, 8);
+    let nan = dir().join("nan.csv");
+    std::fs::write(&nan, "c0,c1\n1,2\n3,NaN\n4,5\n").unwrap();
+    let (p, q3, one, q19, nan) = (
+        p.to_str().unwrap(),
+        q3.to_str().unwrap(),
+        one.to_str().unwrap(),
+        q19.to_str().unwrap(),
+        nan.to_str().unwrap(),
+    );
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["test", "mmd", "--x", p, "--y", q3], "dimension"),
+        (vec!["test", "mmd", "--x", p, "--y", one], "at least 2"),
+        (vec!["test", "mmd", "--x", p, "--y", nan], "line 3"),
+        (vec!["test", "mmd", "--x", p, "--y", p, "--permutations", "0"], "at least 1"),
+        (vec!["test", "mmd", "--x", p, "--y", p, "--alpha", "1.5"], "between 0 and 1"),
+        (vec!["test", "mmd", "--x", p, "--y", p, "--alpha", "0"], "between 0 and 1"),
+        (vec!["test", "mmd", "--x", p, "--y", q19, "--null", "wild"], "pairs x_i with y_i"),
+        (vec!["test", "mmd", "--x", p, "--y", p, "--lengthscale", "-1"], "lengthscale"),
+        (vec!["test", "hsic", "--x", p, "--y", q19], "paired"),
+        (vec!["test", "hsic", "--x", p, "--y", p, "--null", "wild"], "permutation and gamma"),
+    ];
+    for (args, needle) in cases {
+        let (ok, _, err) = bke(&args);
+        assert!(!ok, "{args:?} should fail");
+        assert!(err.contains(needle), "{args:?}: '{needle}' not in: {err}");
+    }
+}
