@@ -20,9 +20,9 @@ use std::path::PathBuf;
 #[derive(Subcommand)]
 pub enum TestCommand {
     /// Two-sample test H₀: P = Q with the maximum mean discrepancy (MMD²).
-    Mmd(MmdArgs),
+    Mmd(Box<MmdArgs>),
     /// Independence test H₀: X ⫫ Y with the Hilbert–Schmidt independence criterion (HSIC).
-    Hsic(HsicArgs),
+    Hsic(Box<HsicArgs>),
 }
 
 /// How the lengthscale is chosen when none is given.
