@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod dme;
 mod embed;
 mod hypothesis;
 #[allow(dead_code)] // shared by the command modules
@@ -26,6 +27,10 @@ enum Command {
     /// Kernel hypothesis tests: `bke test mmd` (two-sample), `bke test hsic` (independence).
     #[command(subcommand)]
     Test(hypothesis::TestCommand),
+    /// Deconditional mean embeddings and task-transformed GPs: loglik, fit, predict.
+    Dme(dme::DmeArgs),
+    /// Likelihood-free inference with deconditional mean embeddings and kernel herding.
+    Lfi(dme::LfiArgs),
 }
 
 fn main() {
@@ -34,6 +39,8 @@ fn main() {
         Command::Backends => backends(),
         Command::Embed(c) => embed::run(c),
         Command::Test(cmd) => hypothesis::run(cmd),
+        Command::Dme(a) => dme::run_dme(a),
+        Command::Lfi(a) => dme::run_lfi(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

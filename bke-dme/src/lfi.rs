@@ -1,9 +1,8 @@
 //! Likelihood-free inference with deconditional mean embeddings (seed §8.3, Algorithm 8.1).
 //!
 //! Simulations `{θ_i, x_i}_{i=1}^n` (`x_i ~ p(x | θ_i)`, `θ_i ~ π`), prior samples `{θ̃_j}_{j=1}^m ~ p(θ)`,
-//! observed statistics `y`. Kernels: `ℓ` on parameters, `k` on statistics (here the squared
-//! exponential with lengthscale `ε`), the ε-kernel `κ_ε(y, x) = N(y; x, ε²I)` and the herding kernel
-//! `ℓ'` (default `ℓ`). With `L = ℓ(θ, θ)`, `L̃ = ℓ(θ, θ̃)`, `A = (L + nλI)⁻¹ L̃`, `K = k(x, x)`:
+//! observed statistics `y`. Kernels: `ℓ` on parameters, `k` on statistics, the ε-kernel
+//! `κ_ε(y, x) = N(y; x, ε²I)` and the herding kernel `ℓ'` (the caller's choice; `ℓ` is natural). With `L = ℓ(θ, θ)`, `L̃ = ℓ(θ, θ̃)`, `A = (L + nλI)⁻¹ L̃`, `K = k(x, x)`:
 //!
 //! * posterior embedding (line 5): `μ(θ*) = ℓ(θ̃, θ*)ᵀ Aᵀ [KAAᵀ + mδI]⁻¹ k(y)`, i.e. the DME at the
 //!   observation, `μ = Σ_j v_j ℓ(θ̃_j, ·)` with the alternative form of Def. 4.4 (`O(n³)`, `O(m)`);
@@ -12,7 +11,12 @@
 //!   bounding box);
 //! * learning (line 11): `q̄ = mean(Aᵀ κ_ε)`, `κ_ε = {κ_ε(y, x_i)}`, an approximate marginal
 //!   likelihood `p_ε(y) ≈ E_{θ~p}[E[κ_ε(y, X) | θ]]`, maximised over `log ℓ`, `log λ`, `log ε` with
-//!   the analytic gradient `∂q̄ = (1/m)[∂κᵀ v + uᵀ ∂L̃ 1 − uᵀ ∂L v − nλ uᵀv ∂log λ]`,
+//!   the analytic gradient (`k` and `δ` do not enter `q̄` and are not learned). Caveat (seen in
+//!   the seed's Fig. 5 "global" vs "local" optima): as a kernel density estimate of `p(y)`, `q̄`
+//!   grows without bound as `λ → 0` and `ε` shrinks towards the distance of the nearest
+//!   simulation, so [`learn`] is best used with `λ` frozen (`opts.learn.lambda = false`).
+//!
+//!   The gradient is `∂q̄ = (1/m)[∂κᵀ v + uᵀ ∂L̃ 1 − uᵀ ∂L v − nλ uᵀv ∂log λ]`,
 //!   `u = (L + nλI)⁻¹κ`, `v = (L + nλI)⁻¹ L̃ 1`.
 
 use crate::DmeError;
@@ -56,7 +60,9 @@ impl LfiData {
 pub struct LfiHyper {
     /// Kernel `ℓ` on parameters.
     pub kernel_theta: Kernel,
-    /// Width `ε` of the ε-kernel `κ_ε` and lengthscale of the SE kernel `k` on statistics.
+    /// Kernel `k` on statistics (not identified by `q̄`, so never learned by [`learn`]).
+    pub kernel_stats: Kernel,
+    /// Width `ε` of the ε-kernel `κ_ε` (used by `q̄`).
     pub epsilon: f64,
     /// CME regulariser `λ`.
     pub lambda: f64,
@@ -65,18 +71,15 @@ pub struct LfiHyper {
 }
 
 impl LfiHyper {
-    /// Errors unless ε, λ, δ are positive and finite and `ℓ` fits parameters of dimension `dim`.
-    pub fn check(&self, dim: usize) -> Result<(), DmeError> {
+    /// Errors unless ε, λ, δ are positive and finite and the kernels fit parameters of dimension
+    /// `dim_theta` and statistics of dimension `dim_stats`.
+    pub fn check(&self, dim_theta: usize, dim_stats: usize) -> Result<(), DmeError> {
         check_positive("epsilon", self.epsilon)?;
         check_positive("lambda", self.lambda)?;
         check_positive("delta", self.delta)?;
-        self.kernel_theta.check_dim(dim)?;
+        self.kernel_theta.check_dim(dim_theta)?;
+        self.kernel_stats.check_dim(dim_stats)?;
         Ok(())
-    }
-
-    /// The SE kernel `k` on statistics (lengthscale ε).
-    pub fn kernel_stats(&self) -> Result<Kernel, DmeError> {
-        Ok(Kernel::se(self.epsilon)?)
     }
 
     /// `(log θ_ℓ…, log λ, log ε)`: the parameters learned through `q̄`.
@@ -99,6 +102,7 @@ impl LfiHyper {
         }
         let h = Self {
             kernel_theta: self.kernel_theta.with_log_params(&p[..nk])?,
+            kernel_stats: self.kernel_stats.clone(),
             lambda: p[nk].exp(),
             epsilon: p[nk + 1].exp(),
             delta: self.delta,
@@ -120,7 +124,7 @@ fn eps_kernel(stats: &Points, y: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>) {
 
 /// `q̄` and `∂q̄/∂(log ℓ…, log λ, log ε)`.
 pub fn q_bar<B: Backend>(data: &LfiData, hyper: &LfiHyper) -> Result<(f64, Vec<f64>), DmeError> {
-    hyper.check(data.theta.dim())?;
+    hyper.check(data.theta.dim(), data.stats.dim())?;
     let (n, m) = (data.theta.len(), data.prior.len());
     let kt = &hyper.kernel_theta;
     let l = kt.gram(&data.theta)?;
@@ -160,7 +164,7 @@ pub struct LfiFit {
 /// `opts.spread`, `opts.seed`, `opts.lbfgs`; `opts.learn.kernel_y`, `.lambda`, `.epsilon` select the
 /// free parameters). `δ` is not identified by `q̄` and is left as given.
 pub fn learn<B: Backend>(data: &LfiData, init: &LfiHyper, opts: &FitOptions) -> Result<LfiFit, DmeError> {
-    init.check(data.theta.dim())?;
+    init.check(data.theta.dim(), data.stats.dim())?;
     opts.check()?;
     let nk = init.kernel_theta.n_params();
     let mut mask = vec![opts.learn.kernel_y; nk];
@@ -192,8 +196,8 @@ pub struct PosteriorEmbedding {
 impl PosteriorEmbedding {
     /// Builds the embedding (Algorithm 8.1 line 2–5, alternative form of Def. 4.4).
     pub fn new<B: Backend>(data: &LfiData, hyper: &LfiHyper) -> Result<Self, DmeError> {
-        hyper.check(data.theta.dim())?;
-        let k_stats = hyper.kernel_stats()?;
+        hyper.check(data.theta.dim(), data.stats.dim())?;
+        let k_stats = &hyper.kernel_stats;
         let kt = &hyper.kernel_theta;
         let k = k_stats.gram(&data.stats)?;
         let l = kt.gram(&data.theta)?;

@@ -13,6 +13,7 @@ use crate::error::{check_finite_vec, check_same_len};
 use crate::ops::{contract_inputs, contract_params};
 use crate::ttgp::{
     FitOptions, Grams, MarginalForm, Mode, Scalars, Ttgp, TtgpData, TtgpHyper, multi_start, start_rng,
+    tie_lambda_grad, tie_lambda_map,
 };
 use bke_core::{CoreError, Points};
 use bke_linalg::Backend;
@@ -157,7 +158,9 @@ pub fn fit_inducing<B: Backend>(
     let np = init.n_params();
     let nkx = init.kernel_x.n_params();
     let (nu, d) = (init_u.len(), init_u.dim());
-    let mut p0 = init.log_params();
+    let mut p0 = tie_lambda_map(opts.tie_lambda, init.kernel_x.n_params() + init.kernel_y.n_params(), nu)(
+        &init.log_params(),
+    );
     p0.extend_from_slice(init_u.as_slice());
     let mut learn = opts.learn;
     if sparse.tie_kernels {
@@ -165,11 +168,16 @@ pub fn fit_inducing<B: Backend>(
         learn.kernel_x = false;
     }
     let mut mask = learn.mask(init);
+    let is = init.kernel_x.n_params() + init.kernel_y.n_params();
+    if opts.tie_lambda {
+        mask[is + 1] = false;
+    }
+    let tie_l = tie_lambda_map(opts.tie_lambda, is, nu);
     let mut perturb = mask.clone();
     mask.extend(vec![sparse.learn_inducing; nu * d]);
     perturb.extend(vec![false; nu * d]);
     let tie = |p: &[f64]| {
-        let mut p = p[..np].to_vec();
+        let mut p = tie_l(&p[..np]);
         if sparse.tie_kernels {
             let (kx, rest) = p.split_at_mut(nkx);
             kx.copy_from_slice(&rest[..nkx]);
@@ -186,6 +194,7 @@ pub fn fit_inducing<B: Backend>(
                 g[nkx + i] += g[i];
             }
         }
+        tie_lambda_grad(opts.tie_lambda, is, &mut g);
         g.extend(r.gradient_inducing);
         Some((r.value, g))
     };

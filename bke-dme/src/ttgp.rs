@@ -659,6 +659,11 @@ pub struct FitOptions {
     pub seed: u64,
     /// Which hyperparameters are learned. Default: all.
     pub learn: Learn,
+    /// Keep `λ = σ²/n` (unit prior amplitude `β = 1` of `g`, the seed's Thm 5.3 (4)) while `σ`
+    /// moves, instead of learning `λ` freely. Default true: the MAP forms identify `λ` only weakly
+    /// (a larger `λ` shrinks `A`, which a larger amplitude `γ²` of `f` compensates exactly in the
+    /// limit), so a free `λ` lets the scale of the recovered `f` drift. Ignores `learn.lambda`.
+    pub tie_lambda: bool,
     /// L-BFGS options.
     pub lbfgs: LbfgsOptions,
 }
@@ -671,6 +676,7 @@ impl Default for FitOptions {
             spread: 1.5,
             seed: 0,
             learn: Learn::default(),
+            tie_lambda: true,
             lbfgs: LbfgsOptions::default(),
         }
     }
@@ -775,22 +781,56 @@ pub(crate) fn multi_start(
         .collect()
 }
 
+/// Applies [`FitOptions::tie_lambda`] to a TTGP objective over `(log θ…, log σ, log λ, log ε, …)`:
+/// the index of `log σ` is `is`, `log λ` follows it; `n` is the number of transformation pairs.
+/// Returns the mask (λ frozen when tied) and the map from optimiser parameters to model parameters.
+pub(crate) fn tie_lambda_map(tie: bool, is: usize, n: usize) -> impl Fn(&[f64]) -> Vec<f64> + Sync {
+    let ln_n = (n as f64).ln();
+    move |p: &[f64]| {
+        let mut q = p.to_vec();
+        if tie {
+            q[is + 1] = 2.0 * q[is] - ln_n;
+        }
+        q
+    }
+}
+
+/// Chain rule of [`tie_lambda_map`]: `∂/∂log σ += 2 ∂/∂log λ`.
+pub(crate) fn tie_lambda_grad(tie: bool, is: usize, g: &mut [f64]) {
+    if tie {
+        g[is] += 2.0 * g[is + 1];
+        g[is + 1] = 0.0;
+    }
+}
+
 /// Learns the TTGP hyperparameters by maximising the chosen marginal likelihood with multi-start
 /// L-BFGS on the log scale (seed §5: "by maximizing the TTGP marginal likelihood, we can learn DME
 /// hyperparameters of kernels k and ℓ, and also λ and ε").
 pub fn fit<B: Backend>(data: &TtgpData, init: &TtgpHyper, opts: &FitOptions) -> Result<FitResult, DmeError> {
     validate(data, init)?;
     opts.check()?;
-    let mask = opts.learn.mask(init);
+    let mut mask = opts.learn.mask(init);
+    let is = init.kernel_x.n_params() + init.kernel_y.n_params();
+    if opts.tie_lambda {
+        mask[is + 1] = false;
+    }
+    let tie = tie_lambda_map(opts.tie_lambda, is, data.n());
     let objective = |p: &[f64]| {
-        let h = init.with_log_params(p).ok()?;
+        let h = init.with_log_params(&tie(p)).ok()?;
         let r = log_marginal::<B>(data, &h, opts.form).ok()?;
-        Some((r.value, r.gradient))
+        let mut g = r.gradient;
+        tie_lambda_grad(opts.tie_lambda, is, &mut g);
+        Some((r.value, g))
     };
-    let results = multi_start(&init.log_params(), &mask, &mask, opts, &objective);
+    let results = multi_start(&tie(&init.log_params()), &mask, &mask, opts, &objective);
     let mut starts = Vec::new();
     for (p, v, iterations, converged) in results {
-        starts.push(StartResult { hyper: init.with_log_params(&p)?, log_marginal: v, iterations, converged });
+        starts.push(StartResult {
+            hyper: init.with_log_params(&tie(&p))?,
+            log_marginal: v,
+            iterations,
+            converged,
+        });
     }
     let best = starts
         .iter()

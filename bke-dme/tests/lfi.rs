@@ -5,19 +5,19 @@ mod common;
 
 use bke_core::{Kernel, Points};
 use bke_dme::lfi::{HerdingOptions, LfiData, LfiHyper, PosteriorEmbedding, herd, learn, q_bar};
-use bke_dme::ttgp::FitOptions;
+use bke_dme::ttgp::{FitOptions, Learn};
 use bke_linalg::Faer;
 use common::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-/// θ ~ N(0, 1), x | θ ~ N(θ, 0.5²); observed y = 0.8. Exact posterior N(0.64, 0.2).
+/// θ ~ N(0, 1), x | θ ~ N(θ, 0.2²); observed y = 0.8. Exact posterior N(0.769, 0.196²).
 fn gaussian_problem(n: usize, m: usize, seed: u64) -> LfiData {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let std = Normal::new(0.0, 1.0).unwrap();
     let theta: Vec<f64> = (0..n).map(|_| std.sample(&mut rng)).collect();
-    let x: Vec<f64> = theta.iter().map(|t| t + 0.5 * std.sample(&mut rng)).collect();
+    let x: Vec<f64> = theta.iter().map(|t| t + 0.2 * std.sample(&mut rng)).collect();
     let prior: Vec<f64> = (0..m).map(|_| std.sample(&mut rng)).collect();
     LfiData::new(
         Points::from_1d("θ", &theta).unwrap(),
@@ -29,7 +29,13 @@ fn gaussian_problem(n: usize, m: usize, seed: u64) -> LfiData {
 }
 
 fn hyper() -> LfiHyper {
-    LfiHyper { kernel_theta: Kernel::se(0.4).unwrap(), epsilon: 0.3, lambda: 1e-3, delta: 1e-3 }
+    LfiHyper {
+        kernel_theta: Kernel::se(0.2).unwrap(),
+        kernel_stats: Kernel::se(0.4).unwrap(),
+        epsilon: 0.3,
+        lambda: 1e-2,
+        delta: 1e-2,
+    }
 }
 
 #[test]
@@ -69,7 +75,7 @@ fn posterior_embedding_is_the_standard_form_dme_at_the_observation() {
     let data = gaussian_problem(25, 35, 2);
     let h = hyper();
     let post = PosteriorEmbedding::new::<Faer>(&data, &h).unwrap();
-    let k = Kernel::se(h.epsilon).unwrap();
+    let k = h.kernel_stats.clone();
     let kk = k.gram(&data.stats).unwrap();
     let mut p = h.kernel_theta.gram(&data.theta).unwrap();
     for i in 0..25 {
@@ -107,19 +113,25 @@ fn herding_reproduces_the_weights_of_a_discrete_embedding() {
 #[test]
 fn dme_lfi_recovers_a_conjugate_gaussian_posterior() {
     let data = gaussian_problem(200, 400, 3);
-    let fit = learn::<Faer>(&data, &hyper(), &FitOptions { starts: 3, ..Default::default() }).unwrap();
+    let opts =
+        FitOptions { starts: 3, learn: Learn { lambda: false, ..Learn::default() }, ..Default::default() };
+    let fit = learn::<Faer>(&data, &hyper(), &opts).unwrap();
+    assert!((fit.hyper.lambda - hyper().lambda).abs() < 1e-15);
     let (q0, _) = q_bar::<Faer>(&data, &hyper()).unwrap();
     assert!(fit.q_bar >= q0, "{} < {q0}", fit.q_bar);
+    // q̄ picks a wide ℓ (it estimates p(y), not the posterior): herd with the fixed kernels.
     for continuous in [false, true] {
-        let post = PosteriorEmbedding::new::<Faer>(&data, &fit.hyper).unwrap();
+        let post = PosteriorEmbedding::new::<Faer>(&data, &hyper()).unwrap();
         let opts = HerdingOptions { samples: 60, continuous, ..Default::default() };
-        let s = herd(&post, &data.prior, &fit.hyper.kernel_theta, &opts).unwrap();
+        let s = herd(&post, &data.prior, &hyper().kernel_theta, &opts).unwrap();
         let v: Vec<f64> = s.iter().map(|p| p[0]).collect();
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt();
-        // Exact posterior N(0.64, 0.447²); the herded super-samples of a 200-simulation DME are
-        // within a few posterior standard errors of it.
-        assert!((mean - 0.64).abs() < 0.15, "continuous={continuous}: mean {mean}");
-        assert!(sd > 0.25 && sd < 0.7, "continuous={continuous}: sd {sd}");
+        // Exact posterior N(0.769, 0.196²). The DME is the posterior only for a noise-free
+        // simulator (Thm 6.1), so allow its bias towards the observation and the spread of 60
+        // herded samples from a 200-simulation estimate.
+        eprintln!("continuous={continuous}: mean {mean}, sd {sd}");
+        assert!((mean - 0.769).abs() < 0.1, "continuous={continuous}: mean {mean}");
+        assert!(sd > 0.1 && sd < 0.3, "continuous={continuous}: sd {sd}");
     }
 }

@@ -211,11 +211,25 @@ fn fit_increases_the_marginal_likelihood_deterministically() {
     // The reported value is the value at the reported hyperparameters, and a local optimum.
     let at = log_marginal::<Faer>(&data, &r.hyper, opts.form).unwrap();
     assert!((at.value - r.log_marginal).abs() < 1e-9);
-    assert!(at.gradient.iter().all(|g| g.abs() < 1e-2), "{:?}", at.gradient);
+    // λ is tied to σ (λ = σ²/n): stationarity holds for ∂/∂log σ + 2 ∂/∂log λ and the others.
+    assert!((r.hyper.lambda - r.hyper.sigma.powi(2) / 25.0).abs() < 1e-12 * r.hyper.lambda);
+    let g = &at.gradient;
+    assert!(
+        g[0].abs() < 1e-2 && g[1].abs() < 1e-2 && g[4].abs() < 1e-2 && (g[2] + 2.0 * g[3]).abs() < 1e-2,
+        "{g:?}"
+    );
     let again = fit::<Faer>(&data, &init, &opts).unwrap();
     assert_eq!(again, r);
     // Frozen parameters stay put.
-    let frozen = FitOptions { learn: Learn { sigma: false, ..Learn::default() }, starts: 1, ..opts };
+    let frozen = FitOptions {
+        learn: Learn { sigma: false, ..Learn::default() },
+        tie_lambda: false,
+        starts: 1,
+        ..opts
+    };
     let r2 = fit::<Faer>(&data, &init, &frozen).unwrap();
     assert_eq!(r2.hyper.sigma, init.sigma);
+    assert!(r2.hyper.lambda != init.lambda);
+    let at2 = log_marginal::<Faer>(&data, &r2.hyper, opts.form).unwrap();
+    assert!(at2.gradient.iter().enumerate().all(|(i, g)| i == 2 || g.abs() < 1e-2), "{:?}", at2.gradient);
 }
