@@ -1,0 +1,124 @@
+//! Random Fourier features (seed 001 eq. 3) and input standardisation.
+//!
+//! `φ(x) = M^{-1/2} [cos(ω₁ᵀx), …, cos(ω_Mᵀx), sin(ω₁ᵀx), …, sin(ω_Mᵀx)]ᵀ`, so that
+//! `φ(x)ᵀφ(y) = M⁻¹ Σ_j cos(ω_jᵀ(x − y))` approximates `k(x − y) = E_ω cos(ωᵀ(x − y))` (Bochner).
+//! The feature matrix `Φ` (`N × 2M`, column-major) has the cosines of frequency `j` in column `j` and the
+//! sines in column `M + j`.
+
+use bke_core::Points;
+use bke_linalg::Mat;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Fills `out` (`N × 2P`) with the features of the `P` frequencies `w` (row-major `P × d`) at the
+/// inputs `x` (`N × d`, column-major), scaled by `1/√m_total`: column `p` holds `cos(ω_pᵀx)/√M`,
+/// column `P + p` holds `sin(ω_pᵀx)/√M`. Columns are computed in parallel (deterministically).
+pub fn fill_features(x: &Mat, w: &[f64], m_total: usize, out: &mut Mat) {
+    let (n, d) = (x.nrows(), x.ncols());
+    let p = w.len() / d.max(1);
+    debug_assert_eq!(out.nrows(), n);
+    debug_assert_eq!(out.ncols(), 2 * p);
+    let scale = 1.0 / (m_total as f64).sqrt();
+    let (cos_part, sin_part) = out.as_mut_slice().split_at_mut(n * p);
+    cos_part.par_chunks_mut(n.max(1)).zip(sin_part.par_chunks_mut(n.max(1))).enumerate().for_each(
+        |(q, (cc, sc))| {
+            let wq = &w[q * d..(q + 1) * d];
+            cc.fill(0.0);
+            for (k, &wk) in wq.iter().enumerate() {
+                for (t, &xv) in cc.iter_mut().zip(x.col(k)) {
+                    *t += wk * xv;
+                }
+            }
+            for (c, s) in cc.iter_mut().zip(sc.iter_mut()) {
+                let (sv, cv) = c.sin_cos();
+                *c = cv * scale;
+                *s = sv * scale;
+            }
+        },
+    );
+}
+
+/// The full feature matrix `Φ` (`N × 2M`) of the frequencies `w` (row-major `M × d`).
+pub fn feature_matrix(x: &Mat, w: &[f64]) -> Mat {
+    let m = w.len() / x.ncols().max(1);
+    let mut phi = Mat::zeros(x.nrows(), 2 * m);
+    fill_features(x, w, m, &mut phi);
+    phi
+}
+
+/// Per-column affine standardisation `x ↦ (x − shift)/scale` (a column with zero spread keeps scale 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Standardizer {
+    /// Column means.
+    pub shift: Vec<f64>,
+    /// Column standard deviations (1 where a column is constant).
+    pub scale: Vec<f64>,
+}
+
+impl Standardizer {
+    /// Means and standard deviations of the columns of `x`.
+    pub fn fit(x: &Points) -> Self {
+        let (n, d) = (x.len(), x.dim());
+        let mut shift = vec![0.0; d];
+        for p in x.iter() {
+            for k in 0..d {
+                shift[k] += p[k] / n as f64;
+            }
+        }
+        let mut scale = vec![0.0; d];
+        for p in x.iter() {
+            for k in 0..d {
+                scale[k] += (p[k] - shift[k]).powi(2) / n as f64;
+            }
+        }
+        for s in &mut scale {
+            *s = if *s > 0.0 { s.sqrt() } else { 1.0 };
+        }
+        Self { shift, scale }
+    }
+
+    /// The identity transformation in `d` dimensions.
+    pub fn identity(d: usize) -> Self {
+        Self { shift: vec![0.0; d], scale: vec![1.0; d] }
+    }
+
+    /// The standardised inputs as a column-major `N × d` matrix.
+    pub fn apply(&self, x: &Points) -> Mat {
+        Mat::from_fn(x.len(), x.dim(), |i, k| (x.point(i)[k] - self.shift[k]) / self.scale[k])
+    }
+}
+
+/// Mean and standard deviation of a target vector (standard deviation 1 if it is constant).
+pub fn target_moments(y: &[f64]) -> (f64, f64) {
+    let n = y.len().max(1) as f64;
+    let mean = y.iter().sum::<f64>() / n;
+    let var = y.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    (mean, if var > 0.0 { var.sqrt() } else { 1.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_match_definition_and_approximate_the_kernel() {
+        let x = Mat::from_rows(&[vec![0.3, -1.0], vec![1.5, 0.2], vec![-0.7, 0.4]]).unwrap();
+        let w = vec![1.0, 2.0, -0.5, 0.25, 0.0, 3.0];
+        let phi = feature_matrix(&x, &w);
+        assert_eq!((phi.nrows(), phi.ncols()), (3, 6));
+        for i in 0..3 {
+            for j in 0..3 {
+                let t = w[2 * j] * x[(i, 0)] + w[2 * j + 1] * x[(i, 1)];
+                assert!((phi[(i, j)] - t.cos() / 3f64.sqrt()).abs() < 1e-15);
+                assert!((phi[(i, 3 + j)] - t.sin() / 3f64.sqrt()).abs() < 1e-15);
+            }
+        }
+        // φ(x)ᵀφ(y) = M⁻¹ Σ cos(ωᵀ(x − y)).
+        let dot: f64 = (0..6).map(|c| phi[(0, c)] * phi[(1, c)]).sum();
+        let k: f64 = (0..3)
+            .map(|j| (w[2 * j] * (x[(0, 0)] - x[(1, 0)]) + w[2 * j + 1] * (x[(0, 1)] - x[(1, 1)])).cos())
+            .sum::<f64>()
+            / 3.0;
+        assert!((dot - k).abs() < 1e-14);
+    }
+}
