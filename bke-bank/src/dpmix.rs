@@ -14,10 +14,10 @@
 
 use crate::error::{BankError, check_positive};
 use crate::small;
+use crate::small::ln_gamma;
 use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
-use statrs::function::gamma::ln_gamma;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
