@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod density;
 mod dme;
 mod embed;
 mod hypothesis;
@@ -31,6 +32,9 @@ enum Command {
     Dme(dme::DmeArgs),
     /// Likelihood-free inference with deconditional mean embeddings and kernel herding.
     Lfi(dme::LfiArgs),
+    /// Kernel student-t density estimation (seed 003): fit with cross-validated hyperparameters, eval.
+    #[command(subcommand)]
+    Density(density::DensityCommand),
 }
 
 fn main() {
@@ -41,6 +45,7 @@ fn main() {
         Command::Test(cmd) => hypothesis::run(cmd),
         Command::Dme(a) => dme::run_dme(a),
         Command::Lfi(a) => dme::run_lfi(a),
+        Command::Density(c) => density::run(c),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

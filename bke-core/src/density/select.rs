@@ -47,6 +47,9 @@ pub struct SelectOptions {
     pub search_panels: usize,
     /// Gauss–Legendre order of the search quadrature. Default `8`.
     pub order: usize,
+    /// Base scales `s_d` of the lengthscales `ℓ_d = c · s_d` (one value: isotropic in every
+    /// dimension). Default `None`: the per-dimension standard deviations of the data.
+    pub scales: Option<Vec<f64>>,
 }
 
 impl Default for SelectOptions {
@@ -66,6 +69,7 @@ impl Default for SelectOptions {
             margin: 0.25,
             search_panels: 0,
             order: 8,
+            scales: None,
         }
     }
 }
@@ -157,14 +161,29 @@ pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> R
         (p, _) => p,
     };
     let grid = Grid::new(&domain, panels, opts.order)?;
-    let scales: Vec<f64> = (0..d)
-        .map(|k| {
-            let mean = x.iter().map(|p| p[k]).sum::<f64>() / n as f64;
-            let var = x.iter().map(|p| (p[k] - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
-            let sd = var.sqrt();
-            if sd > 0.0 { sd } else { (domain.upper[k] - domain.lower[k]) / 4.0 }
-        })
-        .collect();
+    let scales: Vec<f64> = match &opts.scales {
+        Some(s) => {
+            if s.len() != 1 && s.len() != d {
+                return Err(CoreError::DimensionMismatch {
+                    what: "lengthscale base scales".into(),
+                    expected: d,
+                    found: s.len(),
+                });
+            }
+            for &v in s {
+                crate::check_positive("lengthscale", v)?;
+            }
+            (0..d).map(|k| if s.len() == 1 { s[0] } else { s[k] }).collect()
+        }
+        None => (0..d)
+            .map(|k| {
+                let mean = x.iter().map(|p| p[k]).sum::<f64>() / n as f64;
+                let var = x.iter().map(|p| (p[k] - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+                let sd = var.sqrt();
+                if sd > 0.0 { sd } else { (domain.upper[k] - domain.lower[k]) / 4.0 }
+            })
+            .collect(),
+    };
     // Folds.
     let folds = opts.folds.min(n);
     let mut perm: Vec<usize> = (0..n).collect();
@@ -178,7 +197,7 @@ pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> R
     let mut candidates = Vec::new();
     for &c in &opts.lengthscale_factors {
         let ls: Vec<f64> = scales.iter().map(|s| c * s).collect();
-        let kernel = Kernel::new(opts.family, if d == 1 { ls.clone() } else { ls })?;
+        let kernel = Kernel::new(opts.family, ls)?;
         // Sum over folds of held-out log-likelihood, per (combo, alpha).
         let mut score = vec![0.0; combos.len() * na];
         for val in &fold_of {
@@ -187,7 +206,8 @@ pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> R
             let train_idx: Vec<usize> = (0..n).filter(|&i| !is_val[i]).collect();
             let xt = x.select(&train_idx);
             let xv = x.select(val);
-            let fold_scores = fold_scores::<B>(&kernel, &xt, &xv, &grid, &combos, &opts.alpha_offsets, d)?;
+            let fold_scores =
+                fold_scores::<B>(&kernel, &xt, &xv, &grid, &domain, &combos, &opts.alpha_offsets, d)?;
             for (s, f) in score.iter_mut().zip(fold_scores) {
                 *s += f;
             }
@@ -218,11 +238,13 @@ pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> R
 }
 
 /// Held-out log-likelihood sums of one fold for every `(combo, α)`.
+#[allow(clippy::too_many_arguments)]
 fn fold_scores<B: Backend>(
     kernel: &Kernel,
     xt: &Points,
     xv: &Points,
     grid: &Grid,
+    domain: &Domain,
     combos: &[(f64, f64)],
     alpha_offsets: &[f64],
     d: usize,
@@ -284,6 +306,7 @@ fn fold_scores<B: Backend>(
             q_all[ci * ne + start..ci * ne + start + m].copy_from_slice(&out[ci * m..(ci + 1) * m]);
         }
     }
+    let inside: Vec<bool> = xv.iter().map(|p| domain.contains(p)).collect();
     let mut scores = vec![0.0; combos.len() * alpha_offsets.len()];
     for (ci, &(beta, s2)) in combos.iter().enumerate() {
         let qs = &q_all[ci * ne..(ci + 1) * ne];
@@ -291,7 +314,11 @@ fn fold_scores<B: Backend>(
             let params = DensityParams { alpha: d as f64 - 1.0 + a, beta, sigma0_sq: s2 };
             let (gam, e) = (params.gamma(n), params.exponent(n));
             let lz = log_sum_exp(qs[..g].iter().zip(&grid.log_weights).map(|(q, w)| w - e * (gam + q).ln()));
-            let held: f64 = qs[g..].iter().map(|q| -e * (gam + q).ln() - lz).sum();
+            let held: f64 = qs[g..]
+                .iter()
+                .zip(&inside)
+                .map(|(q, &ok)| if ok { -e * (gam + q).ln() - lz } else { f64::NEG_INFINITY })
+                .sum();
             scores[ci * alpha_offsets.len() + ai] = held;
         }
     }
