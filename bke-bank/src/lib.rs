@@ -7,7 +7,9 @@
 mod error;
 mod small;
 
+pub mod baselines;
 pub mod classification;
+pub mod cv;
 pub mod dpmix;
 pub mod evidence;
 pub mod features;
