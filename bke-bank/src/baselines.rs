@@ -149,7 +149,14 @@ pub fn median_distance(x: &Mat) -> f64 {
 }
 
 /// The baseline's frequencies (row-major `M × d`) for base lengthscale `ell`.
-pub fn baseline_frequencies(kind: Baseline, m: usize, d: usize, ell: f64, scales: &[f64], seed: u64) -> Vec<f64> {
+pub fn baseline_frequencies(
+    kind: Baseline,
+    m: usize,
+    d: usize,
+    ell: f64,
+    scales: &[f64],
+    seed: u64,
+) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut w = vec![0.0; m * d];
     match kind {
@@ -230,7 +237,11 @@ pub fn fit_baseline<B: Backend>(
 }
 
 /// Posterior mean of the NIG linear model with `λ₀` maximising the evidence over the grid.
-fn bayes_ridge<B: Backend>(phi: &Mat, y: &[f64], params: &BaselineParams) -> Result<(Vec<f64>, f64), BankError> {
+fn bayes_ridge<B: Backend>(
+    phi: &Mat,
+    y: &[f64],
+    params: &BaselineParams,
+) -> Result<(Vec<f64>, f64), BankError> {
     let f = phi.ncols();
     let n = y.len();
     let g = B::gram(phi.as_ref());
@@ -260,7 +271,12 @@ fn bayes_ridge<B: Backend>(phi: &Mat, y: &[f64], params: &BaselineParams) -> Res
 /// MAP logistic regression with weights `N(0, s² I)` (intercept included, last) by damped Newton;
 /// returns the weights and the Laplace-approximate log evidence
 /// `ℓ(β̂) − ‖β̂‖²/(2s²) − (F/2) log s² − ½ log|H|`.
-pub fn logistic_map<B: Backend>(phi: &Mat, y: &[f64], s2: f64, iters: usize) -> Result<(Vec<f64>, f64), BankError> {
+pub fn logistic_map<B: Backend>(
+    phi: &Mat,
+    y: &[f64],
+    s2: f64,
+    iters: usize,
+) -> Result<(Vec<f64>, f64), BankError> {
     let (n, f) = (phi.nrows(), phi.ncols());
     let f1 = f + 1;
     let mut beta = vec![0.0; f1];
@@ -350,7 +366,11 @@ impl BaselineModel {
     pub fn predict<B: Backend>(&self, x: &Points) -> Result<Vec<f64>, BankError> {
         let d = self.inputs.shift.len();
         if x.dim() != d {
-            return Err(BankError::ShapeMismatch { what: "prediction inputs (columns)".into(), expected: d, found: x.dim() });
+            return Err(BankError::ShapeMismatch {
+                what: "prediction inputs (columns)".into(),
+                expected: d,
+                found: x.dim(),
+            });
         }
         let phi = feature_matrix(&self.inputs.apply(x), &self.w);
         let f = phi.ncols();

@@ -143,9 +143,12 @@ pub fn cross_validate<B: Backend>(
             }
         };
         let score = match task {
-            Task::Regression => pred.iter().zip(&yte).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / yte.len() as f64,
+            Task::Regression => {
+                pred.iter().zip(&yte).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / yte.len() as f64
+            }
             Task::Classification => {
-                pred.iter().zip(&yte).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64 / yte.len() as f64
+                pred.iter().zip(&yte).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64
+                    / yte.len() as f64
             }
         };
         scores.push(score);
@@ -181,13 +184,33 @@ mod tests {
         let y: Vec<f64> = xs.iter().map(|x| x.sin()).collect();
         let x = Points::from_1d("x", &xs).unwrap();
         let bp = BaselineParams { frequencies: 20, ..Default::default() };
-        let r = cross_validate::<Faer>(&x, &y, Task::Regression, Method::Rks, 5, &BankParams::default(), &bp, 1, || {})
-            .unwrap();
+        let r = cross_validate::<Faer>(
+            &x,
+            &y,
+            Task::Regression,
+            Method::Rks,
+            5,
+            &BankParams::default(),
+            &bp,
+            1,
+            || {},
+        )
+        .unwrap();
         assert_eq!(r.folds.len(), 5);
         assert!(r.mean < 0.05, "{r:?}");
         let small = x.select(&[0, 1, 2, 3, 4, 5, 6, 7, 8]);
-        let e = cross_validate::<Faer>(&small, &y[..9], Task::Regression, Method::Rks, 5, &BankParams::default(), &bp, 1, || {})
-            .unwrap_err();
+        let e = cross_validate::<Faer>(
+            &small,
+            &y[..9],
+            Task::Regression,
+            Method::Rks,
+            5,
+            &BankParams::default(),
+            &bp,
+            1,
+            || {},
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("5-fold") && e.to_string().contains("needs at least 10"), "{e}");
     }
 }

@@ -147,7 +147,11 @@ fn read_xy(a: &DataArgs, task: Task) -> anyhow::Result<(Points, Vec<f64>, Vec<St
     let t = table.column_index(&a.target).with_context(|| "--target".to_string())?;
     let cols: Vec<usize> = (0..table.names.len()).filter(|&j| j != t).collect();
     if cols.is_empty() {
-        bail!("{}: the target '{}' is the only column; BaNK needs at least one input column", table.path, a.target);
+        bail!(
+            "{}: the target '{}' is the only column; BaNK needs at least one input column",
+            table.path,
+            a.target
+        );
     }
     let y = table.column(t);
     if task == Task::Classification {
@@ -188,9 +192,25 @@ fn bank_params(a: &DataArgs) -> BankParams {
 }
 
 enum Job {
-    Fit { x: Points, y: Vec<f64>, task: Task, params: BankParams },
-    Predict { model: BankModel, x: Points },
-    Cv { x: Points, y: Vec<f64>, task: Task, method: Method, folds: usize, params: BankParams, baseline: BaselineParams },
+    Fit {
+        x: Points,
+        y: Vec<f64>,
+        task: Task,
+        params: BankParams,
+    },
+    Predict {
+        model: BankModel,
+        x: Points,
+    },
+    Cv {
+        x: Points,
+        y: Vec<f64>,
+        task: Task,
+        method: Method,
+        folds: usize,
+        params: BankParams,
+        baseline: BaselineParams,
+    },
 }
 
 enum JobOut {
@@ -218,7 +238,17 @@ impl WithBackend for Job {
             Job::Cv { x, y, task, method, folds, params, baseline } => {
                 let steps = if method == Method::Bank { folds * params.iterations } else { folds };
                 let bar = io::progress(steps as u64, &format!("cv {}", method.name()));
-                let r = cross_validate::<B>(&x, &y, task, method, folds, &params, &baseline, params.seed, || bar.inc(1))?;
+                let r = cross_validate::<B>(
+                    &x,
+                    &y,
+                    task,
+                    method,
+                    folds,
+                    &params,
+                    &baseline,
+                    params.seed,
+                    || bar.inc(1),
+                )?;
                 bar.finish_and_clear();
                 Ok(JobOut::Json(json!({
                     "metric": r.metric,
@@ -244,7 +274,7 @@ fn run_fit(a: FitArgs) -> anyhow::Result<()> {
     let JobOut::Model(model) = kind.dispatch(Job::Fit { x, y, task, params })?? else {
         unreachable!("fit returns a model")
     };
-    let st = &model.stats;
+    let st = model.stats.clone();
     let spectral = model.spectral_mixture();
     let file = ModelFile { columns, target: a.data.target.clone(), model: *model };
     let text = serde_json::to_string(&file)?;
@@ -268,9 +298,11 @@ fn run_fit(a: FitArgs) -> anyhow::Result<()> {
 fn run_predict(a: PredictArgs) -> anyhow::Result<()> {
     set_threads(a.threads);
     let kind = BackendKind::parse(&a.backend).map_err(anyhow::Error::msg)?;
-    let text = std::fs::read_to_string(&a.model).with_context(|| format!("cannot read model {}", a.model.display()))?;
-    let mut file: ModelFile = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a BaNK model file (write one with `bke bank fit`)", a.model.display()))?;
+    let text = std::fs::read_to_string(&a.model)
+        .with_context(|| format!("cannot read model {}", a.model.display()))?;
+    let mut file: ModelFile = serde_json::from_str(&text).with_context(|| {
+        format!("{}: not a BaNK model file (write one with `bke bank fit`)", a.model.display())
+    })?;
     file.model.validate().with_context(|| format!("{}", a.model.display()))?;
     let x = io::read_points(&a.data, Some(&file.columns))?;
     let JobOut::Json(out) = kind.dispatch(Job::Predict { model: file.model, x })?? else {
@@ -286,7 +318,8 @@ fn run_cv(a: CvArgs) -> anyhow::Result<()> {
     let method = Method::parse(&a.method)?;
     let (x, y, _) = read_xy(&a.data, task)?;
     let params = bank_params(&a.data);
-    let baseline = BaselineParams { frequencies: a.data.frequencies, seed: a.data.seed, ..Default::default() };
+    let baseline =
+        BaselineParams { frequencies: a.data.frequencies, seed: a.data.seed, ..Default::default() };
     let JobOut::Json(out) =
         kind.dispatch(Job::Cv { x, y, task, method, folds: a.folds, params, baseline })??
     else {

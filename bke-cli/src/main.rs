@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bank;
 mod density;
 mod dme;
 mod embed;
@@ -32,6 +33,9 @@ enum Command {
     Dme(dme::DmeArgs),
     /// Likelihood-free inference with deconditional mean embeddings and kernel herding.
     Lfi(dme::LfiArgs),
+    /// BaNK (seed 001): Bayesian nonparametric kernel learning with random Fourier features.
+    #[command(subcommand)]
+    Bank(bank::BankCommand),
     /// Kernel student-t density estimation (seed 003): fit with cross-validated hyperparameters, eval.
     #[command(subcommand)]
     Density(density::DensityCommand),
@@ -46,6 +50,7 @@ fn main() {
         Command::Dme(a) => dme::run_dme(a),
         Command::Lfi(a) => dme::run_lfi(a),
         Command::Density(c) => density::run(c),
+        Command::Bank(c) => bank::run(c),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
