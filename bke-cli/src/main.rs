@@ -39,6 +39,8 @@ enum Command {
     /// Kernel student-t density estimation (seed 003): fit with cross-validated hyperparameters, eval.
     #[command(subcommand)]
     Density(density::DensityCommand),
+    /// Witness function μ_P − μ_Q on a grid with BKE posterior mean and credible band.
+    Witness(Box<hypothesis::WitnessArgs>),
 }
 
 fn main() {
@@ -51,6 +53,7 @@ fn main() {
         Command::Lfi(a) => dme::run_lfi(a),
         Command::Density(c) => density::run(c),
         Command::Bank(c) => bank::run(c),
+        Command::Witness(args) => hypothesis::run_witness(*args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

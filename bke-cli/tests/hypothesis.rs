@@ -177,3 +177,65 @@ fn bad_input_gives_clear_errors() {
         assert!(err.contains(needle), "{args:?}: '{needle}' not in: {err}");
     }
 }
+
+#[test]
+fn bkl_selection_is_reported() {
+    let p = write_csv("k1.csv", 120, 2, 0.0, 11);
+    let q = write_csv("k2.csv", 120, 2, 0.6, 12);
+    let (ok, j, err) =
+        bke(&["test", "mmd", "--x", p.to_str().unwrap(), "--y", q.to_str().unwrap(), "--select", "bkl"]);
+    assert!(ok, "{err}");
+    assert_eq!(j["selection"], "bkl");
+    let l = j["lengthscale"].as_f64().unwrap();
+    let optima = j["bkl_local_optima"].as_array().unwrap();
+    assert_eq!(optima[0]["lengthscale"].as_f64().unwrap(), l);
+    assert_eq!(j["bkl_landmarks"], 100);
+    let (ok, j, err) = bke(&[
+        "test",
+        "hsic",
+        "--x",
+        p.to_str().unwrap(),
+        "--y",
+        q.to_str().unwrap(),
+        "--select",
+        "bkl",
+        "--null",
+        "gamma",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(j["selection"], "bkl");
+    assert!(j["lengthscale_x"].as_f64().unwrap() > 0.0 && j["bkl_local_optima_y"].is_array(), "{j}");
+}
+
+#[test]
+fn witness_json_contract() {
+    let p = write_csv("w1.csv", 80, 1, 0.0, 13);
+    let q = write_csv("w2.csv", 70, 1, 1.0, 14);
+    let grid = dir().join("grid.csv");
+    std::fs::write(&grid, "c0\n-1\n0\n0.5\n1\n2\n").unwrap();
+    let (p, q, g) = (p.to_str().unwrap(), q.to_str().unwrap(), grid.to_str().unwrap());
+    let (ok, j, err) = bke(&["witness", "--x", p, "--y", q, "--grid", g, "--lengthscale", "0.5"]);
+    assert!(ok, "{err}");
+    let get =
+        |k: &str| -> Vec<f64> { j[k].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
+    let (mean, lower, upper) = (get("mean"), get("lower"), get("upper"));
+    assert_eq!(mean.len(), 5);
+    for i in 0..5 {
+        assert!(lower[i] < mean[i] && mean[i] < upper[i], "{j}");
+    }
+    // P sits left of Q: the witness is positive at −1 and negative at 2
+    assert!(mean[0] > 0.0 && mean[4] < 0.0, "{j}");
+    assert_eq!(j["level"], 0.8);
+    assert_eq!(j["selection"], "fixed");
+    let (ok, j, err) =
+        bke(&["witness", "--x", p, "--y", q, "--grid", g, "--select", "bkl", "--level", "0.95"]);
+    assert!(ok, "{err}");
+    assert_eq!(j["selection"], "bkl");
+    for (args, needle) in [
+        (vec!["witness", "--x", p, "--y", q, "--grid", g, "--level", "1.2"], "level"),
+        (vec!["witness", "--x", p, "--y", q, "--grid", g, "--tau2", "-1"], "tau2"),
+    ] {
+        let (ok, _, err) = bke(&args);
+        assert!(!ok && err.contains(needle), "{args:?}: {err}");
+    }
+}

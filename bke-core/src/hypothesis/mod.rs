@@ -1,6 +1,7 @@
 //! Kernel hypothesis tests (seed 000 §2.2, §5; DESIGN.md §3.2): the two-sample test with the maximum
 //! mean discrepancy ([`mmd`]) and the independence test with the Hilbert–Schmidt independence criterion
-//! ([`hsic`]), their null distributions, and kernel choice by the median heuristic ([`median`]).
+//! ([`hsic`]), their null distributions, kernel choice by a fixed lengthscale, the median heuristic
+//! ([`median`]) or BKL ([`select`]), and the witness function with BKE posterior bands ([`witness`]).
 //!
 //! # Statistics
 //! With a pooled sample `z = (x_1…x_n, y_1…y_m)` and Gram matrix `K`:
@@ -31,7 +32,9 @@
 pub mod hsic;
 pub mod median;
 pub mod mmd;
+pub mod select;
 pub mod special;
+pub mod witness;
 
 use crate::CoreError;
 use rand::SeedableRng;
@@ -40,6 +43,8 @@ use rand_chacha::ChaCha8Rng;
 pub use hsic::{HsicParams, HsicStatistic, hsic_test};
 pub use median::{MedianConvention, median_distance, median_lengthscale};
 pub use mmd::{MmdParams, MmdStatistic, mmd_test};
+pub use select::{LengthscaleSelection, SelectedLengthscale, select_lengthscale};
+pub use witness::{Witness, WitnessParams, witness};
 
 /// How the distribution of the statistic under the null hypothesis is obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
