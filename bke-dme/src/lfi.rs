@@ -177,7 +177,7 @@ pub fn learn<B: Backend>(data: &LfiData, init: &LfiHyper, opts: &FitOptions) -> 
         }
         Some((q.ln(), g.iter().map(|v| v / q).collect()))
     };
-    let results = multi_start(&init.log_params(), &mask, &mask, opts, &objective);
+    let results = multi_start(&init.log_params(), &mask, &mask, opts, &objective, None);
     let best =
         results.into_iter().filter(|r| r.1.is_finite()).max_by(|a, b| a.1.total_cmp(&b.1)).ok_or_else(
             || DmeError::Optimisation("q̄ is not positive at any start; increase epsilon".into()),

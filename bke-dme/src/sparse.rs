@@ -138,8 +138,9 @@ impl Default for SparseOptions {
 }
 
 /// Learns inducing points jointly with the hyperparameters selected in `opts.learn`, by multi-start
-/// L-BFGS on the alternative marginal likelihood. Random starts perturb the log-hyperparameters
-/// only; every start begins from `init_u`. `opts.form` is ignored.
+/// L-BFGS on the alternative marginal likelihood. The first start is `(init, init_u)`; random starts
+/// perturb the log-hyperparameters and, when the inducing points are learned, draw a fresh random
+/// subset of `ỹ` ([`initial_inducing`] with seed `opts.seed + s`). `opts.form` is ignored.
 pub fn fit_inducing<B: Backend>(
     y_tilde: &Points,
     z_tilde: &[f64],
@@ -198,7 +199,15 @@ pub fn fit_inducing<B: Backend>(
         g.extend(r.gradient_inducing);
         Some((r.value, g))
     };
-    let results = multi_start(&p0, &mask, &perturb, opts, &objective);
+    // Random starts also draw fresh inducing points from the data (seeded per start).
+    let reseed = |s: usize, p: &mut [f64]| {
+        if let Ok(u) = initial_inducing(y_tilde, nu, opts.seed.wrapping_add(s as u64)) {
+            p[np..].copy_from_slice(u.as_slice());
+        }
+    };
+    let reseed_ref: &(dyn Fn(usize, &mut [f64]) + Sync) = &reseed;
+    let results =
+        multi_start(&p0, &mask, &perturb, opts, &objective, sparse.learn_inducing.then_some(reseed_ref));
     let start_values: Vec<f64> = results.iter().map(|r| r.1).collect();
     let best =
         results.into_iter().filter(|r| r.1.is_finite()).max_by(|a, b| a.1.total_cmp(&b.1)).ok_or_else(

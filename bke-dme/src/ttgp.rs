@@ -332,21 +332,18 @@ fn dense<B: Backend>(
     if mode == Mode::Value {
         return Ok(Evaluation { value, a: Vec::new(), m: Mat::zeros(0, 0), adj: None });
     }
-    let cinv = chol_inverse::<B>(&rc)?;
     let av = mv::<B>(&a, Trans::No, &alpha)?;
-    let ac = mm::<B>(&a, Trans::No, &cinv, Trans::No)?; // A C⁻¹, n × m
-    let m1 = mm::<B>(&ac, Trans::No, &a, Trans::Yes)?; // A C⁻¹ Aᵀ
+    // X = R_C⁻¹ Aᵀ: M = A C⁻¹ Aᵀ = XᵀX and A C⁻¹ = (R_C⁻ᵀ X)ᵀ, without forming C⁻¹.
+    let mut x = a.transpose();
+    B::solve_lower_in_place(rc.as_ref(), x.as_mut())?;
+    let m1 = B::gram(x.as_ref());
     if mode == Mode::Predictive {
         return Ok(Evaluation { value, a: av, m: m1, adj: None });
     }
+    B::solve_lower_transpose_in_place(rc.as_ref(), x.as_mut())?; // (A C⁻¹)ᵀ, m × n
     // AW = a αᵀ − A C⁻¹ (n × m); A W Aᵀ = a aᵀ − M.
-    let mut aw = ac;
-    for j in 0..m {
-        let col = aw.col_mut(j);
-        for i in 0..n {
-            col[i] = av[i] * alpha[j] - col[i];
-        }
-    }
+    let aw = Mat::from_fn(n, m, |i, j| av[i] * alpha[j] - x[(j, i)]);
+    drop(x);
     let awa = Mat::from_fn(n, n, |i, j| av[i] * av[j] - m1[(i, j)]);
     let mut gk = awa.clone();
     gk.as_mut_slice().iter_mut().for_each(|v| *v *= 0.5 * gamma2);
@@ -360,6 +357,7 @@ fn dense<B: Backend>(
     let mut d_log_lambda_beta = 0.0;
     if full {
         let ltt = g.ltt.as_ref().expect("full form needs Ľ");
+        let cinv = chol_inverse::<B>(&rc)?;
         // W = ααᵀ − C⁻¹.
         let w = Mat::from_fn(m, m, |i, j| alpha[i] * alpha[j] - cinv[(i, j)]);
         for (gv, av_) in glt.as_mut_slice().iter_mut().zip(aw.as_slice()) {
@@ -738,13 +736,15 @@ pub(crate) fn start_rng(seed: u64, i: usize) -> ChaCha8Rng {
 pub(crate) type Objective<'a> = dyn Fn(&[f64]) -> Option<(f64, Vec<f64>)> + Sync + 'a;
 
 /// Generic multi-start L-BFGS maximisation of `objective(log-params) → (value, gradient)` over the
-/// free coordinates of `mask`; random starts perturb the coordinates of `perturb`. Starts run in parallel; results are in start order.
+/// free coordinates of `mask`; random starts perturb the coordinates of `perturb`, then `reseed`
+/// (if any) may rewrite start `s > 0`. Starts run in parallel; results are in start order.
 pub(crate) fn multi_start(
     p0: &[f64],
     mask: &[bool],
     perturb: &[bool],
     opts: &FitOptions,
     objective: &Objective<'_>,
+    reseed: Option<&(dyn Fn(usize, &mut [f64]) + Sync)>,
 ) -> Vec<(Vec<f64>, f64, usize, bool)> {
     let free: Vec<usize> = (0..p0.len()).filter(|&i| mask[i]).collect();
     (0..opts.starts)
@@ -757,6 +757,9 @@ pub(crate) fn multi_start(
                     if perturb[i] {
                         start[i] += rng.random_range(-opts.spread..=opts.spread);
                     }
+                }
+                if let Some(f) = reseed {
+                    f(s, &mut start);
                 }
             }
             let x0: Vec<f64> = free.iter().map(|&i| start[i]).collect();
@@ -822,7 +825,7 @@ pub fn fit<B: Backend>(data: &TtgpData, init: &TtgpHyper, opts: &FitOptions) -> 
         tie_lambda_grad(opts.tie_lambda, is, &mut g);
         Some((r.value, g))
     };
-    let results = multi_start(&tie(&init.log_params()), &mask, &mask, opts, &objective);
+    let results = multi_start(&tie(&init.log_params()), &mask, &mask, opts, &objective, None);
     let mut starts = Vec::new();
     for (p, v, iterations, converged) in results {
         starts.push(StartResult {

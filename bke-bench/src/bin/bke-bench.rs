@@ -34,7 +34,17 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or(1000);
             bke_bench::hypothesis::bench(n, b)?.emit(&out, "tests")
         }
-        other => bail!("unknown suite '{other}'; available: linalg, tests"),
+        "dme" => {
+            let sizes = match flag(&args, "--sizes") {
+                Some(s) => s
+                    .split(',')
+                    .map(|v| v.parse().context("--sizes takes integers"))
+                    .collect::<Result<_, _>>()?,
+                None => vec![500, 1000, 2000, 4000],
+            };
+            bke_bench::dme::bench(&sizes, args.iter().any(|a| a == "--all"))?.emit(&out, "dme")
+        }
+        other => bail!("unknown suite '{other}'; available: linalg, tests, dme"),
     }
 }
 

@@ -7,7 +7,11 @@ use anyhow::bail;
 type Repro = (&'static str, &'static str, fn(&std::path::Path) -> anyhow::Result<()>);
 
 /// Every reproduction, in the order `all` runs them. Later issues register theirs here.
-const REPROS: &[Repro] = &[];
+const REPROS: &[Repro] = &[(
+    "dme",
+    "seed 004 Fig. 3 (TTGP vs cascade/impute), Fig. 4 (inducing points), LFI exponential-gamma",
+    bke_bench::repro::dme::run,
+)];
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
