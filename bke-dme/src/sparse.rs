@@ -12,8 +12,8 @@ use crate::DmeError;
 use crate::error::{check_finite_vec, check_same_len};
 use crate::ops::{contract_inputs, contract_params};
 use crate::ttgp::{
-    FitOptions, Grams, MarginalForm, Mode, Scalars, Ttgp, TtgpData, TtgpHyper, multi_start, start_rng,
-    tie_lambda_grad, tie_lambda_map,
+    FitOptions, Grams, MarginalForm, Mode, Reseed, Scalars, Ttgp, TtgpData, TtgpHyper, multi_start,
+    start_rng, tie_lambda_grad, tie_lambda_map,
 };
 use bke_core::{CoreError, Points};
 use bke_linalg::Backend;
@@ -205,7 +205,7 @@ pub fn fit_inducing<B: Backend>(
             p[np..].copy_from_slice(u.as_slice());
         }
     };
-    let reseed_ref: &(dyn Fn(usize, &mut [f64]) + Sync) = &reseed;
+    let reseed_ref: &Reseed<'_> = &reseed;
     let results =
         multi_start(&p0, &mask, &perturb, opts, &objective, sparse.learn_inducing.then_some(reseed_ref));
     let start_values: Vec<f64> = results.iter().map(|r| r.1).collect();

@@ -735,6 +735,9 @@ pub(crate) fn start_rng(seed: u64, i: usize) -> ChaCha8Rng {
 /// An objective over log-parameters: `(value, gradient)`, `None` where it cannot be evaluated.
 pub(crate) type Objective<'a> = dyn Fn(&[f64]) -> Option<(f64, Vec<f64>)> + Sync + 'a;
 
+/// Rewrites the parameters of random start `s` (e.g. fresh inducing points).
+pub(crate) type Reseed<'a> = dyn Fn(usize, &mut [f64]) + Sync + 'a;
+
 /// Generic multi-start L-BFGS maximisation of `objective(log-params) → (value, gradient)` over the
 /// free coordinates of `mask`; random starts perturb the coordinates of `perturb`, then `reseed`
 /// (if any) may rewrite start `s > 0`. Starts run in parallel; results are in start order.
@@ -744,7 +747,7 @@ pub(crate) fn multi_start(
     perturb: &[bool],
     opts: &FitOptions,
     objective: &Objective<'_>,
-    reseed: Option<&(dyn Fn(usize, &mut [f64]) + Sync)>,
+    reseed: Option<&Reseed<'_>>,
 ) -> Vec<(Vec<f64>, f64, usize, bool)> {
     let free: Vec<usize> = (0..p0.len()).filter(|&i| mask[i]).collect();
     (0..opts.starts)
