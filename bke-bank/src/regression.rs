@@ -465,12 +465,23 @@ impl<B: Backend> RegressionState<B> {
     /// (`O(NM² + M³)` per proposal) through [`log_evidence_dense`]. Same proposals and thresholds as
     /// [`RegressionState::sweep`], hence the same chain.
     pub fn sweep_refactorising(&mut self, proposals: &[f64], log_u: &[f64]) -> Result<usize, BankError> {
+        self.sweep_refactorising_first(proposals, log_u, self.m)
+    }
+
+    /// [`RegressionState::sweep_refactorising`] over the first `count` proposals only (benchmarks
+    /// time a few proposals of the reference and scale by `M / count`).
+    pub fn sweep_refactorising_first(
+        &mut self,
+        proposals: &[f64],
+        log_u: &[f64],
+        count: usize,
+    ) -> Result<usize, BankError> {
         self.check_proposals(proposals, log_u)?;
         let (n, m, d) = (self.y.len(), self.m, self.d);
         let mut current = log_evidence_dense::<B>(self.phi.as_ref(), &self.y, &self.nig)?;
         let mut one = Mat::zeros(n, 2);
         let mut accepted = 0;
-        for j in 0..m {
+        for j in 0..count.min(m) {
             fill_features(&self.x, &proposals[j * d..(j + 1) * d], m, &mut one);
             let mut cand = self.phi.clone();
             cand.col_mut(j).copy_from_slice(one.col(0));

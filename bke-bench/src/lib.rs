@@ -5,6 +5,7 @@
 //! seed, runs one operation generic over [`bke_linalg::Backend`], and knows its nominal flop count so
 //! reports can state GFLOP/s against the machine's DGEMM rate.
 
+pub mod bank;
 pub mod dme;
 pub mod hypothesis;
 pub mod linalg;

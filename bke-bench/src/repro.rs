@@ -1,4 +1,6 @@
 //! Paper reproductions run by `cargo xtask repro <name>` (registered in `src/bin/bke-repro.rs`).
 //! Each writes CSV + SVG under its output directory and prints its numbers beside the seed's.
 
+pub mod bank_cv;
+pub mod bank_fig3;
 pub mod dme;

@@ -44,7 +44,20 @@ fn main() -> anyhow::Result<()> {
             };
             bke_bench::dme::bench(&sizes, args.iter().any(|a| a == "--all"))?.emit(&out, "dme")
         }
-        other => bail!("unknown suite '{other}'; available: linalg, tests, dme"),
+        "bank" => {
+            let list = |name: &str, default: Vec<usize>| -> anyhow::Result<Vec<usize>> {
+                match flag(&args, name) {
+                    Some(s) => s.split(',').map(|v| v.parse().context("takes integers")).collect(),
+                    None => Ok(default),
+                }
+            };
+            let ns = list("--n", vec![1000, 10000, 100000])?;
+            let ms = list("--m", vec![24, 48, 96, 192, 384])?;
+            let (table, rows) = bke_bench::bank::bench(&ns, &ms, 3.0, 30.0)?;
+            table.emit(&out, "bank")?;
+            bke_bench::bank::plot(&rows, &out)
+        }
+        other => bail!("unknown suite '{other}'; available: linalg, tests, dme, bank"),
     }
 }
 

@@ -7,11 +7,23 @@ use anyhow::bail;
 type Repro = (&'static str, &'static str, fn(&std::path::Path) -> anyhow::Result<()>);
 
 /// Every reproduction, in the order `all` runs them. Later issues register theirs here.
-const REPROS: &[Repro] = &[(
-    "dme",
-    "seed 004 Fig. 3 (TTGP vs cascade/impute), Fig. 4 (inducing points), LFI exponential-gamma",
-    bke_bench::repro::dme::run,
-)];
+const REPROS: &[Repro] = &[
+    (
+        "dme",
+        "seed 004 Fig. 3 (TTGP vs cascade/impute), Fig. 4 (inducing points), LFI exponential-gamma",
+        bke_bench::repro::dme::run,
+    ),
+    (
+        "bank-fig3",
+        "BaNK seed 001 Fig. 3: learned spectral density and kernel",
+        bke_bench::repro::bank_fig3::run,
+    ),
+    (
+        "bank-cv",
+        "BaNK seed 001 Tables 1-2: 5-fold CV of RKS, MKL, BaNK at M = 384",
+        bke_bench::repro::bank_cv::run,
+    ),
+];
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
