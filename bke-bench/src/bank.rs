@@ -24,7 +24,7 @@ pub const BLOCK: usize = 64;
 
 /// Nominal flops of one low-rank sweep (module docs).
 pub fn sweep_flops(n: usize, m: usize, block: usize) -> f64 {
-    let (n, m, p) = (n as f64, m as f64, block.min(m as usize) as f64);
+    let (n, m, p) = (n as f64, m as f64, block.min(m) as f64);
     8.0 * n * m * m + 8.0 * n * m * p + 4.0 * n * m + 20.0 * m * m * m
 }
 
