@@ -6,6 +6,7 @@
 //! reports can state GFLOP/s against the machine's DGEMM rate.
 
 pub mod bank;
+pub mod bkl;
 pub mod dme;
 pub mod hypothesis;
 pub mod linalg;

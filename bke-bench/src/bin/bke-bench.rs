@@ -57,7 +57,18 @@ fn main() -> anyhow::Result<()> {
             table.emit(&out, "bank")?;
             bke_bench::bank::plot(&rows, &out)
         }
-        other => bail!("unknown suite '{other}'; available: linalg, tests, dme, bank"),
+        "bkl" => {
+            let list = |name: &str, default: Vec<usize>| -> anyhow::Result<Vec<usize>> {
+                match flag(&args, name) {
+                    Some(s) => s.split(',').map(|v| v.parse().context("takes integers")).collect(),
+                    None => Ok(default),
+                }
+            };
+            let ns = list("--sizes", vec![1_000, 10_000, 100_000, 1_000_000])?;
+            let ms = list("--landmarks", vec![50, 100, 200])?;
+            bke_bench::bkl::bench(&ns, &ms)?.emit(&out, "bkl")
+        }
+        other => bail!("unknown suite '{other}'; available: linalg, tests, dme, bank, bkl"),
     }
 }
 

@@ -15,23 +15,32 @@
 //! `½ tr(G⁻¹ ∂G) = Σ_l p_l u_{l,d}² − 1`.
 //!
 //! Two paths, chosen per point:
-//! - **fast**: accumulate `G` (`O(mD²)`), Cholesky of the `D × D` matrix. Used only when every pivot
-//!   keeps at least `1e-2` of its diagonal (at most two digits lost to cancellation, so the
-//!   log-determinant is accurate to ~1e-14) and the diagonal is far from underflow.
+//! - **fast** (`O(mD²)`, vectorised): weighted modified Gram–Schmidt on `W = [k_l u_l]` with rows
+//!   scaled by the largest weight, each Schur complement summed from explicit residuals (no
+//!   cancellation even when one landmark dominates: see `fast`); the leverages fall out as
+//!   `p_l = k_l² Σ_j r_{l,j}²/R_jj²`. Used unless every weight is below 1e-100 or a complement is
+//!   near underflow.
 //! - **robust** (tiny lengthscales, one dominating landmark, near-degenerate geometry): the rows
 //!   `k_l u_l` are held in log-scaled form `e^{a_l} ν_l` (`‖ν_l‖_∞ = 1`), sorted by weight, and
 //!   triangularised by Givens rotations whose rows carry their own log-scale, so no weight
 //!   underflows however small `θ` is: `log det R` is a sum of logs. `log γ = −∞` is returned only when
 //!   the weighted Jacobian has rank `< D` exactly (e.g. all landmarks on a line through `x` in 2-D).
 
-/// `ln` of the smallest diagonal of `G` the fast path accepts.
-const FAST_MIN_DIAG: f64 = 1e-200;
-/// Smallest fraction of a diagonal entry of `G` a Cholesky pivot may keep on the fast path.
-const FAST_MIN_PIVOT_RATIO: f64 = 1e-2;
-/// Largest `D` the fixed-size scratch supports on the fast path (larger `D` uses the robust path).
-pub(crate) const MAX_FAST_DIM: usize = 8;
+use super::simd::{lane_dot3, lane_max};
 
-/// Per-thread scratch for [`log_volume`].
+/// The fast path hands a point to the robust path when every weight `k_l` is below this.
+const FAST_MIN_KMAX: f64 = 1e-100;
+/// Scaled weights `k_l/k_max` below this are dropped on the fast path (their squares would be
+/// subnormal); this is exact to ~1e-300 relative unless a Schur complement is tiny, checked below.
+const FAST_MIN_SCALED_WEIGHT: f64 = 1e-150;
+/// Smallest Schur complement `R_jj²` (scaled so the largest weight is 1) the fast path accepts.
+const FAST_MIN_RJJ2: f64 = 1e-250;
+/// Smallest ratio `R_jj² / Σ_l w_l² u_{l,j}²` the fast path accepts: a relative error `ε` in a
+/// projection coefficient perturbs `R_jj²` by about `ε² Σ_l w_l² u_{l,j}²`, so this keeps the
+/// complement's relative error near `1e-32/1e-16`.
+const FAST_MIN_SCHUR_RATIO: f64 = 1e-16;
+
+/// Per-thread scratch for [`log_volume_raw`].
 #[derive(Debug, Default)]
 pub(crate) struct JacScratch {
     order: Vec<(f64, usize)>,
@@ -40,9 +49,13 @@ pub(crate) struct JacScratch {
     s: Vec<f64>,
     filled: Vec<bool>,
     v: Vec<f64>,
-    w: Vec<f64>,
     ops: Vec<Op>,
     qbuf: Vec<f64>,
+    w2: Vec<f64>,
+    r: Vec<f64>,
+    rjj2: Vec<f64>,
+    /// Leverages `p_l` left by the fast path.
+    pub(crate) p: Vec<f64>,
 }
 
 /// One orthogonal step of the robust triangularisation, replayed backwards to form `Q`.
@@ -58,6 +71,7 @@ enum Op {
 ///
 /// `u` is dimension-major (`u[d * m + l] = u_{l,d}`), `q[l] = ‖u_l‖²`, `k[l] = exp(−q[l]/2)`.
 /// Returns `−∞` when `G` is exactly singular (then `grad` is left untouched).
+#[cfg(test)]
 pub(crate) fn log_volume(
     u: &[f64],
     q: &[f64],
@@ -67,21 +81,49 @@ pub(crate) fn log_volume(
     grad: Option<&mut [f64]>,
     scratch: &mut JacScratch,
 ) -> f64 {
-    if dim <= MAX_FAST_DIM {
-        if let Some(v) = fast(u, k, m, dim, grad.as_deref().is_some(), scratch) {
-            if let Some(g) = grad {
-                for (gd, sd) in g.iter_mut().zip(&scratch.w[..dim]) {
-                    *gd += sd;
-                }
+    let want = grad.is_some();
+    let mut tmp = vec![0.0; dim];
+    let (v, fast) = log_volume_raw(u, q, k, m, dim, want, &mut tmp, scratch);
+    if let Some(g) = grad {
+        if fast {
+            for d in 0..dim {
+                g[d] += (0..m).map(|l| scratch.p[l] * u[d * m + l] * u[d * m + l]).sum::<f64>();
             }
-            return v;
+        } else {
+            for d in 0..dim {
+                g[d] += tmp[d];
+            }
         }
     }
-    robust(u, q, m, dim, grad, scratch)
+    v
 }
 
-/// Fast path; `None` when it cannot vouch for its accuracy. On success the gradient terms are left
-/// in `scratch.w[..dim]`.
+/// `(½ log det G, fast)`. With `want_grad`: on the fast path the leverages `p_l` are left in
+/// `scratch.p` (the caller accumulates `p_l u_{l,d}²` per landmark, vectorised); on the robust path
+/// `Σ_l p_l u_{l,d}²` is added to `grad_robust[d]`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn log_volume_raw(
+    u: &[f64],
+    q: &[f64],
+    k: &[f64],
+    m: usize,
+    dim: usize,
+    want_grad: bool,
+    grad_robust: &mut [f64],
+    scratch: &mut JacScratch,
+) -> (f64, bool) {
+    if let Some(v) = fast(u, k, m, dim, want_grad, scratch) {
+        return (v, true);
+    }
+    (robust(u, q, m, dim, want_grad.then_some(grad_robust), scratch), false)
+}
+
+/// Fast path: weighted modified Gram–Schmidt on the columns of `W = [k_l u_l]` (scaled so the largest
+/// weight is 1), with every Schur complement `R_jj² = ‖P⊥ w∘u_j‖²` summed from explicit residuals:
+/// an error `δc` in a projection coefficient changes it only by `O(δc²)` (the residual norm is
+/// stationary in the coefficient), so no digits are lost to cancellation even when one landmark
+/// dominates. `None` when the weights are all tiny or a complement is near underflow.
 fn fast(
     u: &[f64],
     k: &[f64],
@@ -90,69 +132,51 @@ fn fast(
     want_grad: bool,
     scratch: &mut JacScratch,
 ) -> Option<f64> {
-    let mut g = [0.0f64; MAX_FAST_DIM * MAX_FAST_DIM];
-    // G (lower triangle, row-major i*dim + j, j <= i)
-    for l in 0..m {
-        let k2 = k[l] * k[l];
-        if k2 == 0.0 {
-            continue;
-        }
-        for i in 0..dim {
-            let a = k2 * u[i * m + l];
-            for j in 0..=i {
-                g[i * dim + j] += a * u[j * m + l];
-            }
-        }
+    let kmax = lane_max(k);
+    if !(kmax >= FAST_MIN_KMAX) {
+        return None;
     }
-    // Cholesky in place with the accuracy checks.
-    let mut half_logdet = 0.0;
+    let inv = 1.0 / kmax;
+    let JacScratch { w2, r, rjj2, p, .. } = scratch;
+    w2.resize(m, 0.0);
+    for (w, &kl) in w2.iter_mut().zip(&k[..m]) {
+        let t = kl * inv;
+        *w = if t < FAST_MIN_SCALED_WEIGHT { 0.0 } else { t * t };
+    }
+    r.resize(dim * m, 0.0);
+    r.copy_from_slice(&u[..dim * m]);
+    rjj2.resize(dim, 0.0);
+    let mut half_logdet = dim as f64 * kmax.ln();
     for j in 0..dim {
-        let gjj = g[j * dim + j];
-        if !(gjj >= FAST_MIN_DIAG) {
-            return None;
-        }
-        let mut d = gjj;
-        for p in 0..j {
-            d -= g[j * dim + p] * g[j * dim + p];
-        }
-        if !(d >= FAST_MIN_PIVOT_RATIO * gjj) {
-            return None;
-        }
-        let ljj = d.sqrt();
-        g[j * dim + j] = ljj;
-        half_logdet += ljj.ln();
-        for i in j + 1..dim {
-            let mut s = g[i * dim + j];
-            for p in 0..j {
-                s -= g[i * dim + p] * g[j * dim + p];
+        let (done, rest) = r.split_at_mut(j * m);
+        let rj = &mut rest[..m];
+        let w2 = &w2[..m];
+        let diag = lane_dot3(w2, rj, rj);
+        for i in 0..j {
+            let ri = &done[i * m..(i + 1) * m];
+            let c = lane_dot3(w2, rj, ri) / rjj2[i];
+            for (a, b) in rj.iter_mut().zip(ri) {
+                *a -= c * b;
             }
-            g[i * dim + j] = s / ljj;
         }
+        let s = lane_dot3(w2, rj, rj);
+        if !(s > FAST_MIN_RJJ2 && s >= FAST_MIN_SCHUR_RATIO * diag && s.is_finite()) {
+            return None;
+        }
+        rjj2[j] = s;
+        half_logdet += 0.5 * s.ln();
     }
     if want_grad {
-        scratch.w.clear();
-        scratch.w.resize(dim, 0.0);
-        let mut y = [0.0f64; MAX_FAST_DIM];
-        for l in 0..m {
-            let k2 = k[l] * k[l];
-            if k2 == 0.0 {
-                continue;
+        p.resize(m, 0.0);
+        p.iter_mut().for_each(|v| *v = 0.0);
+        for j in 0..dim {
+            let (rj, inv_s) = (&r[j * m..(j + 1) * m], 1.0 / rjj2[j]);
+            for (pl, a) in p.iter_mut().zip(rj) {
+                *pl += a * a * inv_s;
             }
-            // y = L⁻¹ u_l
-            let mut n2 = 0.0;
-            for i in 0..dim {
-                let mut s = u[i * m + l];
-                for p in 0..i {
-                    s -= g[i * dim + p] * y[p];
-                }
-                y[i] = s / g[i * dim + i];
-                n2 += y[i] * y[i];
-            }
-            let p = k2 * n2;
-            for d in 0..dim {
-                let ud = u[d * m + l];
-                scratch.w[d] += p * ud * ud;
-            }
+        }
+        for (pl, w) in p.iter_mut().zip(w2.iter()) {
+            *pl *= w;
         }
     }
     Some(half_logdet)

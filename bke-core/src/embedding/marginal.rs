@@ -1,7 +1,8 @@
 //! The marginal pseudolikelihood of the BKE model (seed 000 eq. (15)) computed by seed 002 eq. (33),
 //! with the corrected log-Jacobian term and analytic gradients. See the [module docs](super).
 
-use super::jacobian::{JacScratch, log_volume};
+use super::jacobian::{JacScratch, log_volume_raw};
+use super::simd::{exp_nonpos, lane_sum};
 use super::{BkeParams, full_lengthscales, validate_data_landmarks};
 use crate::{CoreError, Points};
 use bke_linalg::{Backend, LinalgError, Mat};
@@ -45,6 +46,17 @@ struct Sums {
     logvol: f64,
     /// Σ_i Σ_l p_il u_ild² (D)
     dlogvol: Vec<f64>,
+}
+
+/// Per-landmark accumulators of one task (no reduction chains in the inner loops), folded into a
+/// [`Sums`] at the end of the task in a fixed order.
+struct LandmarkAcc {
+    /// Σ_i (φ_il − c_l)²
+    ss: Vec<f64>,
+    /// Σ_i 2 (φ_il − c_l) ∂φ_il/∂log θ_d, dimension-major
+    dss: Vec<f64>,
+    /// Σ_i p_il u_ild² (fast Jacobian path), dimension-major
+    dlv: Vec<f64>,
 }
 
 impl Sums {
@@ -98,19 +110,20 @@ impl Scaled<'_> {
     #[inline]
     fn features(&self, x: &[f64], w: &mut Work) {
         let (m, dim) = (self.m, self.dim);
-        w.q.iter_mut().for_each(|v| *v = 0.0);
+        let q = &mut w.q[..m];
+        q.iter_mut().for_each(|v| *v = 0.0);
         for d in 0..dim {
             let xd = x[d] * self.inv_ls[d];
             let zt = &self.zt[d * m..(d + 1) * m];
             let ud = &mut w.u[d * m..(d + 1) * m];
-            for l in 0..m {
-                let t = xd - zt[l];
-                ud[l] = t;
-                w.q[l] += t * t;
+            for ((u, z), qq) in ud.iter_mut().zip(zt).zip(q.iter_mut()) {
+                let t = xd - z;
+                *u = t;
+                *qq += t * t;
             }
         }
-        for l in 0..m {
-            w.k[l] = (-0.5 * w.q[l]).exp();
+        for (k, qq) in w.k[..m].iter_mut().zip(q.iter()) {
+            *k = exp_nonpos(-0.5 * qq);
         }
     }
 }
@@ -164,28 +177,46 @@ pub fn marginal_pseudolikelihood<B: Backend>(
     let chunk_sums = |range: std::ops::Range<usize>| -> Sums {
         let mut w = new_work();
         let mut s = Sums::zeros(m, dim);
+        let mut acc = LandmarkAcc { ss: vec![0.0; m], dss: vec![0.0; m * dim], dlv: vec![0.0; m * dim] };
         for i in range {
             sc.features(x.point(i), &mut w);
-            for l in 0..m {
-                let k = w.k[l];
-                s.phi[l] += k;
-                let e = k - c[l];
-                s.ss += e * e;
+            let kk = &w.k[..m];
+            for (((&k, cl), phi), ss) in kk.iter().zip(&c[..m]).zip(&mut s.phi[..m]).zip(&mut acc.ss[..m]) {
+                *phi += k;
+                let e = k - cl;
+                *ss += e * e;
             }
             for d in 0..dim {
                 let ud = &w.u[d * m..(d + 1) * m];
                 let dphi = &mut s.dphi[d * m..(d + 1) * m];
-                let mut acc = 0.0;
-                for l in 0..m {
-                    let t = w.k[l] * ud[l] * ud[l];
-                    dphi[l] += t;
-                    acc += (w.k[l] - c[l]) * t;
+                let dss = &mut acc.dss[d * m..(d + 1) * m];
+                for ((((&k, cl), u), dp), ds) in
+                    kk.iter().zip(&c[..m]).zip(ud).zip(dphi.iter_mut()).zip(dss.iter_mut())
+                {
+                    let t = k * u * u;
+                    *dp += t;
+                    *ds += 2.0 * (k - cl) * t;
                 }
-                s.dss[d] += 2.0 * acc;
             }
             if jacobian {
-                s.logvol += log_volume(&w.u, &w.q, &w.k, m, dim, Some(&mut s.dlogvol), &mut w.jac);
+                let (v, fast) = log_volume_raw(&w.u, &w.q, &w.k, m, dim, true, &mut s.dlogvol, &mut w.jac);
+                s.logvol += v;
+                if fast {
+                    let p = &w.jac.p[..m];
+                    for d in 0..dim {
+                        let ud = &w.u[d * m..(d + 1) * m];
+                        let dlv = &mut acc.dlv[d * m..(d + 1) * m];
+                        for ((dl, pl), u) in dlv.iter_mut().zip(p).zip(ud) {
+                            *dl += pl * u * u;
+                        }
+                    }
+                }
             }
+        }
+        s.ss += lane_sum(m, |l| acc.ss[l]);
+        for d in 0..dim {
+            s.dss[d] += lane_sum(m, |l| acc.dss[d * m + l]);
+            s.dlogvol[d] += lane_sum(m, |l| acc.dlv[d * m + l]);
         }
         s
     };

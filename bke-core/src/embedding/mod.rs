@@ -73,6 +73,7 @@ mod learn;
 mod marginal;
 mod posterior;
 mod prior;
+mod simd;
 #[cfg(test)]
 mod tests;
 
