@@ -4,3 +4,4 @@
 pub mod bank_cv;
 pub mod bank_fig3;
 pub mod dme;
+pub mod fig2d;

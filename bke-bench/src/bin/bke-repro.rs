@@ -23,6 +23,11 @@ const REPROS: &[Repro] = &[
         "BaNK seed 001 Tables 1-2: 5-fold CV of RKS, MKL, BaNK at M = 384",
         bke_bench::repro::bank_cv::run,
     ),
+    (
+        "fig2d",
+        "seed 000 Fig. 2D: BKE marginal pseudolikelihood vs lengthscale, grid of Gaussians",
+        bke_bench::repro::fig2d::run,
+    ),
 ];
 
 fn main() -> anyhow::Result<()> {
