@@ -1,6 +1,7 @@
 //! `cargo xtask` — project automation in Rust, in the style of rust-analyzer's xtask.
 //!
 //! ```text
+//! cargo xtask demo               the main job: learn kernels and run every model on the bundled data
 //! cargo xtask setup              install system packages the optional backends need (libopenblas-dev)
 //! cargo xtask bench <suite>      run a benchmark suite (linalg, …) for every compiled backend
 //! cargo xtask repro [name|all]   run paper reproductions; without a name, list them
@@ -8,6 +9,8 @@
 //!
 //! Heavy work runs in the release-built `bke-bench` binaries; xtask only decides features and paths.
 //! The OpenBLAS backend is compiled in whenever the system library is present.
+
+mod demo;
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -19,11 +22,12 @@ fn main() -> anyhow::Result<()> {
     std::env::set_current_dir(&root)?;
     match args.first().map(String::as_str) {
         Some("setup") => setup(),
+        Some("demo") => demo::run(&root, openblas_installed()),
         Some("bench") => run_tool("bke-bench", &args[1..], &root),
         Some("repro") => run_tool("bke-repro", &args[1..], &root),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg\n  repro [name|all]   paper reproductions (no name: list them)"
+                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg\n  repro [name|all]   paper reproductions (no name: list them)"
             );
             bail!("no command given")
         }
