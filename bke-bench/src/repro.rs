@@ -3,5 +3,6 @@
 
 pub mod bank_cv;
 pub mod bank_fig3;
+pub mod density;
 pub mod dme;
 pub mod fig2d;

@@ -28,6 +28,11 @@ const REPROS: &[Repro] = &[
         "seed 000 Fig. 2D: BKE marginal pseudolikelihood vs lengthscale, grid of Gaussians",
         bke_bench::repro::fig2d::run,
     ),
+    (
+        "density",
+        "seed 003: Fig. 1 (quadratic feature map) and held-out log-likelihood vs Gaussian KDE",
+        bke_bench::repro::density::run,
+    ),
 ];
 
 fn main() -> anyhow::Result<()> {
