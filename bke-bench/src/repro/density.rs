@@ -366,7 +366,7 @@ fn comparison(dir: &Path) -> anyhow::Result<()> {
             "KST outside box",
             "KST hyperparameters (split 1)",
             "KST time/split",
-            "search-rule max |dlogZ|",
+            "search-rule max abs dlogZ",
         ],
     );
     let factors: Vec<f64> = (0..40).map(|i| 0.02 * (150f64).powf(i as f64 / 39.0)).collect();

@@ -100,7 +100,7 @@ use std::marker::PhantomData;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DensityParams {
     /// Inverse-Wishart degrees of freedom `α`; must exceed `d − 1` (input dimension `d`).
-    /// Default `1.0`.
+    /// Default `2.0` (valid up to `d = 2`).
     pub alpha: f64,
     /// Prior precision multiplier of the mean, `μ | Σ ~ N(0, Σ/β)`; `> 0`. Default `0.01` (seed Fig. 2).
     pub beta: f64,
@@ -111,7 +111,7 @@ pub struct DensityParams {
 
 impl Default for DensityParams {
     fn default() -> Self {
-        Self { alpha: 1.0, beta: 0.01, sigma0_sq: 1.0 }
+        Self { alpha: 2.0, beta: 0.01, sigma0_sq: 1.0 }
     }
 }
 

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 pub struct SelectOptions {
     /// Kernel family. Default squared exponential.
     pub family: KernelFamily,
-    /// Lengthscale factors `c` (`ℓ_d = c · sd_d`). Default 12 values log-spaced in `[0.03, 4]`.
+    /// Lengthscale factors `c` (`ℓ_d = c · sd_d`). Default 14 values log-spaced in `[0.03, 10]`.
     pub lengthscale_factors: Vec<f64>,
     /// `σ₀²` grid. Default `10^{−1}, 10^{−0.5}, …, 10^{3.5}` (11 values).
     pub sigma0_sq: Vec<f64>,
@@ -59,7 +59,7 @@ impl Default for SelectOptions {
         };
         Self {
             family: KernelFamily::SquaredExponential,
-            lengthscale_factors: logspace(0.03, 4.0, 12),
+            lengthscale_factors: logspace(0.03, 10.0, 14),
             sigma0_sq: (0..11).map(|i| 10f64.powf(-1.0 + 0.5 * i as f64)).collect(),
             beta: vec![0.01, 1.0, 100.0],
             alpha_offsets: vec![0.01, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
