@@ -65,7 +65,7 @@
 //! **Normalisability.** For a stationary kernel `k(x, x_n) → 0` as `‖x‖ → ∞`, so `Q(x)` tends to a
 //! positive constant and `q_k` to a positive floor: `q_k` is *not* integrable on `ℝ^d`, whatever α
 //! (the seed's remark that it is for `α > d − 1` holds for the parabola of its Fig. 1, not here).
-//! A normalised density therefore needs a bounded domain: [`normalise`] uses a box (the data range
+//! A normalised density therefore needs a bounded domain: [`normalise()`] uses a box (the data range
 //! widened by a margin) and integrates numerically in 1 and 2 dimensions. We still require
 //! `α > d − 1`, the seed's condition (eq. §2.2), in [`DensityParams::check`].
 //!

@@ -100,7 +100,7 @@ impl Domain {
     }
 }
 
-/// Options of [`normalise`].
+/// Options of [`normalise()`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct NormaliseOptions {
     /// The integration domain; `None`: [`Domain::around`] the training data with `margin`. Default `None`.
