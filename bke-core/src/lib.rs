@@ -13,6 +13,7 @@
 //! assert!((g[(0, 1)] - (-0.5f64).exp()).abs() < 1e-15);
 //! ```
 
+pub mod bayes;
 pub mod density;
 pub mod embedding;
 mod error;
