@@ -23,6 +23,9 @@ pub enum EmbedCommand {
     Fit(Box<FitArgs>),
     /// Posterior mean and variance of the embedding at query points (seed eq. 7-8).
     Posterior(Box<PosteriorArgs>),
+    /// Fully Bayesian kernel learning: NUTS over (lengthscale, tau2) with Gamma(1,1) priors (seed §5);
+    /// posterior summaries, split-R̂, bulk ESS and divergences.
+    Sample(Box<crate::sample::SampleArgs>),
 }
 
 /// Options shared by the `embed` commands.
@@ -212,6 +215,7 @@ fn setup(c: &Common) -> anyhow::Result<(BackendKind, EmbeddingPrior, Points)> {
 /// Runs a `bke embed` command.
 pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
     let (kind, job) = match cmd {
+        EmbedCommand::Sample(a) => return crate::sample::run(*a),
         EmbedCommand::Loglik(a) => {
             let (kind, prior, x) = setup(&a.common)?;
             let z = io::read_points(&a.landmarks, a.common.columns.as_deref())?;

@@ -10,6 +10,7 @@ mod embed;
 mod hypothesis;
 #[allow(dead_code)] // shared by the command modules
 mod io;
+mod sample;
 
 /// Bayesian kernel learning: kernel embeddings, kernel tests, BaNK, deconditional embeddings.
 #[derive(Parser)]

@@ -16,6 +16,18 @@
 //! ([`EmbeddingPrior::Unit`]) and the wrong Jacobian line; this module uses [`BayesOptions::prior`]
 //! (default Lebesgue) and the corrected `½ log det(JᵀJ)`.
 //!
+//! **A degenerate ridge when `τ²` is sampled.** Along `τ² ∝ θ⁻⁴`, `θ → ∞` the features
+//! `k_θ(x_i, z_l) ≈ 1 − ‖x_i − z_l‖²/(2θ²)` have residuals `φ_i − μ̂` of size `O(θ⁻²)`, so with
+//! `τ²` at its conditional optimum `Σ_i‖φ_i − μ̂‖²/(m(n−1)) = O(θ⁻⁴)` the Gaussian term of eq. (33)
+//! grows like `+2m(n−1) log θ` while the log-Jacobian falls only like `−2nD log θ`: the
+//! pseudolikelihood is unbounded along the ridge whenever `m(n−1) > nD` (any `m > D`), see
+//! [`ridge_exponent`]. The `Gamma(1, 1)` prior on `θ` then alone bounds the posterior, whose mass sits
+//! near `θ ≈ 2m(n−1) − 2nD` with `τ² ≈ 10⁻¹⁰`, far from any data scale, where `R_zz + (τ²/n)I` is
+//! numerically singular (NUTS reports tiny step sizes, maximal trees and R̂ ≫ 1). This is a property
+//! of the pseudolikelihood (it is not a density in `x`), not of the sampler; holding `τ²` fixed
+//! ([`BayesOptions::fixed_tau2`], as the seed's ML-II experiments do with `τ² = 1`) gives a proper,
+//! data-driven posterior for `θ` (its log-likelihood falls like `−2nD log θ`), and so does `m = D`.
+//!
 //! **Witness function with the hyperparameters integrated out.** For each posterior draw
 //! `(θ_s, τ²_s)`, one joint draw of `μ_P` and one of `μ_Q` on a grid from their BKE posteriors
 //! (seed 000 eq. (7)–(8), [`BkePosterior`]) at that draw; their difference is a draw of the witness
@@ -165,6 +177,54 @@ pub fn ln_gamma(x: f64) -> f64 {
         a += c / (x + i as f64);
     }
     0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The exponent `e` of the growth `θ^e` of the marginal pseudolikelihood along the ridge
+/// `τ² ∝ θ⁻⁴`, `θ → ∞` (leading order, see the module docs): `2m(n−1) − 2nD` with the Jacobian term,
+/// `2m(n−1)` without. Positive means the likelihood is unbounded there and, with `τ²` sampled, the
+/// posterior is held only by the prior on `θ`.
+pub fn ridge_exponent(n: usize, m: usize, dim: usize, jacobian: bool) -> f64 {
+    let gauss = 2.0 * m as f64 * (n as f64 - 1.0);
+    if jacobian { gauss - 2.0 * (n * dim) as f64 } else { gauss }
+}
+
+/// Human-readable warnings about a hyperparameter posterior: the degenerate ridge (τ² sampled and
+/// [`ridge_exponent`] > 0), step sizes so small that the log density is numerically rough, R̂ > 1.01,
+/// and divergences.
+pub fn warnings(draws: &HyperDraws, n: usize, m: usize, dim: usize) -> Vec<String> {
+    let mut w = vec![];
+    let e = ridge_exponent(n, m, dim, draws.jacobian);
+    if draws.fixed_tau2.is_none() && e > 0.0 {
+        w.push(format!(
+            "with tau2 sampled and m = {m} landmarks (n = {n}, D = {dim}) the pseudolikelihood grows like \
+             theta^{e} along tau2 ~ theta^-4 (theta -> inf, tau2 -> 0): only the lengthscale prior bounds \
+             the posterior, which then sits at lengthscales far above the data scale; fix tau2 (--tau2 1) \
+             or use m = D landmarks for a data-driven lengthscale posterior"
+        ));
+    }
+    let min_eps = draws.nuts.chains.iter().map(|c| c.step_size).fold(f64::INFINITY, f64::min);
+    if min_eps < 1e-8 {
+        w.push(format!(
+            "adapted step size {min_eps:.1e}: the log density is numerically rough where the chains are \
+             (near-singular R_zz + tau2/n I); the draws are unreliable"
+        ));
+    }
+    let mut rhats: Vec<f64> =
+        (0..draws.num_lengthscales).map(|d| draws.lengthscale_summary(d).rhat).collect();
+    if draws.fixed_tau2.is_none() {
+        rhats.push(draws.tau2_summary().rhat);
+    }
+    let worst = rhats.iter().cloned().fold(f64::NAN, f64::max);
+    if worst > 1.01 {
+        w.push(format!(
+            "split-Rhat {worst:.3} > 1.01: the chains disagree; run longer or check for several modes"
+        ));
+    }
+    let div = draws.nuts.divergences();
+    if div > 0 {
+        w.push(format!("{div} divergent transitions after warmup: raise --target-accept (e.g. 0.95)"));
+    }
+    w
 }
 
 /// Options of [`sample_hyperparameters`]. Defaults: `Gamma(1, 1)` priors on `θ` and `τ²` (seed §5),

@@ -298,3 +298,28 @@ fn bad_input_is_rejected_before_sampling() {
         assert!(sample_hyperparameters::<Faer>(&x1, &z, &opts, &|| {}).is_err(), "{opts:?}");
     }
 }
+
+/// The profile log pseudolikelihood (τ² at its optimum) grows along the ridge with the slope
+/// [`ridge_exponent`] predicts, and falls once τ² is held fixed.
+#[test]
+fn ridge_exponent_matches_the_profile_slope() {
+    let x = normal_data(40, 1, "x");
+    let z = Points::from_1d("z", &[-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5]).unwrap();
+    let profile = |u0: f64| {
+        (0..2000)
+            .map(|j| {
+                let p = BkeParams::new(vec![u0.exp()], (-40.0 + 0.02 * j as f64).exp());
+                marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap().log_marginal
+            })
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let slope = (profile(3.5) - profile(3.0)) / 0.5;
+    let predicted = ridge_exponent(40, 7, 1, true);
+    assert!((slope / predicted - 1.0).abs() < 0.05, "slope {slope} vs {predicted}");
+    let fixed = |u0: f64| {
+        marginal_pseudolikelihood::<Faer>(&x, &z, &BkeParams::new(vec![u0.exp()], 1.0)).unwrap().log_marginal
+    };
+    let slope_fixed = (fixed(3.5) - fixed(3.0)) / 0.5;
+    assert!((slope_fixed / -80.0 - 1.0).abs() < 0.05, "fixed tau2: slope {slope_fixed} vs -2nD = -80");
+    assert!(ridge_exponent(40, 1, 1, true) < 0.0 && ridge_exponent(40, 2, 1, false) > 0.0);
+}

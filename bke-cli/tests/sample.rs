@@ -1,0 +1,119 @@
+//! `bke embed sample` end to end: the JSON contract of issue 7, the draws CSV, reproducibility for
+//! any thread count, and error messages.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn write(name: &str, body: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bke-sample-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bke")).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.success(), json, stderr)
+}
+
+fn data() -> PathBuf {
+    let mut body = String::from("x,other\n");
+    for i in 0..40 {
+        // A deterministic spread-out sample.
+        let t = (i as f64 + 0.5) / 40.0;
+        body.push_str(&format!("{},{}\n", (t * 6.1).sin() * 1.3 + (t - 0.5) * 2.0, i));
+    }
+    write("x.csv", &body)
+}
+
+#[test]
+fn sample_emits_the_contracted_fields_and_draws() {
+    let x = data();
+    let z = write("z.csv", "x\n0.0\n");
+    let out = std::env::temp_dir().join(format!("bke-sample-draws-{}.csv", std::process::id()));
+    let args = |threads: &str| {
+        vec![
+            "embed".to_string(),
+            "sample".into(),
+            "--data".into(),
+            x.to_str().unwrap().into(),
+            "--columns=x".into(),
+            "--landmarks".into(),
+            z.to_str().unwrap().into(),
+            "--chains=4".into(),
+            "--draws=150".into(),
+            "--warmup=150".into(),
+            "--seed=3".into(),
+            format!("--threads={threads}"),
+            "--draws-out".into(),
+            out.to_str().unwrap().into(),
+        ]
+    };
+    let a1 = args("1");
+    let (ok, j, err) = bke(&a1.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{err}");
+    for q in ["lengthscale", "tau2"] {
+        for f in ["mean", "sd", "q05", "q50", "q95", "rhat", "ess"] {
+            assert!(j[q][f].is_number(), "{q}.{f}: {j}");
+        }
+        assert!(j[q]["q05"].as_f64() < j[q]["q95"].as_f64());
+    }
+    assert!(j["divergences"].is_u64());
+    assert!(j["warnings"].is_array());
+    let csv = std::fs::read_to_string(&out).unwrap();
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().starts_with("chain,draw,lengthscale,tau2,log_density"));
+    assert_eq!(lines.count(), 4 * 150);
+    // Same numbers with another thread count.
+    let a2 = args("2");
+    let (ok, j2, err) = bke(&a2.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{err}");
+    assert_eq!(j["lengthscale"], j2["lengthscale"]);
+    assert_eq!(j["tau2"], j2["tau2"]);
+}
+
+#[test]
+fn fixed_tau2_and_held_out_landmarks() {
+    let x = data();
+    let (ok, j, err) = bke(&[
+        "embed",
+        "sample",
+        "--data",
+        x.to_str().unwrap(),
+        "--columns=x",
+        "--num-landmarks=4",
+        "--tau2=1",
+        "--chains=2",
+        "--draws=100",
+        "--warmup=100",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(j["tau2"]["fixed"], true);
+    assert_eq!(j["num_landmarks"], 4);
+    assert_eq!(j["n_data"], 36);
+    assert!(j["lengthscale"]["mean"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let x = data();
+    let xs = x.to_str().unwrap();
+    let bad = write("bad.csv", "x\n1.0\nnan\n");
+    for (args, needle) in [
+        (vec!["--data", bad.to_str().unwrap()], "line 3"),
+        (vec!["--data", xs, "--columns=x", "--lengthscale-prior", "gamma:1"], "gamma:SHAPE,RATE"),
+        (vec!["--data", xs, "--columns=x", "--tau2=-1"], "--tau2"),
+        (vec!["--data", xs, "--columns=x", "--tau2=0"], "--tau2"),
+        (vec!["--data", xs, "--columns=x", "--chains", "0"], "chain"),
+        (vec!["--data", xs, "--columns=x,other", "--num-landmarks", "1"], "landmarks"),
+        (vec!["--data", xs, "--columns=nope"], "no column named 'nope'"),
+    ] {
+        let mut a = vec!["embed", "sample", "--draws=10", "--warmup=10"];
+        a.extend(args);
+        let (ok, _, err) = bke(&a);
+        assert!(!ok && err.contains(needle), "{a:?}: {err}");
+    }
+}
