@@ -19,19 +19,19 @@ fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
     (out.status.success(), json, stderr)
 }
 
-fn data() -> PathBuf {
+fn data(name: &str) -> PathBuf {
     let mut body = String::from("x,other\n");
     for i in 0..40 {
         // A deterministic spread-out sample.
         let t = (i as f64 + 0.5) / 40.0;
         body.push_str(&format!("{},{}\n", (t * 6.1).sin() * 1.3 + (t - 0.5) * 2.0, i));
     }
-    write("x.csv", &body)
+    write(name, &body)
 }
 
 #[test]
 fn sample_emits_the_contracted_fields_and_draws() {
-    let x = data();
+    let x = data("x1.csv");
     let z = write("z.csv", "x\n0.0\n");
     let out = std::env::temp_dir().join(format!("bke-sample-draws-{}.csv", std::process::id()));
     let args = |threads: &str| {
@@ -77,7 +77,7 @@ fn sample_emits_the_contracted_fields_and_draws() {
 
 #[test]
 fn fixed_tau2_and_held_out_landmarks() {
-    let x = data();
+    let x = data("x2.csv");
     let (ok, j, err) = bke(&[
         "embed",
         "sample",
@@ -99,7 +99,7 @@ fn fixed_tau2_and_held_out_landmarks() {
 
 #[test]
 fn bad_input_gives_clear_errors() {
-    let x = data();
+    let x = data("x3.csv");
     let xs = x.to_str().unwrap();
     let bad = write("bad.csv", "x\n1.0\nnan\n");
     for (args, needle) in [
