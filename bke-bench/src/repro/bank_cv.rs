@@ -3,8 +3,8 @@
 //! (regression, MSE on standardised targets) and `data/pima.csv` and `data/magic.csv` (classification
 //! error), with standard errors over folds.
 //!
-//! To keep the run to minutes on two shared cores: magic is subsampled to 6000 rows (seeded) and BaNK
-//! runs 60 sweeps (30 burn-in, 10 retained) per fold on every dataset. Both are printed with the table.
+//! To keep the run to minutes on two shared cores: magic is subsampled to 3000 rows (seeded) and BaNK
+//! runs 40 sweeps (20 burn-in, 10 retained) per fold on every dataset. Both are printed with the table.
 
 use anyhow::Context;
 use bke_bank::baselines::BaselineParams;
@@ -55,7 +55,7 @@ const DATASETS: &[Dataset] = &[
         max_rows: None,
         seed: Some((0.332, 0.4455, 0.263)),
     },
-    Dataset { file: "magic", target: "class", task: Task::Classification, max_rows: Some(6000), seed: None },
+    Dataset { file: "magic", target: "class", task: Task::Classification, max_rows: Some(3000), seed: None },
 ];
 
 fn data_dir() -> PathBuf {
@@ -151,7 +151,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         let seed = |i: usize| ds.seed.map_or("-".to_string(), |s| format!("{:.4}", [s.0, s.1, s.2][i]));
         table.push(vec![
             ds.file.to_string()
-                + if ds.max_rows.is_some_and(|k| k < 19020) { " (6000-row subsample)" } else { "" },
+                + if ds.max_rows.is_some_and(|k| k < 19020) { " (3000-row subsample)" } else { "" },
             x.len().to_string(),
             x.dim().to_string(),
             metric,

@@ -60,7 +60,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         iterations: 300,
         burn_in: Some(150),
         samples: 30,
-        mixture: MixtureParams { alpha: 1.0, mu0: None, kappa0: 0.1, nu0: None, psi0: 0.5 },
+        mixture: MixtureParams { alpha: 1.0, mu0: None, kappa0: 0.05, nu0: Some(10.0), psi0: 2.0 },
         nig: NigParams { a0: 1.0, b0: 1.0, prior_precision: 1.0 },
         standardize_inputs: false,
         init_scale: 1.0,
