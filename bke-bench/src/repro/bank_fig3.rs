@@ -57,9 +57,9 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         .collect();
     let params = BankParams {
         frequencies: m,
-        iterations: 300,
-        burn_in: Some(150),
-        samples: 30,
+        iterations: 1000,
+        burn_in: Some(500),
+        samples: 50,
         mixture: MixtureParams { alpha: 1.0, mu0: None, kappa0: 0.05, nu0: Some(10.0), psi0: 2.0 },
         nig: NigParams { a0: 1.0, b0: 1.0, prior_precision: 1.0 },
         standardize_inputs: false,
