@@ -116,11 +116,19 @@ fn bad_input_is_named() {
 #[test]
 fn low_rank_and_refactorising_fits_give_the_same_chain() {
     let (x, y) = data(60, 9);
-    let base = BankParams { frequencies: 6, iterations: 12, samples: 4, block: 4, seed: 21, ..Default::default() };
+    let base =
+        BankParams { frequencies: 6, iterations: 12, samples: 4, block: 4, seed: 21, ..Default::default() };
     let fast = fit::<Faer>(&x, &y, Task::Regression, &base, |_| {}).unwrap();
-    let slow = fit::<Faer>(&x, &y, Task::Regression, &BankParams { method: bke_bank::SweepMethod::Refactorise, ..base }, |_| {})
-        .unwrap();
-    let (bke_bank::model::Samples::Regression(a), bke_bank::model::Samples::Regression(b)) = (&fast.samples, &slow.samples)
+    let slow = fit::<Faer>(
+        &x,
+        &y,
+        Task::Regression,
+        &BankParams { method: bke_bank::SweepMethod::Refactorise, ..base },
+        |_| {},
+    )
+    .unwrap();
+    let (bke_bank::model::Samples::Regression(a), bke_bank::model::Samples::Regression(b)) =
+        (&fast.samples, &slow.samples)
     else {
         panic!("regression samples expected")
     };
