@@ -6,3 +6,5 @@ pub mod bank_fig3;
 pub mod density;
 pub mod dme;
 pub mod fig2d;
+pub mod fig2c;
+pub mod level;

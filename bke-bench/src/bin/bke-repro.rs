@@ -33,6 +33,16 @@ const REPROS: &[Repro] = &[
         "seed 003: Fig. 1 (quadratic feature map) and held-out log-likelihood vs Gaussian KDE",
         bke_bench::repro::density::run,
     ),
+    (
+        "fig2c",
+        "seed 000 Fig. 2C: MMD type-II error vs ε, median heuristic vs BKL (--reps, --permutations)",
+        bke_bench::repro::fig2c::run,
+    ),
+    (
+        "level",
+        "type-I error of every MMD/HSIC null × kernel selection, BKL included (--reps, --permutations)",
+        bke_bench::repro::level::run,
+    ),
 ];
 
 fn main() -> anyhow::Result<()> {
