@@ -8,3 +8,4 @@ pub mod dme;
 pub mod fig2d;
 pub mod fig2c;
 pub mod level;
+pub mod witness;

@@ -43,6 +43,11 @@ const REPROS: &[Repro] = &[
         "type-I error of every MMD/HSIC null × kernel selection, BKL included (--reps, --permutations)",
         bke_bench::repro::level::run,
     ),
+    (
+        "witness",
+        "seed 000 Fig. 3: witness N(0,1) vs Laplace with BKE posterior bands, n = 50 and 400 (θ by BKL)",
+        bke_bench::repro::witness::run,
+    ),
 ];
 
 fn main() -> anyhow::Result<()> {
