@@ -5,7 +5,7 @@ pub mod bank_cv;
 pub mod bank_fig3;
 pub mod density;
 pub mod dme;
-pub mod fig2d;
 pub mod fig2c;
+pub mod fig2d;
 pub mod level;
 pub mod witness;
