@@ -6,7 +6,8 @@
 //! * standard form: `v(x) = [AᵀKA + mεI]⁻¹ Aᵀ k(x)` — an `m × m` solve, `O(n³ + m³)`;
 //! * alternative form: `v(x) = Aᵀ [KAAᵀ + mεI]⁻¹ k(x)` — `O(n³)` in `n`, `O(m)` in `m` (beyond
 //!   forming `A`). The non-symmetric inverse is applied as
-//!   `(KS + cI)⁻¹ = c⁻¹[I − U (cI + UᵀSU)⁻¹ UᵀS]`, `S = AAᵀ`, `c = mε`, `K = UUᵀ` (eigendecomposition).
+//!   `(KS + cI)⁻¹ = c⁻¹[I − U (cI + UᵀSU)⁻¹ UᵀS]`, `S = AAᵀ`, `c = mε`, `K = UUᵀ` (Cholesky, or
+//!   eigendecomposition when `K` is numerically singular).
 //!
 //! The DME estimator of `f = E†[g]` from targets `z̃` is `f̄(x) = z̃ᵀ v(x) = ᾱᵀ k(x)`,
 //! `ᾱ = A[AᵀKA + mεI]⁻¹ z̃ = (SK + cI)⁻¹ A z̃`.
@@ -85,12 +86,7 @@ impl DmeOperator {
             }
             DmeForm::Alternative => {
                 let s = mm::<B>(&a, Trans::No, &a, Trans::Yes)?;
-                let e = B::sym_eigen(k.as_ref())?;
-                let mut u = e.vectors;
-                for (j, &v) in e.values.iter().enumerate() {
-                    let sq = v.max(0.0).sqrt();
-                    u.col_mut(j).iter_mut().for_each(|x| *x *= sq);
-                }
+                let u = crate::ttgp::sqrt_factor::<B>(k)?;
                 let su = mm::<B>(&s, Trans::No, &u, Trans::No)?;
                 let mut bm = mm::<B>(&u, Trans::Yes, &su, Trans::No)?;
                 add_diag(&mut bm, c);

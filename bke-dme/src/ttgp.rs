@@ -16,8 +16,8 @@
 //! * [`MarginalForm::Alternative`], Thm 5.3 (4), alternative form: the same density as `Map`,
 //!   `C⁻¹ = σ⁻²[I − Aᵀ(KAAᵀ + mεI)⁻¹KA]`, computed in `O(n³ + n²m)` without any `m × m` matrix.
 //!   The non-symmetric `(KAAᵀ + mεI)⁻¹K` is evaluated as `U (UᵀSU + mεI)⁻¹ Uᵀ` with `S = AAᵀ` and
-//!   `K = UUᵀ` from a symmetric eigendecomposition (eigenvalues clamped at 0), so it stays exact
-//!   and symmetric when `K` is numerically singular.
+//!   `K = UUᵀ` (Cholesky factor, or a symmetric eigendecomposition with eigenvalues clamped at 0
+//!   when `K` is numerically singular), so it stays exact and symmetric.
 //!
 //! # Gradients
 //! `∂ log p/∂θ = ½ tr((ααᵀ − C⁻¹) ∂C/∂θ)`, `α = C⁻¹z̃`, pushed back through `A` by the adjoint
@@ -383,8 +383,13 @@ fn dense<B: Backend>(
     Ok(Evaluation { value, a: av, m: m1, adj: Some(adj) })
 }
 
-/// `U` with `K = UUᵀ` from the eigendecomposition of `K` (negative round-off eigenvalues clamped).
-fn sqrt_factor<B: Backend>(k: &Mat) -> Result<Mat, DmeError> {
+/// A factor `U` with `K = UUᵀ`: the Cholesky factor when `K` is numerically positive definite
+/// (`n³/3` flops), else from the symmetric eigendecomposition with round-off negative eigenvalues
+/// clamped at 0 (exact for a singular `K`, e.g. duplicated inputs). No inverse of `U` is ever used.
+pub(crate) fn sqrt_factor<B: Backend>(k: &Mat) -> Result<Mat, DmeError> {
+    if let Ok(l) = B::cholesky(k.as_ref()) {
+        return Ok(l);
+    }
     let e = B::sym_eigen(k.as_ref())?;
     let mut u = e.vectors;
     for (j, &v) in e.values.iter().enumerate() {
@@ -850,4 +855,25 @@ pub fn fit<B: Backend>(data: &TtgpData, init: &TtgpHyper, opts: &FitOptions) -> 
             )
         })?;
     Ok(FitResult { hyper: best.hyper.clone(), log_marginal: best.log_marginal, starts: starts.clone() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bke_linalg::Faer;
+
+    #[test]
+    fn sqrt_factor_reproduces_definite_and_singular_matrices() {
+        // Positive definite: the Cholesky path; rank one (all ones): the eigendecomposition path.
+        let pd = Mat::from_rows(&[vec![2.0, 0.5, 0.1], vec![0.5, 1.0, 0.2], vec![0.1, 0.2, 0.7]]).unwrap();
+        let ones = Mat::from_fn(3, 3, |_, _| 1.0);
+        assert!(Faer::cholesky(ones.as_ref()).is_err());
+        for k in [pd, ones] {
+            let u = sqrt_factor::<Faer>(&k).unwrap();
+            let uut = mm::<Faer>(&u, Trans::No, &u, Trans::Yes).unwrap();
+            for (a, b) in uut.as_slice().iter().zip(k.as_slice()) {
+                assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+            }
+        }
+    }
 }
