@@ -53,6 +53,14 @@ fn status_field(name: &str) -> Option<u64> {
     s.lines().find(|l| l.starts_with(name))?.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// CPU seconds (user + system, all threads) used by this process so far, from `/proc/self/stat`
+/// (10 ms resolution); with a loaded machine this is a steadier cost measure than wall time.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let f: Vec<&str> = s.rsplit(')').next()?.split_whitespace().collect();
+    Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / 100.0)
+}
+
 /// Resets `VmHWM` to the current RSS (Linux ≥ 4.0). Returns whether it worked.
 pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
@@ -65,11 +73,13 @@ struct Time<'a> {
 }
 
 impl WithBackend for Time<'_> {
-    type Output = (f64, f64);
-    fn run<B: Backend>(self) -> (f64, f64) {
+    type Output = (f64, f64, Option<f64>);
+    fn run<B: Backend>(self) -> (f64, f64, Option<f64>) {
         let n = self.x.len();
         let min_total = if n >= 1_000_000 { 0.0 } else { 0.5 };
         let mut value = 0.0;
+        let mut calls = 0usize;
+        let cpu0 = process_cpu_seconds();
         let t = median_seconds(
             &mut (),
             3,
@@ -78,10 +88,12 @@ impl WithBackend for Time<'_> {
             |_| {
                 let ml = marginal_pseudolikelihood::<B>(self.x, self.z, self.params).expect("valid inputs");
                 value = ml.log_marginal;
+                calls += 1;
                 ml.log_marginal
             },
         );
-        (t, value)
+        let cpu = cpu0.zip(process_cpu_seconds()).map(|(a, b)| (b - a) / calls as f64);
+        (t, value, cpu)
     }
 }
 
@@ -109,7 +121,7 @@ pub fn bench(ns: &[usize], ms: &[usize]) -> anyhow::Result<Table> {
             for kind in BackendKind::available() {
                 let base = rss_kib().unwrap_or(0);
                 let reset = reset_peak_rss();
-                let (t, value) = kind.dispatch(Time { x: &x, z: &z, params: &params })?;
+                let (t, value, cpu) = kind.dispatch(Time { x: &x, z: &z, params: &params })?;
                 let peak = peak_rss_kib().filter(|_| reset).map(|p| p.saturating_sub(base) as f64 / 1024.0);
                 let pairs = (n * m) as f64;
                 let flops =
@@ -121,6 +133,7 @@ pub fn bench(ns: &[usize], ms: &[usize]) -> anyhow::Result<Table> {
                     kind.name().into(),
                     threads.to_string(),
                     fmt_seconds(t),
+                    cpu.map_or("n/a".into(), fmt_seconds),
                     format!("{:.1}", pairs / t / 1e6),
                     format!("{:.2}", flops / t / 1e9),
                     peak.map_or("n/a".into(), |p| format!("{p:.1}")),
@@ -130,6 +143,11 @@ pub fn bench(ns: &[usize], ms: &[usize]) -> anyhow::Result<Table> {
         }
     }
     table.notes.push(format!("rayon threads: {threads} (set RAYON_NUM_THREADS to change)"));
+    table.notes.push(
+        "cpu/call: process CPU time (user + system, all threads) per call, 10 ms resolution; on a loaded machine \
+         wall ≈ cpu/call ÷ threads is what an idle machine would show"
+            .into(),
+    );
     table.notes.push(format!(
         "nominal flops: {FLOPS_PER_PAIR_D2} per (point, landmark) pair (exp not counted) + 4m³/3 + 8m² for the m×m terms"
     ));

@@ -173,6 +173,7 @@ impl WithBackend for Job {
                         "log_marginal": o.log_marginal,
                         "grad_norm": o.grad_norm,
                         "converged": o.converged,
+                        "at_boundary": o.at_boundary,
                     })).collect::<Vec<_>>(),
                     "median_heuristic": r.median_heuristic,
                     "median_heuristic_convention": "median pairwise Euclidean distance, used as theta in exp(-|x-y|^2/(2 theta^2))",

@@ -9,6 +9,13 @@
 //! 4. returns the best optimum and all distinct local optima, best first, with the median heuristic
 //!    alongside (convention: `θ_med = median_{i<j} ‖x_i − x_j‖`, used as `θ` in
 //!    `exp(−‖x − y‖²/(2θ²))`).
+//!
+//! **Learning τ² by ML-II can be ill-posed.** As `θ → ∞` the features `k(x_i, z_l)` become constant,
+//! the centred sum of squares `SS = Σ_i ‖φ_i − μ̂‖²` falls like `θ⁻⁴`, and with `τ² ∝ SS` the term
+//! `−½ m(n−1) log τ²` grows like `2m(n−1) log θ` while the Jacobian only loses `2nD log θ`: for `m > D`
+//! the pseudolikelihood is unbounded along that ray (seen on the seed's grid-of-Gaussians data).
+//! Optima found with `learn_tau2` are therefore flagged [`LocalOptimum::at_boundary`] when polishing
+//! runs into the search box; the seed fixes `τ² = 1` for ML-II and learns `τ²` only under a prior.
 
 use super::lbfgs::{LbfgsOptions, minimize};
 use super::{BkeParams, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
@@ -143,6 +150,9 @@ pub struct LocalOptimum {
     pub grad_norm: f64,
     /// Whether L-BFGS met its tolerance.
     pub converged: bool,
+    /// Whether polishing ended near the search box (log θ within 0.1 of `[grid.min/100, 100·grid.max]`,
+    /// or log τ² within 0.1 of `τ²₀ · [1e-8, 1e8]`): then this is not an interior optimum.
+    pub at_boundary: bool,
 }
 
 /// Result of [`fit`].
@@ -283,6 +293,7 @@ pub fn fit<B: Backend>(x: &Points, opts: &FitOptions) -> Result<FitResult, CoreE
     let n_ls = if opts.ard { dim } else { 1 };
     let (lo, hi) = (grid.min.ln() - 100f64.ln(), grid.max.ln() + 100f64.ln());
     let step = (grid.max.ln() - grid.min.ln()) / (grid.points - 1) as f64;
+    let (tlo, thi) = (opts.tau2.ln() - 8.0 * 10f64.ln(), opts.tau2.ln() + 8.0 * 10f64.ln());
     let mut optima: Vec<LocalOptimum> = Vec::new();
     for &s in &starts {
         let mut x0 = vec![thetas[s].ln(); n_ls];
@@ -293,7 +304,9 @@ pub fn fit<B: Backend>(x: &Points, opts: &FitOptions) -> Result<FitResult, CoreE
         let res = minimize(
             |p: &[f64]| {
                 count += 1;
-                if p[..n_ls].iter().any(|v| *v < lo || *v > hi) || p.iter().any(|v| v.abs() > 700.0) {
+                if p[..n_ls].iter().any(|v| *v < lo || *v > hi)
+                    || (opts.learn_tau2 && (p[n_ls] < tlo || p[n_ls] > thi))
+                {
                     return None;
                 }
                 let ls: Vec<f64> = p[..n_ls].iter().map(|v| v.exp()).collect();
@@ -311,12 +324,16 @@ pub fn fit<B: Backend>(x: &Points, opts: &FitOptions) -> Result<FitResult, CoreE
         );
         evaluations += count;
         let Some(r) = res else { continue };
+        let near = |v: f64, a: f64, b: f64| v < a + 0.1 || v > b - 0.1;
+        let at_boundary =
+            r.x[..n_ls].iter().any(|&v| near(v, lo, hi)) || (opts.learn_tau2 && near(r.x[n_ls], tlo, thi));
         let cand = LocalOptimum {
             lengthscales: r.x[..n_ls].iter().map(|v| v.exp()).collect(),
             tau2: if opts.learn_tau2 { r.x[n_ls].exp() } else { opts.tau2 },
             log_marginal: -r.f,
             grad_norm: r.grad_norm,
             converged: r.converged,
+            at_boundary,
         };
         let same = |o: &LocalOptimum| {
             o.lengthscales.iter().zip(&cand.lengthscales).all(|(a, b)| (a.ln() - b.ln()).abs() < 1e-3)
@@ -400,7 +417,7 @@ mod tests {
             assert_eq!(r.landmarks.len(), 20);
             assert_eq!(r.n_data, 380);
             let best = &r.local_optima[0];
-            assert!(best.converged, "{best:?}");
+            assert!(best.converged && !best.at_boundary, "{best:?}");
             let (data, z) = hold_out_landmarks(&x, 20, 0).map(|(d, z, _)| (d, z)).unwrap();
             let ml = marginal_pseudolikelihood::<Faer>(&data, &z, &r.params).unwrap();
             assert!((ml.log_marginal - r.log_marginal).abs() < 1e-9 * r.log_marginal.abs());
