@@ -104,10 +104,14 @@ pub fn read_points(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Po
     CsvTable::read(path)?.points(columns)
 }
 
-/// Prints a JSON value on stdout.
+/// Prints a JSON value on stdout. A closed pipe (e.g. `bke … | head`) is not an error.
 pub fn emit(value: &serde_json::Value) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
+    use std::io::Write;
+    let text = serde_json::to_string_pretty(value)?;
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 /// A progress bar on stderr (hidden when stderr is not a terminal) for `len` steps.

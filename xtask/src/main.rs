@@ -3,7 +3,7 @@
 //! ```text
 //! cargo xtask demo               the main job: learn kernels and run every model on the bundled data
 //! cargo xtask setup              install system packages the optional backends need (libopenblas-dev)
-//! cargo xtask bench <suite>      run a benchmark suite (linalg, …) for every compiled backend
+//! cargo xtask bench <suite>      run a benchmark suite (linalg, bkl, tests, bank, dme) for every compiled backend
 //! cargo xtask repro [name|all]   run paper reproductions; without a name, list them
 //! ```
 //!
@@ -27,7 +27,7 @@ fn main() -> anyhow::Result<()> {
         Some("repro") => run_tool("bke-repro", &args[1..], &root),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg\n  repro [name|all]   paper reproductions (no name: list them)"
+                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg, bkl, tests, bank, dme\n  repro [name|all]   paper reproductions (no name: list them)"
             );
             bail!("no command given")
         }
