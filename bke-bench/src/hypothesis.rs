@@ -166,6 +166,11 @@ pub fn bench(n_per_sample: usize, draws: usize) -> anyhow::Result<Table> {
         t_naive / best,
         t_scratch / best
     ));
+    let gflop = 2.0 * (big_n as f64).powi(2) * draws as f64 / 1e9;
+    table.notes.push(format!(
+        "the batched null is one GEMM of 2·N²·B = {gflop:.2} GFLOP: {:.1} GFLOP/s achieved (compare the GEMM rate of `cargo xtask bench linalg` measured at the same time; on a loaded machine both drop together)",
+        gflop / best
+    ));
     table.notes.push("kernel: squared exponential, lengthscale 1; statistic: unbiased MMD²".into());
     Ok(table)
 }
