@@ -268,7 +268,7 @@ fn fit<B: Backend>(a: &FitArgs, x: &Points, columns: Vec<String>) -> anyhow::Res
 fn eval<B: Backend>(m: &ModelFile, q: &Points) -> anyhow::Result<Value> {
     let d = m.data.first().map_or(0, Vec::len);
     let x = Points::from_rows("model training data", &m.data)?;
-    q.check_dim("query points (columns of --at)", d)
+    x.check_dim("query points (columns of --at)", q.dim())
         .with_context(|| format!("the model was fitted on {d} column(s): {}", m.columns.join(", ")))?;
     let kernel = Kernel::new(parse_family(&m.kernel)?, m.lengthscales.clone())?;
     let params = DensityParams { alpha: m.alpha, beta: m.beta, sigma0_sq: m.sigma0_sq };
@@ -403,7 +403,7 @@ mod tests {
         // Dimension mismatch at eval.
         let q2 = Points::new("q", vec![0.0, 1.0], 2).unwrap();
         let e = format!("{:#}", eval::<bke_linalg::Faer>(&m, &q2).unwrap_err());
-        assert!(e.contains("fitted on 1 column") && e.contains("dimension mismatch"), "{e}");
+        assert!(e.contains("fitted on 1 column") && e.contains("has 2, expected 1"), "{e}");
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub struct SelectOptions {
     pub sigma0_sq: Vec<f64>,
     /// `β` grid. Default `{0.01, 1, 100}`.
     pub beta: Vec<f64>,
-    /// Offsets `a` of `α = d − 1 + a` (`a > 0`). Default `{0.01, 0.1, 0.3, 1, 3, 10, 30, 100}`.
+    /// Offsets `a` of `α = d − 1 + a` (`a > 0`). Default `{0.01, 0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000}`.
     pub alpha_offsets: Vec<f64>,
     /// Number of folds (capped at the number of points: leave-one-out). Default `5`.
     pub folds: usize,
@@ -62,7 +62,7 @@ impl Default for SelectOptions {
             lengthscale_factors: logspace(0.03, 10.0, 14),
             sigma0_sq: (0..11).map(|i| 10f64.powf(-1.0 + 0.5 * i as f64)).collect(),
             beta: vec![0.01, 1.0, 100.0],
-            alpha_offsets: vec![0.01, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
+            alpha_offsets: vec![0.01, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0],
             folds: 5,
             seed: 0,
             domain: None,
