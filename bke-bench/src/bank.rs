@@ -214,7 +214,16 @@ pub fn bench(
                 let prob = Problem::new(n, m, 7);
                 let (t, reference, accepted, drift) =
                     kind.dispatch(Measure { prob: &prob, reference_budget, rate })??;
-                eprintln!("  {:<9} N={n:<7} M={m:<4} sweep {}", kind.name(), fmt_seconds(t));
+                eprintln!(
+                    "  {:<9} N={n:<7} M={m:<4} sweep {} ({:.1} GFLOP/s), refactorising {}",
+                    kind.name(),
+                    fmt_seconds(t),
+                    flops / t / 1e9,
+                    reference.map_or("skipped".into(), |(r, c)| format!(
+                        "{} (from {c} proposals)",
+                        fmt_seconds(r)
+                    ))
+                );
                 table.push(vec![
                     kind.name().into(),
                     n.to_string(),
