@@ -7,5 +7,6 @@ pub mod density;
 pub mod dme;
 pub mod fig2c;
 pub mod fig2d;
+pub mod fig3;
 pub mod level;
 pub mod witness;

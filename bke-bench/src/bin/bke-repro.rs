@@ -9,6 +9,11 @@ type Repro = (&'static str, &'static str, fn(&std::path::Path) -> anyhow::Result
 /// Every reproduction, in the order `all` runs them. Later issues register theirs here.
 const REPROS: &[Repro] = &[
     (
+        "fig3",
+        "seed 000 Fig. 3: witness posterior with (lengthscale, tau2) integrated out by NUTS, n = 50 and 400",
+        bke_bench::repro::fig3::run,
+    ),
+    (
         "dme",
         "seed 004 Fig. 3 (TTGP vs cascade/impute), Fig. 4 (inducing points), LFI exponential-gamma",
         bke_bench::repro::dme::run,
