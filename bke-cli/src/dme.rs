@@ -3,9 +3,9 @@
 
 use crate::io::{self, CsvTable};
 use anyhow::{Context, bail};
+use bke_core::optim::LbfgsOptions;
 use bke_core::{Kernel, KernelFamily, Points};
 use bke_dme::lfi::{HerdingOptions, LfiData, LfiHyper, PosteriorEmbedding, herd, learn, q_bar};
-use bke_dme::optim::LbfgsOptions;
 use bke_dme::sparse::{SparseOptions, fit_inducing, initial_inducing, sparse_log_marginal};
 use bke_dme::ttgp::{FitOptions, Learn, MarginalForm, Ttgp, TtgpData, TtgpHyper, fit, log_marginal};
 use bke_linalg::{Backend, BackendKind, WithBackend};

@@ -20,6 +20,7 @@ mod error;
 pub mod hypothesis;
 pub mod kernel;
 pub mod nuts;
+pub mod optim;
 mod points;
 
 pub use embedding::{BkeParams, BkePosterior, EmbeddingPrior, MarginalLikelihood, marginal_pseudolikelihood};

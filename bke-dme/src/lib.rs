@@ -12,7 +12,6 @@
 //!   form of (4) with analytic gradients, posterior predictive, multi-start L-BFGS learning.
 //! * [`sparse`]: inducing points learned jointly with the hyperparameters (§8.2).
 //! * [`lfi`]: likelihood-free inference (Algorithm 8.1): posterior embedding, kernel herding, `q̄`.
-//! * [`optim`]: the L-BFGS minimiser.
 //!
 //! ```
 //! use bke_core::{Kernel, Points};
@@ -41,7 +40,6 @@ pub mod dme;
 mod error;
 pub mod lfi;
 mod ops;
-pub mod optim;
 pub mod sparse;
 pub mod ttgp;
 

@@ -33,7 +33,7 @@
 use crate::DmeError;
 use crate::error::{check_finite_vec, check_same_len};
 use crate::ops::{add_diag, chol, chol_inverse, contract_params, dot, frob, mm, mv, trace};
-use crate::optim::{LbfgsOptions, minimize};
+use bke_core::optim::{LbfgsOptions, minimize};
 use bke_core::{CoreError, Kernel, Points, check_positive};
 use bke_linalg::{Backend, Mat, Trans};
 use rand::{Rng, SeedableRng};

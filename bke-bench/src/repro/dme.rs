@@ -5,9 +5,9 @@
 
 use crate::plot::{Plot, Series};
 use anyhow::Context;
+use bke_core::optim::{LbfgsOptions, minimize};
 use bke_core::{Kernel, Points};
 use bke_dme::lfi::{HerdingOptions, LfiData, LfiHyper, PosteriorEmbedding, herd, learn, q_bar};
-use bke_dme::optim::{LbfgsOptions, minimize};
 use bke_dme::sparse::{SparseOptions, fit_inducing, initial_inducing, sparse_log_marginal, sparse_model};
 use bke_dme::ttgp::{FitOptions, Learn, MarginalForm, Ttgp, TtgpData, TtgpHyper, fit};
 use bke_linalg::{Backend, Faer, Mat};

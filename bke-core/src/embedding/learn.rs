@@ -17,8 +17,8 @@
 //! Optima found with `learn_tau2` are therefore flagged [`LocalOptimum::at_boundary`] when polishing
 //! runs into the search box; the seed fixes `τ² = 1` for ML-II and learns `τ²` only under a prior.
 
-use super::lbfgs::{LbfgsOptions, minimize};
 use super::{BkeParams, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
+use crate::optim::{LbfgsOptions, minimize};
 use crate::{CoreError, Points, check_positive};
 use bke_linalg::Backend;
 use rand::SeedableRng;
@@ -320,10 +320,10 @@ pub fn fit<B: Backend>(x: &Points, opts: &FitOptions) -> Result<FitResult, CoreE
             },
             x0,
             // steps of at most one grid spacing, so a start stays in the basin of its scan maximum
-            LbfgsOptions { max_step: step, ..LbfgsOptions::default() },
+            LbfgsOptions { memory: 8, max_iter: 100, grad_tol: 1e-6, f_tol: 1e-12, max_step: step },
         );
         evaluations += count;
-        let Some(r) = res else { continue };
+        let Ok(r) = res else { continue };
         let near = |v: f64, a: f64, b: f64| v < a + 0.1 || v > b - 0.1;
         let at_boundary =
             r.x[..n_ls].iter().any(|&v| near(v, lo, hi)) || (opts.learn_tau2 && near(r.x[n_ls], tlo, thi));

@@ -68,7 +68,6 @@
 //! ```
 
 mod jacobian;
-mod lbfgs;
 mod learn;
 mod marginal;
 mod posterior;
@@ -77,7 +76,6 @@ mod simd;
 #[cfg(test)]
 mod tests;
 
-pub use lbfgs::{LbfgsOptions, LbfgsResult, minimize as lbfgs_minimize};
 pub use learn::{
     FitOptions, FitResult, LengthscaleGrid, LocalOptimum, fit, hold_out_landmarks, median_heuristic,
 };
