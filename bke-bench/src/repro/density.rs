@@ -273,9 +273,9 @@ fn fig1(dir: &Path) -> anyhow::Result<()> {
         &["method", "mean log-lik", "s.e."],
     );
     for (name, v) in [
-        ("kernel student-t, (x, x^2) features", &ks),
-        ("Gaussian KDE, normal-reference bandwidth", &kde_s),
-        ("Gaussian KDE, LOO-CV bandwidth", &kde_cv),
+        ("kernel student-t with features (x; x^2)", &ks),
+        ("Gaussian KDE: normal-reference bandwidth", &kde_s),
+        ("Gaussian KDE: LOO-CV bandwidth", &kde_cv),
         ("true mixture density", &truth),
     ] {
         let f: Vec<f64> = v.iter().copied().filter(|a| a.is_finite()).collect();
@@ -344,10 +344,10 @@ fn comparison(dir: &Path) -> anyhow::Result<()> {
     }
     let mut rows = read_columns(&data.join("ozone.csv"), &["temp", "O3"])?;
     rows.iter_mut().for_each(|r| r.iter_mut().for_each(|v| *v += jitter.sample(&mut rng)));
-    sets.push(Dataset { name: "ozone (temp, O3) (2-D)".into(), rows, n_train: 165, n_test: 165, splits: 5 });
+    sets.push(Dataset { name: "ozone (temp; O3) (2-D)".into(), rows, n_train: 165, n_test: 165, splits: 5 });
     let rows = read_columns(&data.join("banana.csv"), &["At1", "At2"])?;
     sets.push(Dataset {
-        name: "banana (At1, At2) (2-D)".into(),
+        name: "banana (At1; At2) (2-D)".into(),
         rows,
         n_train: 400,
         n_test: 2000,
@@ -414,7 +414,7 @@ fn comparison(dir: &Path) -> anyhow::Result<()> {
             if split == 0 {
                 let n = nd.normalisation();
                 first = format!(
-                    "c={:.3} (l={}), alpha={}, beta={}, s0^2={:.3}; CV {:.3}; logZ rel.err {:.0e}",
+                    "c={:.3} (l={}); alpha={}; beta={}; s0^2={:.3}; CV {:.3}; logZ rel.err {:.0e}",
                     sel.kernel.lengthscales()[0] / sel.scales[0],
                     sel.kernel.lengthscales().iter().map(|l| format!("{l:.3}")).collect::<Vec<_>>().join("/"),
                     sel.params.alpha,
