@@ -402,6 +402,9 @@ pub struct WitnessArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// `--bayes`: integrate the hyperparameters out by NUTS (bke-cli/src/sample.rs).
+    #[command(flatten)]
+    pub bayes: crate::sample::BayesWitnessArgs,
 }
 
 struct WitnessJob<'a> {
@@ -436,6 +439,9 @@ pub fn witness(a: &WitnessArgs) -> anyhow::Result<Value> {
     x.check_dim(&format!("{} (number of columns)", a.y.display()), y.dim())?;
     x.check_dim(&format!("{} (number of columns)", a.grid.display()), grid.dim())?;
     let prior = EmbeddingPrior::parse(&a.prior)?;
+    if a.bayes.bayes {
+        return crate::sample::bayes_witness(&a.bayes, x, y, grid, a.tau2, prior, a.level, a.seed, backend);
+    }
     // validate the cheap parameters before a possibly slow selection
     WitnessParams { lengthscale: 1.0, tau2: a.tau2, prior, level: a.level }.check()?;
     let rule = a.selection.rule(a.lengthscale, a.seed)?;

@@ -231,3 +231,143 @@ pub fn run(a: SampleArgs) -> anyhow::Result<()> {
     });
     io::emit(&out)
 }
+
+/// The `--bayes` options of `bke witness`: integrate the lengthscale (and optionally τ²) out of the
+/// witness function by NUTS on the pooled sample (seed 000 Fig. 3).
+#[derive(Args, Clone, Debug)]
+pub struct BayesWitnessArgs {
+    /// Integrate the hyperparameters out (NUTS on the pooled sample, seed Fig. 3) instead of fixing
+    /// or selecting one lengthscale; --lengthscale/--select are then ignored.
+    #[arg(long)]
+    pub bayes: bool,
+    /// With --bayes: number of chains.
+    #[arg(long, default_value_t = 4)]
+    pub chains: usize,
+    /// With --bayes: draws per chain (one witness draw each).
+    #[arg(long, default_value_t = 200)]
+    pub draws: usize,
+    /// With --bayes: warmup iterations per chain.
+    #[arg(long, default_value_t = 200)]
+    pub warmup: usize,
+    /// With --bayes: landmarks held out of the pooled sample (default min(100, max(D, n/5))).
+    #[arg(long)]
+    pub num_landmarks: Option<usize>,
+    /// With --bayes: prior on the lengthscale.
+    #[arg(long, default_value = "gamma:1,1")]
+    pub lengthscale_prior: String,
+    /// With --bayes: sample τ² too (prior --tau2-prior; the seed's setting, but with m > D landmarks
+    /// its posterior runs off to θ → ∞, τ² → 0, see `bke embed sample`); default: τ² fixed at --tau2.
+    #[arg(long)]
+    pub sample_tau2: bool,
+    /// With --bayes --sample-tau2: prior on τ².
+    #[arg(long, default_value = "gamma:1,1")]
+    pub tau2_prior: String,
+}
+
+struct WitnessJob {
+    pooled_data: Points,
+    landmarks: Points,
+    x: Points,
+    y: Points,
+    grid: Points,
+    opts: BayesOptions,
+    level: f64,
+    seed: u64,
+    bar: indicatif::ProgressBar,
+}
+
+impl WithBackend for WitnessJob {
+    type Output = Result<(HyperDraws, bke_core::bayes::WitnessPosterior), bke_core::CoreError>;
+    fn run<B: Backend>(self) -> Self::Output {
+        let bar = self.bar.clone();
+        let draws =
+            sample_hyperparameters::<B>(&self.pooled_data, &self.landmarks, &self.opts, &move || bar.inc(1))?;
+        self.bar.finish_and_clear();
+        let w = bke_core::bayes::witness_posterior::<B>(
+            &self.x,
+            &self.y,
+            &self.grid,
+            None,
+            &draws.params(),
+            self.level,
+            self.seed,
+        )?;
+        Ok((draws, w))
+    }
+}
+
+/// `bke witness --bayes`: the witness posterior with the hyperparameters integrated out.
+#[allow(clippy::too_many_arguments)]
+pub fn bayes_witness(
+    b: &BayesWitnessArgs,
+    x: Points,
+    y: Points,
+    grid: Points,
+    tau2: f64,
+    prior: EmbeddingPrior,
+    level: f64,
+    seed: u64,
+    kind: BackendKind,
+) -> anyhow::Result<Value> {
+    let lengthscale_prior = HyperPrior::parse(&b.lengthscale_prior).context("--lengthscale-prior")?;
+    let tau2_prior = HyperPrior::parse(&b.tau2_prior).context("--tau2-prior")?;
+    if !(level > 0.0 && level < 1.0) {
+        bail!("--level: {level} must lie strictly between 0 and 1");
+    }
+    let pooled = x.concat(&y)?;
+    let m = b.num_landmarks.unwrap_or_else(|| 100.min((pooled.len() / 5).max(pooled.dim())));
+    let (data, landmarks, _) = hold_out_landmarks(&pooled, m, seed).context("--num-landmarks")?;
+    let opts = BayesOptions {
+        lengthscale_prior,
+        tau2_prior,
+        fixed_tau2: if b.sample_tau2 { None } else { Some(tau2) },
+        prior,
+        nuts: NutsParams {
+            chains: b.chains,
+            warmup: b.warmup,
+            draws: b.draws,
+            seed,
+            ..NutsParams::default()
+        },
+        ..BayesOptions::default()
+    };
+    opts.check()?;
+    let bar = io::progress((b.chains * (b.warmup + b.draws)) as u64, "NUTS");
+    let (n, mm, dim) = (data.len(), landmarks.len(), data.dim());
+    let (draws, w) = kind.dispatch(WitnessJob {
+        pooled_data: data,
+        landmarks,
+        x: x.clone(),
+        y: y.clone(),
+        grid,
+        opts,
+        level,
+        seed,
+        bar: bar.clone(),
+    })??;
+    bar.finish_and_clear();
+    let tau2_json = if b.sample_tau2 { summary_json(&draws.tau2_summary()) } else { json!(tau2) };
+    Ok(json!({
+        "mean": w.mean,
+        "lower": w.lower,
+        "upper": w.upper,
+        "median": w.median,
+        "prob_positive": w.prob_positive,
+        "fraction_band_excludes_0": w.fraction_excluding_zero(),
+        "level": level,
+        "selection": "bayes",
+        "lengthscale": summary_json(&draws.lengthscale_summary(0)),
+        "tau2": tau2_json,
+        "lengthscale_prior": lengthscale_prior.name(),
+        "tau2_prior": if b.sample_tau2 { json!(tau2_prior.name()) } else { Value::Null },
+        "divergences": draws.nuts.divergences(),
+        "warnings": warnings(&draws, n, mm, dim),
+        "witness_draws": draws.params().len(),
+        "num_landmarks": mm,
+        "prior": prior.name(),
+        "posterior": "bke, hyperparameters integrated out by NUTS",
+        "n_x": x.len(),
+        "n_y": y.len(),
+        "backend": kind.name(),
+    }))
+}

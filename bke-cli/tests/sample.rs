@@ -117,3 +117,39 @@ fn bad_input_gives_clear_errors() {
         assert!(!ok && err.contains(needle), "{a:?}: {err}");
     }
 }
+
+#[test]
+fn witness_bayes_gives_integrated_bands() {
+    let x = data("wx.csv");
+    let mut body = String::from("x,other\n");
+    for i in 0..40 {
+        let t = (i as f64 + 0.5) / 40.0;
+        body.push_str(&format!("{},{}\n", (t - 0.5) * 3.0, i));
+    }
+    let y = write("wy.csv", &body);
+    let g = write("wg.csv", "x\n-2\n0\n2\n");
+    let (ok, j, err) = bke(&[
+        "witness",
+        "--x",
+        x.to_str().unwrap(),
+        "--y",
+        y.to_str().unwrap(),
+        "--grid",
+        g.to_str().unwrap(),
+        "--columns=x",
+        "--bayes",
+        "--chains=2",
+        "--draws=40",
+        "--warmup=60",
+    ]);
+    assert!(ok, "{err}");
+    for f in ["mean", "lower", "upper", "median", "prob_positive"] {
+        assert_eq!(j[f].as_array().map(Vec::len), Some(3), "{f}: {j}");
+    }
+    for i in 0..3 {
+        assert!(j["lower"][i].as_f64() <= j["upper"][i].as_f64());
+    }
+    assert_eq!(j["selection"], "bayes");
+    assert_eq!(j["witness_draws"], 80);
+    assert!(j["lengthscale"]["rhat"].is_number());
+}
