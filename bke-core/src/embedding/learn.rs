@@ -24,7 +24,6 @@ use bke_linalg::Backend;
 use rand::SeedableRng;
 use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
-use rayon::prelude::*;
 
 /// A log-spaced grid of isotropic lengthscales `min · (max/min)^{i/(points−1)}`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -178,41 +177,6 @@ pub struct FitResult {
     pub evaluations: usize,
 }
 
-/// Points used for the median heuristic at most (a seeded subsample above this).
-const MEDIAN_MAX_POINTS: usize = 3000;
-
-/// The median heuristic `median_{i<j} ‖x_i − x_j‖` (Euclidean; exact up to 3000 points, else on a
-/// seeded random subsample of 3000). Convention: use it as `θ` in `exp(−‖x − y‖²/(2θ²))`.
-pub fn median_heuristic(x: &Points, seed: u64) -> Result<f64, CoreError> {
-    x.check_len("data for the median heuristic", 2)?;
-    let sub;
-    let xs = if x.len() > MEDIAN_MAX_POINTS {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6d65_6469_616e);
-        let mut idx = sample(&mut rng, x.len(), MEDIAN_MAX_POINTS).into_vec();
-        idx.sort_unstable();
-        sub = x.select(&idx);
-        &sub
-    } else {
-        x
-    };
-    let n = xs.len();
-    let mut d: Vec<f64> = (0..n)
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let xi = xs.point(i);
-            (i + 1..n).map(move |j| xi.iter().zip(xs.point(j)).map(|(a, b)| (a - b) * (a - b)).sum::<f64>())
-        })
-        .collect();
-    let mid = d.len() / 2;
-    let (_, m_hi, _) = d.select_nth_unstable_by(mid, f64::total_cmp);
-    let hi = m_hi.sqrt();
-    if d.len() % 2 == 1 {
-        return Ok(hi);
-    }
-    let lo = d[..mid].iter().cloned().fold(f64::NEG_INFINITY, f64::max).sqrt();
-    Ok(0.5 * (lo + hi))
-}
-
 /// Splits `x` into `(data, landmarks, landmark_indices)` with `m` landmarks drawn uniformly without
 /// replacement (ChaCha8 seeded with `seed`); indices ascending. Errors unless `D ≤ m < n`.
 pub fn hold_out_landmarks(
@@ -250,7 +214,7 @@ pub fn fit<B: Backend>(x: &Points, opts: &FitOptions) -> Result<FitResult, CoreE
         }
     };
     validate_data_landmarks(&data, &landmarks)?;
-    let median = median_heuristic(x, opts.seed)?;
+    let median = crate::hypothesis::median_distance(x)?;
     let grid = opts.grid.unwrap_or_else(|| {
         LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
     });
@@ -371,16 +335,6 @@ mod tests {
     use bke_linalg::Faer;
     use rand::Rng;
     use rand_distr::{Distribution, StandardNormal};
-
-    #[test]
-    fn median_heuristic_matches_brute_force() {
-        let x = Points::from_1d("x", &[0.0, 1.0, 3.0, 7.0]).unwrap();
-        // distances 1, 3, 7, 2, 6, 4 → median of 6 values = (3 + 4)/2
-        assert!((median_heuristic(&x, 0).unwrap() - 3.5).abs() < 1e-12);
-        let x = Points::from_1d("x", &[0.0, 1.0, 3.0]).unwrap();
-        assert!((median_heuristic(&x, 0).unwrap() - 2.0).abs() < 1e-12);
-        assert!(median_heuristic(&Points::from_1d("x", &[1.0]).unwrap(), 0).is_err());
-    }
 
     #[test]
     fn holdout_is_a_partition() {

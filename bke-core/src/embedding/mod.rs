@@ -49,7 +49,6 @@
 //!                         ard, grid: Option<LengthscaleGrid>, max_starts, seed }
 //! pub fn fit<B: Backend>(x: &Points, o: &FitOptions) -> Result<FitResult>  // params, log_marginal,
 //!                         // local_optima (best first), median_heuristic, scan, landmarks, ...
-//! pub fn median_heuristic(x: &Points, seed: u64) -> Result<f64>
 //! pub fn hold_out_landmarks(x: &Points, m: usize, seed: u64) -> Result<(data, landmarks, indices)>
 //! ```
 //!
@@ -76,9 +75,7 @@ mod simd;
 #[cfg(test)]
 mod tests;
 
-pub use learn::{
-    FitOptions, FitResult, LengthscaleGrid, LocalOptimum, fit, hold_out_landmarks, median_heuristic,
-};
+pub use learn::{FitOptions, FitResult, LengthscaleGrid, LocalOptimum, fit, hold_out_landmarks};
 pub use marginal::{MarginalLikelihood, marginal_pseudolikelihood};
 pub use posterior::BkePosterior;
 pub use prior::EmbeddingPrior;
