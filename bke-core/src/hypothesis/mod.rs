@@ -1,7 +1,7 @@
 //! Kernel hypothesis tests (seed 000 §2.2, §5; DESIGN.md §3.2): the two-sample test with the maximum
 //! mean discrepancy ([`mmd`]) and the independence test with the Hilbert–Schmidt independence criterion
 //! ([`hsic`]), their null distributions, kernel choice by a fixed lengthscale, the median heuristic
-//! ([`median`]) or BKL ([`select`]), and the witness function with BKE posterior bands ([`witness`]).
+//! ([`median`]) or BKL ([`select`]), and the witness function with BKE posterior bands ([`mod@witness`]).
 //!
 //! # Statistics
 //! With a pooled sample `z = (x_1…x_n, y_1…y_m)` and Gram matrix `K`:
