@@ -103,6 +103,12 @@ impl Laplace {
                 let det = h[0] * h[3] - h[1] * h[2];
                 [(h[3] * g[0] - h[1] * g[1]) / det, (h[0] * g[1] - h[2] * g[0]) / det]
             };
+            // Newton decrement gᵀH⁻¹g: at convergence stop here (H is already at b), which also
+            // spares the line search its futile halvings at round-off level.
+            let decrement = step[0] * g[0] + if k == 2 { step[1] * g[1] } else { 0.0 };
+            if decrement < 1e-14 * f.abs().max(1.0) {
+                break;
+            }
             let mut t = 1.0;
             let mut moved = false;
             for _ in 0..30 {
