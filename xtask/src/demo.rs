@@ -42,6 +42,23 @@ const STEPS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "BaNK regression, 5-fold cross-validation on concrete (MSE on standardised targets)",
+        &[
+            "bank",
+            "cv",
+            "--data",
+            "data/concrete.csv",
+            "--target",
+            "compressive_strength",
+            "--frequencies",
+            "64",
+            "--iterations",
+            "60",
+            "--seed",
+            "1",
+        ],
+    ),
+    (
         "Kernel student-t density of ozone temperature (cross-validated hyperparameters)",
         &[
             "density",
