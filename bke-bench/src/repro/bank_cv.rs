@@ -4,7 +4,7 @@
 //! error), with standard errors over folds.
 //!
 //! To keep the run to minutes on two shared cores: magic is subsampled to 3000 rows (seeded) and BaNK
-//! runs 40 sweeps (20 burn-in, 10 retained) per fold on every dataset. Both are printed with the table.
+//! runs 60 sweeps (30 burn-in, 10 retained) per fold on every dataset. Both are printed with the table.
 
 use anyhow::Context;
 use bke_bank::baselines::BaselineParams;
