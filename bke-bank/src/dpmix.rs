@@ -14,7 +14,7 @@
 
 use crate::error::{BankError, check_positive};
 use crate::small;
-use crate::small::ln_gamma;
+use bke_core::special::ln_gamma;
 use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};

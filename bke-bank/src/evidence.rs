@@ -7,7 +7,7 @@
 //! Given the lower factor `L` of `Λ_n`, `μ_nᵀΛ_nμ_n = ‖L⁻¹Φᵀy‖²` and `log|Λ_n| = 2 Σ log L_ii`.
 
 use crate::error::{BankError, check_positive};
-use crate::small::ln_gamma;
+use bke_core::special::ln_gamma;
 use bke_linalg::{Backend, MatRef, Trans};
 use serde::{Deserialize, Serialize};
 

@@ -1,34 +1,6 @@
 //! Small dense helpers for `d × d` matrices (the dimension of the frequencies, a handful) and the
 //! `4 × 4` systems of the Woodbury evaluation. Row-major `Vec<f64>`; no backend is needed at this size.
 
-/// `log Γ(x)` for `x > 0` (Lanczos approximation, `g = 7`, 9 terms; relative error ~1e-15), with the
-/// reflection formula below `x = 0.5`.
-pub(crate) fn ln_gamma(x: f64) -> f64 {
-    const G: f64 = 7.0;
-    const C: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = C[0];
-    let t = x + G + 0.5;
-    for (i, c) in C.iter().enumerate().skip(1) {
-        a += c / (x + i as f64);
-    }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
-}
-
 /// Lower Cholesky factor of the symmetric positive definite `d × d` matrix `a` (row-major), or `None`.
 pub(crate) fn chol(a: &[f64], d: usize) -> Option<Vec<f64>> {
     let mut l = vec![0.0; d * d];
@@ -128,19 +100,6 @@ pub(crate) fn lu_solve_logdet(k: &mut [f64], n: usize, r: &mut [f64]) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ln_gamma_matches_factorials_and_half_integers() {
-        let mut f = 1.0f64;
-        for n in 1..30 {
-            assert!((ln_gamma(n as f64) - f.ln()).abs() < 1e-12 * f.ln().abs().max(1.0), "n = {n}");
-            f *= n as f64;
-        }
-        let sqrt_pi = std::f64::consts::PI.sqrt();
-        assert!((ln_gamma(0.5) - sqrt_pi.ln()).abs() < 1e-14);
-        assert!((ln_gamma(2.5) - (0.75 * sqrt_pi).ln()).abs() < 1e-14);
-        assert!((ln_gamma(500.5) - (ln_gamma(501.5) - 500.5f64.ln())).abs() < 1e-10);
-    }
 
     #[test]
     fn chol_and_lu_agree_with_definitions() {

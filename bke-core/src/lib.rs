@@ -22,6 +22,7 @@ pub mod kernel;
 pub mod nuts;
 pub mod optim;
 mod points;
+pub mod special;
 
 pub use embedding::{BkeParams, BkePosterior, EmbeddingPrior, MarginalLikelihood, marginal_pseudolikelihood};
 pub use error::{CoreError, check_positive};

@@ -53,7 +53,8 @@ impl Backend for Nalgebra {
         }
         match (ta, tb) {
             (Trans::No, Trans::No) => c.gemm(alpha, &view(a), &view(b), beta),
-            (Trans::Yes, Trans::No) => c.gemm_tr(alpha, &view(a), &view(b), beta),
+            // nalgebra's gemm_tr is a loop of dot products; a transposed copy (O(mk)) keeps the fast kernel.
+            (Trans::Yes, Trans::No) => c.gemm(alpha, &owned_op(a, ta), &view(b), beta),
             (Trans::No, Trans::Yes) => c.gemm(alpha, &view(a), &owned_op(b, tb), beta),
             (Trans::Yes, Trans::Yes) => c.gemm(alpha, &owned_op(a, ta), &owned_op(b, tb), beta),
         }

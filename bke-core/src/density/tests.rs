@@ -5,10 +5,10 @@
 use super::normalise::Grid;
 use super::*;
 use crate::KernelFamily;
+use crate::special::ln_gamma;
 use bke_linalg::{Faer, Nalgebra};
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
-use statrs::function::gamma::ln_gamma;
 
 /// A kernel given by an explicit finite feature map (for the oracle).
 trait FeatureMap: DensityKernel {

@@ -21,8 +21,8 @@
 //! the p-value is `P(G ≥ n·HSIC_u + E)`.
 
 use super::mmd::draw_permutation;
-use super::special::gamma_sf;
 use super::{NullDistribution, TestOutcome, check_alpha, check_draws, choice, draw_rng, invalid};
+use crate::special::gamma_sf;
 use crate::{CoreError, Kernel, Points};
 use bke_linalg::Mat;
 use rayon::prelude::*;

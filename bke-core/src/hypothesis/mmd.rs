@@ -39,8 +39,8 @@
 //! re-pair, `O(N)` kernel evaluations per draw), wild bootstrap `Σ ε_i h_i/⌊n/2⌋`, or the asymptotic
 //! normal `N(0, s_h²/⌊n/2⌋)` ([`NullDistribution::Normal`]).
 
-use super::special::{gamma_sf, normal_cdf};
 use super::{NullDistribution, TestOutcome, batch_size, check_alpha, check_draws, choice, draw_rng, invalid};
+use crate::special::{gamma_sf, normal_cdf};
 use crate::{CoreError, Kernel, Points};
 use bke_linalg::{Backend, Mat, Trans};
 use rand::Rng;

@@ -33,7 +33,6 @@ pub mod hsic;
 pub mod median;
 pub mod mmd;
 pub mod select;
-pub mod special;
 pub mod witness;
 
 use crate::CoreError;

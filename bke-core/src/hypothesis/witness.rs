@@ -10,8 +10,8 @@
 //! posterior draws over hyperparameter draws: [`witness_draws`] returns joint draws for one
 //! `(θ, τ²)`, which such a sampler can pool.
 
-use super::special::normal_quantile;
 use crate::embedding::{BkeParams, BkePosterior, EmbeddingPrior};
+use crate::special::normal_quantile;
 use crate::{CoreError, Kernel, Points, check_positive};
 use bke_linalg::{Backend, Mat};
 

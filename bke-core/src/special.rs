@@ -1,4 +1,4 @@
-//! Special functions the tests need: `ln Γ`, the regularised incomplete gamma functions `P(a, x)` and
+//! Special functions shared by the crate (kernel tests, priors, densities): `ln Γ`, the regularised incomplete gamma functions `P(a, x)` and
 //! `Q(a, x) = 1 − P(a, x)` (gamma CDF and survival function), the standard normal CDF and its
 //! quantile. Written here (Numerical Recipes §6.1–6.2 / Lanczos, Acklam + Halley) to keep bke-core free
 //! of a statistics dependency; each is checked against closed forms in the tests.
