@@ -220,7 +220,7 @@ fn witness_draws_at_fixed_hyperparameters_match_the_bke_posterior() {
     let (mq, vq) =
         BkePosterior::fit::<Faer>(&xq, None, &p).unwrap().mean_and_variance::<Faer>(&grid).unwrap();
     let s = draws.len() as f64;
-    let z90 = crate::nuts::diagnostics::inv_normal_cdf(0.9);
+    let z90 = crate::special::normal_quantile(0.9);
     for i in 0..grid.len() {
         let (m, sd) = (mp[i] - mq[i], (vp[i] + vq[i]).sqrt());
         assert!((w.mean[i] - m).abs() < 4.5 * sd / s.sqrt(), "grid {i}: mean {} vs {m}", w.mean[i]);

@@ -14,6 +14,8 @@
 //!
 //! Quantiles are R's type 7 (linear interpolation between order statistics).
 
+use crate::special::normal_quantile;
+
 /// Posterior summary of one scalar quantity over several chains.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
@@ -122,7 +124,7 @@ fn rank_normalise(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
         }
         i = j + 1;
     }
-    let z: Vec<f64> = rank.iter().map(|r| inv_normal_cdf((r - 0.375) / (s as f64 + 0.25))).collect();
+    let z: Vec<f64> = rank.iter().map(|r| normal_quantile((r - 0.375) / (s as f64 + 0.25))).collect();
     let mut out = Vec::with_capacity(chains.len());
     let mut at = 0;
     for c in chains {
@@ -274,59 +276,6 @@ pub fn ess_tail(chains: &[&[f64]]) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// The standard normal quantile function Φ⁻¹(p) (Acklam's rational approximation, relative error
-/// below 1.2·10⁻⁹ on (0, 1)); ∓∞ at 0 and 1, NaN outside [0, 1].
-pub fn inv_normal_cdf(p: f64) -> f64 {
-    const A: [f64; 6] = [
-        -3.969683028665376e1,
-        2.209460984245205e2,
-        -2.759285104469687e2,
-        1.38357751867269e2,
-        -3.066479806614716e1,
-        2.506628277459239,
-    ];
-    const B: [f64; 5] = [
-        -5.447609879822406e1,
-        1.615858368580409e2,
-        -1.556989798598866e2,
-        6.680131188771972e1,
-        -1.328068155288572e1,
-    ];
-    const C: [f64; 6] = [
-        -7.784894002430293e-3,
-        -3.223964580411365e-1,
-        -2.400758277161838,
-        -2.549732539343734,
-        4.374664141464968,
-        2.938163982698783,
-    ];
-    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
-    const P_LOW: f64 = 0.02425;
-    if p.is_nan() || !(0.0..=1.0).contains(&p) {
-        return f64::NAN;
-    }
-    if p == 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if p == 1.0 {
-        return f64::INFINITY;
-    }
-    if p < P_LOW {
-        let q = (-2.0 * p.ln()).sqrt();
-        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
-            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    } else if p <= 1.0 - P_LOW {
-        let q = p - 0.5;
-        let r = q * q;
-        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
-            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
-    } else {
-        let q = (-2.0 * (1.0 - p).ln()).sqrt();
-        -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
-            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,10 +294,10 @@ mod tests {
             (0.9999, 3.719016485455709),
             (0.3, -0.5244005127080407),
         ] {
-            assert!((inv_normal_cdf(p) - z).abs() < 1e-8, "p = {p}: {} vs {z}", inv_normal_cdf(p));
+            assert!((normal_quantile(p) - z).abs() < 1e-8, "p = {p}: {} vs {z}", normal_quantile(p));
         }
-        assert_eq!(inv_normal_cdf(0.0), f64::NEG_INFINITY);
-        assert!(inv_normal_cdf(1.5).is_nan());
+        assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
+        assert!(normal_quantile(1.5).is_nan());
     }
 
     #[test]

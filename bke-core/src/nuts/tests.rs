@@ -2,8 +2,9 @@
 //! standard errors, each computed from the ESS of the statistic in question (the mean, the squared
 //! deviation for the variance, the indicator for a quantile), with fixed seeds.
 
-use super::diagnostics::{ess_mean, inv_normal_cdf};
+use super::diagnostics::ess_mean;
 use super::*;
+use crate::special::normal_quantile;
 
 const Z: f64 = 4.5;
 
@@ -43,7 +44,7 @@ fn normal_quantiles(mean: f64, sd: f64) -> Vec<(f64, f64, f64)> {
     [0.05, 0.25, 0.5, 0.75, 0.95]
         .iter()
         .map(|&p| {
-            let z = inv_normal_cdf(p);
+            let z = normal_quantile(p);
             (p, mean + sd * z, (-0.5 * z * z).exp() / ((2.0 * std::f64::consts::PI).sqrt() * sd))
         })
         .collect()
