@@ -1,21 +1,13 @@
 //! `bke embed …` end to end: the JSON contract of issue 3 and error messages.
 
 use std::path::PathBuf;
-use std::process::Command;
+
+mod common;
+
+use common::bke;
 
 fn write(name: &str, body: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bke-embed-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, body).unwrap();
-    p
-}
-
-fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_bke")).args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
-    (out.status.success(), json, stderr)
+    common::write_in("embed", name, body)
 }
 
 fn data() -> (PathBuf, PathBuf, PathBuf) {

@@ -1,8 +1,10 @@
 //! End-to-end tests of `bke test mmd`, `bke test hsic`: the JSON contract of issue #4, defaults,
 //! determinism across thread counts, and clear errors on bad input.
 
+mod common;
+
+use common::bke;
 use std::path::PathBuf;
-use std::process::Command;
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("bke-cli-hypothesis-{}", std::process::id()));
@@ -32,14 +34,6 @@ fn write_csv(name: &str, rows: usize, cols: usize, shift: f64, seed: u64) -> Pat
     let p = dir().join(name);
     std::fs::write(&p, text).unwrap();
     p
-}
-
-fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_bke")).args(args).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
-    (out.status.success(), json, stderr)
 }
 
 #[test]

@@ -1,0 +1,23 @@
+//! Helpers shared by the end-to-end CLI tests.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Writes `body` to `name` inside a per-process scratch folder tagged `tag`; returns the path.
+pub fn write_in(tag: &str, name: &str, body: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bke-{tag}-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+/// Runs `bke` with `args`: (success, stdout parsed as JSON or `Null`, stderr).
+pub fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bke")).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.success(), json, stderr)
+}
