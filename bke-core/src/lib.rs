@@ -18,6 +18,7 @@ pub mod density;
 pub mod embedding;
 mod error;
 pub mod estimator;
+pub mod gp;
 pub mod hypothesis;
 pub mod kernel;
 pub mod model_file;
