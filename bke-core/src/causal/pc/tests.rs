@@ -1,0 +1,176 @@
+//! Oracles for the PC algorithm: with d-separation in a known DAG as the independence test it must
+//! return that DAG's CPDAG exactly (Spirtes et al. 2000, Thm. 5.1); with the kernel test, results
+//! must not depend on the thread count.
+
+use super::*;
+use crate::Points;
+use crate::hypothesis::hsic::HsicParams;
+use crate::hypothesis::{LengthscaleSelection, MedianConvention};
+use bke_linalg::Faer;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// d-separation in a DAG by the moral ancestral graph (Lauritzen et al. 1990): `i ⫫ j | S` iff `S`
+/// separates `i` from `j` in the moralised graph of the ancestors of `{i, j} ∪ S`.
+struct DSeparation {
+    n: usize,
+    parents: Vec<Vec<usize>>,
+}
+
+impl DSeparation {
+    fn separated(&self, i: usize, j: usize, s: &[usize]) -> bool {
+        let mut anc = vec![false; self.n];
+        let mut stack: Vec<usize> = [i, j].iter().chain(s).copied().collect();
+        while let Some(v) = stack.pop() {
+            if !anc[v] {
+                anc[v] = true;
+                stack.extend(&self.parents[v]);
+            }
+        }
+        let mut adj = vec![vec![false; self.n]; self.n];
+        for v in (0..self.n).filter(|&v| anc[v]) {
+            let ps = &self.parents[v];
+            for (a, &p) in ps.iter().enumerate() {
+                adj[p][v] = true;
+                adj[v][p] = true;
+                for &q in &ps[a + 1..] {
+                    adj[p][q] = true;
+                    adj[q][p] = true;
+                }
+            }
+        }
+        let mut seen = vec![false; self.n];
+        let mut stack = vec![i];
+        while let Some(v) = stack.pop() {
+            if v == j {
+                return false;
+            }
+            if seen[v] || s.contains(&v) {
+                continue;
+            }
+            seen[v] = true;
+            stack.extend((0..self.n).filter(|&u| anc[u] && adj[v][u] && !seen[u]));
+        }
+        true
+    }
+}
+
+impl IndependenceTest for DSeparation {
+    fn prefetch(&self, _: &[(usize, Vec<usize>)]) -> Result<(), CoreError> {
+        Ok(())
+    }
+    fn test(&self, i: usize, j: usize, s: &[usize]) -> Result<CiOutcome, CoreError> {
+        let p_value = if self.separated(i, j, s) { 1.0 } else { 0.0 };
+        Ok(CiOutcome { p_value, statistic: 0.0, lengthscales: [1.0, 1.0] })
+    }
+}
+
+fn random_dag(n: usize, prob: f64, rng: &mut ChaCha8Rng) -> Vec<(usize, usize)> {
+    let order: Vec<usize> = {
+        let mut o: Vec<usize> = (0..n).collect();
+        for k in (1..n).rev() {
+            o.swap(k, rng.random_range(0..=k));
+        }
+        o
+    };
+    let mut edges = Vec::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            if rng.random::<f64>() < prob {
+                edges.push((order[a], order[b]));
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn oracle_pc_recovers_the_cpdag_of_random_dags() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for trial in 0..60 {
+        let n = 3 + trial % 6;
+        let edges = random_dag(n, 0.4, &mut rng);
+        let mut parents = vec![Vec::new(); n];
+        for &(a, b) in &edges {
+            parents[b].push(a);
+        }
+        let oracle = DSeparation { n, parents };
+        let (g, conflicts, _, _) = search(&oracle, n, 0.05, None, &()).unwrap();
+        let truth = Pdag::from_directed(n, &edges).cpdag();
+        assert_eq!(
+            g,
+            truth,
+            "trial {trial}: dag {edges:?}\nfound {:?}\ntruth {:?}",
+            g.edges(),
+            truth.edges()
+        );
+        assert!(conflicts.is_empty());
+    }
+}
+
+#[test]
+fn subsets_are_lexicographic() {
+    assert_eq!(subsets(&[4, 7, 9], 2), vec![vec![4, 7], vec![4, 9], vec![7, 9]]);
+    assert_eq!(subsets(&[4, 7], 0), vec![Vec::<usize>::new()]);
+    assert!(subsets(&[4], 2).is_empty());
+    let adj = vec![vec![1, 2], vec![0, 2, 3], vec![0, 1], vec![1]];
+    assert_eq!(conditioning_sets(&adj, 0, 1, 1), vec![vec![2], vec![3]]);
+}
+
+/// Data from 0 → 2 ← 1, 2 → 3 (nonlinear, uniform noise).
+fn collider_data(n: usize) -> CausalData {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut u = || rng.random::<f64>() * 2.0 - 1.0;
+    let mut v = Vec::new();
+    for _ in 0..n {
+        let (a, b) = (2.0 * u(), 2.0 * u());
+        let c = a.sin() + 0.5 * b * b + 0.3 * u();
+        let d = (1.5 * c).tanh() * 2.0 + 0.3 * u();
+        v.extend([a, b, c, d]);
+    }
+    let names = ["a", "b", "c", "d"].map(String::from).to_vec();
+    CausalData::new(names, Points::new("v", v, 4).unwrap(), None).unwrap()
+}
+
+fn quick() -> PcParams {
+    let mut p = PcParams::default();
+    p.ci.selection = LengthscaleSelection::Median(MedianConvention::Muandet);
+    p.ci.hsic = HsicParams { permutations: 200, ..Default::default() };
+    p
+}
+
+#[test]
+fn kernel_pc_finds_a_collider_and_is_thread_count_invariant() {
+    let data = collider_data(200);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| quick().check().unwrap().fit::<Faer>(&data).unwrap())
+    };
+    let (one, two) = (run(1), run(2));
+    assert_eq!(one, two);
+    assert!(one.directed("a", "c") && one.directed("b", "c") && one.directed("c", "d"), "{:?}", one.edges);
+    assert_eq!(one.edges.len(), 3);
+    assert_eq!(one.separating_sets.len(), 3);
+    assert_eq!(one.prewhitening.method, "none");
+    let json = serde_json::to_value(&one).unwrap();
+    for key in ["nodes", "edges", "tests", "alpha", "selection"] {
+        assert!(json.get(key).is_some(), "{key}");
+    }
+    let t = &json["tests"][0];
+    for key in ["x", "y", "given", "p_value", "lengthscales"] {
+        assert!(t.get(key).is_some(), "{key}");
+    }
+    let back: PcResult = serde_json::from_value(json).unwrap();
+    assert_eq!(back.graph(), one.graph());
+    // limited conditioning: level 0 only keeps a − d, b − d (dependent through c)
+    let lim = PcParams { max_condition: Some(0), ..quick() }.check().unwrap().fit::<Faer>(&data).unwrap();
+    assert!(lim.adjacent("a", "d") && lim.tests.iter().all(|t| t.level == 0));
+}
+
+#[test]
+fn settings_are_checked() {
+    assert!(PcParams { alpha: 1.5, ..quick() }.check().is_err());
+    let data = collider_data(30);
+    let t = quick().ci.check().unwrap().fit::<Faer>(data.values()).unwrap();
+    assert!(pc::<Faer>(&t, &["a".into()], 0.05, None, &()).is_err());
+}
