@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod bank;
+mod causal;
 mod density;
 mod dme;
 mod embed;
@@ -44,6 +45,9 @@ enum Command {
     Density(density::DensityCommand),
     /// Witness function μ_P − μ_Q on a grid with BKE posterior mean and credible band.
     Witness(Box<hypothesis::WitnessArgs>),
+    /// Causal discovery: the PC algorithm with kernel conditional-independence tests (seed 000 Fig. 4).
+    #[command(subcommand)]
+    Causal(causal::CausalCommand),
 }
 
 fn main() {
@@ -57,6 +61,7 @@ fn main() {
         Command::Density(c) => density::run(c),
         Command::Bank(c) => bank::run(c),
         Command::Witness(args) => hypothesis::run_witness(*args),
+        Command::Causal(c) => causal::run(c),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -1,0 +1,92 @@
+//! End-to-end tests of `bke causal pc`: the JSON contract, the SVG, pre-whitening, and errors.
+
+mod common;
+
+use common::{bke, write_in};
+
+/// A collider a → c ← b with c → d, a time column t, nonlinear mechanisms and uniform noise (a
+/// fixed linear-congruential stream, so the file is the same on every run).
+fn collider_csv() -> String {
+    let mut state: u64 = 12345;
+    let mut u = move || {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let mut s = String::from("a,b,c,d,t\n");
+    for i in 0..160 {
+        let (a, b) = (2.0 * u(), 2.0 * u());
+        let c = a.sin() + 0.5 * b * b + 0.3 * u();
+        let d = 2.0 * (1.5 * c).tanh() + 0.3 * u();
+        s.push_str(&format!("{a},{b},{c},{d},{i}\n"));
+    }
+    s
+}
+
+#[test]
+fn pc_prints_the_cpdag_tests_and_an_svg() {
+    let f = write_in("causal", "collider.csv", &collider_csv());
+    let svg = f.with_file_name("graph.svg");
+    let (ok, json, err) = bke(&[
+        "causal",
+        "pc",
+        "--data",
+        f.to_str().unwrap(),
+        "--columns",
+        "a,b,c,d",
+        "--alpha",
+        "0.05",
+        "--select",
+        "median",
+        "--permutations",
+        "200",
+        "--svg",
+        svg.to_str().unwrap(),
+        "--threads",
+        "1",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(json["nodes"], serde_json::json!(["a", "b", "c", "d"]));
+    assert_eq!(json["selection"], "median");
+    assert_eq!(json["alpha"], 0.05);
+    let edges = json["edges"].as_array().unwrap();
+    let has = |from: &str, to: &str| {
+        edges.iter().any(|e| e["from"] == from && e["to"] == to && e["directed"] == true)
+    };
+    assert!(has("a", "c") && has("b", "c") && has("c", "d"), "{edges:?}");
+    let t = &json["tests"][0];
+    for key in ["x", "y", "given", "p_value", "lengthscales"] {
+        assert!(!t[key].is_null(), "tests[0].{key} missing: {t}");
+    }
+    assert_eq!(json["prewhitening"]["method"], "none");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<svg") && drawn.matches("<ellipse").count() == 4);
+}
+
+#[test]
+fn pc_prewhitens_against_the_time_column() {
+    let f = write_in("causal", "timed.csv", &collider_csv());
+    let args = ["causal", "pc", "--data", f.to_str().unwrap(), "--time", "t", "--select", "median"];
+    let (ok, json, err) =
+        bke(&[&args[..], &["--prewhiten", "ar:1", "--permutations", "100", "--max-condition", "0"]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(json["prewhitening"]["method"], "ar:1");
+    assert_eq!(json["prewhitening"]["rows"], 159);
+    assert_eq!(json["nodes"].as_array().unwrap().len(), 4, "the time column is not a variable");
+    assert!(json["tests"].as_array().unwrap().iter().all(|t| t["given"].as_array().unwrap().is_empty()));
+}
+
+#[test]
+fn pc_errors_name_the_problem() {
+    let f = write_in("causal", "bad.csv", &collider_csv());
+    let path = f.to_str().unwrap();
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--columns", "a,zz"]);
+    assert!(!ok && err.contains("no column named 'zz'"), "{err}");
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--columns", "a,t", "--time", "t"]);
+    assert!(!ok && err.contains("also among the variables"), "{err}");
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--alpha", "1.5"]);
+    assert!(!ok && err.contains("alpha"), "{err}");
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--prewhiten", "arma", "--time", "t"]);
+    assert!(!ok && err.contains("pre-whitening"), "{err}");
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--columns", "a"]);
+    assert!(!ok && err.contains("at least 2 variables"), "{err}");
+}
