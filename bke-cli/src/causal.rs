@@ -112,7 +112,7 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     let idx: Vec<usize> = names.iter().map(|n| table.column_index(n)).collect::<anyhow::Result<_>>()?;
     let values: Points = table.points_at(&idx)?;
     let time = time_col.map(|j| table.column(j));
-    let data = CausalData::new(names, values, time).with_context(|| format!("{}", table.path))?;
+    let data = CausalData::new(names, values, time).with_context(|| table.path.clone())?;
 
     let mut selection = a.selection.clone();
     selection.select.get_or_insert(Select::Bkl);
