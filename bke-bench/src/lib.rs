@@ -8,6 +8,7 @@
 pub mod bank;
 pub mod bkl;
 pub mod dme;
+pub mod html;
 pub mod hypothesis;
 pub mod linalg;
 pub mod plot;
