@@ -7,6 +7,7 @@
 
 pub mod bank;
 pub mod bkl;
+pub mod demo;
 pub mod dme;
 pub mod html;
 pub mod hypothesis;

@@ -399,6 +399,10 @@ impl Figure {
             .build_cartesian_2d(xr, yr)
             .map_err(draw_err)?;
         let (xs, ys) = (chart.x_range(), chart.y_range());
+        // Ticks computed in floating point can land a rounding error away from 0.
+        let (x_eps, y_eps) = (1e-9 * (xs.end - xs.start).abs(), 1e-9 * (ys.end - ys.start).abs());
+        let x_fmt = move |v: &f64| fmt_tick(if v.abs() < x_eps { 0.0 } else { *v });
+        let y_fmt = move |v: &f64| fmt_tick(if v.abs() < y_eps { 0.0 } else { *v });
         chart
             .configure_mesh()
             .x_desc(self.x_label.as_str())
@@ -407,8 +411,8 @@ impl Figure {
             .label_style(font(TICK_SIZE))
             .x_labels(8)
             .y_labels(7)
-            .x_label_formatter(&|v| fmt_tick(*v))
-            .y_label_formatter(&|v| fmt_tick(*v))
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
             .bold_line_style(RGBColor(225, 225, 225))
             .light_line_style(RGBColor(245, 245, 245))
             .axis_style(RGBColor(90, 90, 90))

@@ -36,42 +36,42 @@ const REPROS: &[Repro] = &[
     (
         "fig2c",
         "seed 000 Fig. 2C: MMD type-II error vs ε, median heuristic vs BKL (--reps, --permutations)",
-        Runner::Legacy(bke_bench::repro::fig2c::run),
+        R(bke_bench::repro::fig2c::run),
     ),
     (
         "level",
         "type-I error of every MMD/HSIC null × kernel selection, BKL included (--reps, --permutations)",
-        Runner::Legacy(bke_bench::repro::level::run),
+        R(bke_bench::repro::level::run),
     ),
     (
         "witness",
         "seed 000 Fig. 3: witness N(0,1) vs Laplace with BKE posterior bands, n = 50 and 400 (θ by BKL)",
-        Runner::Legacy(bke_bench::repro::witness::run),
+        R(bke_bench::repro::witness::run),
     ),
     (
         "fig3",
         "seed 000 Fig. 3: witness posterior with (lengthscale, tau2) integrated out by NUTS, n = 50 and 400",
-        Runner::Legacy(bke_bench::repro::fig3::run),
+        R(bke_bench::repro::fig3::run),
     ),
     (
         "bank-fig3",
         "BaNK seed 001 Fig. 3: learned spectral density and kernel",
-        Runner::Legacy(bke_bench::repro::bank_fig3::run),
+        R(bke_bench::repro::bank_fig3::run),
     ),
     (
         "bank-cv",
         "BaNK seed 001 Tables 1-2: 5-fold CV of RKS, MKL, BaNK at M = 384",
-        Runner::Legacy(bke_bench::repro::bank_cv::run),
+        R(bke_bench::repro::bank_cv::run),
     ),
     (
         "dme",
         "seed 004 Fig. 3 (TTGP vs cascade/impute), Fig. 4 (inducing points), LFI exponential-gamma",
-        Runner::Legacy(bke_bench::repro::dme::run),
+        R(bke_bench::repro::dme::run),
     ),
     (
         "density",
         "seed 003: Fig. 1 (quadratic feature map) and held-out log-likelihood vs Gaussian KDE",
-        Runner::Legacy(bke_bench::repro::density::run),
+        R(bke_bench::repro::density::run),
     ),
 ];
 
