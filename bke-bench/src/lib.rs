@@ -7,7 +7,9 @@
 
 pub mod bank;
 pub mod bkl;
+pub mod demo;
 pub mod dme;
+pub mod html;
 pub mod hypothesis;
 pub mod linalg;
 pub mod plot;

@@ -1,88 +1,244 @@
-//! A small SVG line-plot writer for the reproductions: lines, markers and shaded bands
-//! (credible intervals) on linear or log-10 axes, with a legend. No dependencies.
+//! Figures of the reports: one look for every plot, drawn with [plotters]' SVG backend.
+//!
+//! A [`Figure`] is a title, two axes (label with unit, linear or log-10) and [`Series`]: lines, dashed
+//! lines, markers, shaded bands (credible intervals), error bars, and vertical reference lines (an
+//! optimum, a heuristic). [`Figure::to_svg`] draws it: ticks at round values, the title shrunk (then
+//! wrapped) until it fits, the legend in its own block under the plot so it never hides data, and a
+//! colour-blind-safe palette (Okabe & Ito) shared by all figures. Text is measured with a subset of
+//! DejaVu Sans bundled in `assets/` (no system fonts are read, so the layout is the same on every
+//! machine); the HTML report embeds the same font so the page renders as it was measured.
+//!
+//! ```
+//! use bke_bench::plot::{Figure, Series};
+//! let xs: Vec<f64> = (1..=50).map(|i| 0.1 * i as f64).collect();
+//! let fig = Figure::new("Pseudolikelihood against lengthscale", "lengthscale θ (°F)", "log p(x | θ) (nats)")
+//!     .log_x()
+//!     .with(Series::line("log p", xs.iter().map(|&x| (x, -(x - 1.0f64).powi(2))).collect()))
+//!     .with(Series::vline("median heuristic", 2.0));
+//! let svg = fig.to_svg().unwrap();
+//! assert!(svg.starts_with("<svg") && svg.contains("median heuristic"));
+//! ```
 
-use std::fmt::Write as _;
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::sync::Once;
+
+/// The bundled font (DejaVu Sans, subset; licence in `assets/DejaVu-LICENSE.txt`).
+pub const FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
+/// The family name text is measured and drawn with.
+pub const FONT_FAMILY: &str = "DejaVu Sans";
+/// What the SVG asks the viewer for: the bundled face first, then look-alikes.
+const FONT_STACK: &str = "DejaVu Sans, Verdana, Geneva, sans-serif";
+
+/// Okabe & Ito's colour-blind-safe palette (black last: reference curves use it explicitly).
+pub const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(204, 121, 167), // reddish purple
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(120, 120, 120), // grey
+];
+
+/// Width of every figure in pixels (the report shows them at this size or smaller).
+pub const WIDTH: u32 = 760;
+/// Height of the plotting part (title and legend come on top of it).
+pub const PLOT_HEIGHT: u32 = 380;
+const TITLE_MAX: f64 = 19.0;
+const TITLE_MIN: f64 = 14.0;
+const LABEL_SIZE: f64 = 16.0;
+const TICK_SIZE: f64 = 14.0;
+const LEGEND_SIZE: f64 = 14.0;
+const LEGEND_ROW: u32 = 22;
+const SIDE: u32 = 16;
 
 /// How a series is drawn.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Style {
-    /// A polyline through the points.
+    /// A solid line through the points.
     Line,
-    /// A dashed polyline.
+    /// A dashed line.
     Dashed,
     /// A marker at each point.
     Markers,
-    /// A shaded band between `lower` and `upper` (same x as `points`, whose y is ignored).
+    /// A shaded band between `lower` and `upper` (same x as the points, whose y is ignored).
     Band {
         /// Lower edge.
         lower: Vec<f64>,
         /// Upper edge.
         upper: Vec<f64>,
     },
+    /// A marker at each point with a vertical bar from `lower` to `upper`.
+    ErrorBars {
+        /// Lower ends.
+        lower: Vec<f64>,
+        /// Upper ends.
+        upper: Vec<f64>,
+    },
+    /// A dashed vertical line across the plot at the x of the first point.
+    VLine,
+    /// A dotted horizontal line across the plot at the y of the first point.
+    HLine,
 }
 
 /// One named series.
 #[derive(Debug, Clone)]
 pub struct Series {
-    /// Legend entry.
+    /// Legend entry (empty: not in the legend).
     pub name: String,
     /// `(x, y)` pairs.
     pub points: Vec<(f64, f64)>,
     /// How to draw it.
     pub style: Style,
+    /// Palette colour index (default: the series' position among the coloured ones).
+    pub color: Option<usize>,
 }
 
 impl Series {
+    fn of(name: &str, points: Vec<(f64, f64)>, style: Style) -> Self {
+        Self { name: name.into(), points, style, color: None }
+    }
     /// A series drawn as a line.
     pub fn line(name: &str, points: Vec<(f64, f64)>) -> Self {
-        Self { name: name.into(), points, style: Style::Line }
+        Self::of(name, points, Style::Line)
     }
     /// A series drawn as a dashed line.
     pub fn dashed(name: &str, points: Vec<(f64, f64)>) -> Self {
-        Self { name: name.into(), points, style: Style::Dashed }
+        Self::of(name, points, Style::Dashed)
     }
     /// A series drawn as markers.
     pub fn markers(name: &str, points: Vec<(f64, f64)>) -> Self {
-        Self { name: name.into(), points, style: Style::Markers }
+        Self::of(name, points, Style::Markers)
     }
     /// A shaded band between `lower` and `upper` over `xs`.
     pub fn band(name: &str, xs: &[f64], lower: Vec<f64>, upper: Vec<f64>) -> Self {
-        Self {
-            name: name.into(),
-            points: xs.iter().map(|&x| (x, f64::NAN)).collect(),
-            style: Style::Band { lower, upper },
+        Self::of(name, xs.iter().map(|&x| (x, f64::NAN)).collect(), Style::Band { lower, upper })
+    }
+    /// Markers at `points` with vertical error bars from `lower` to `upper`.
+    pub fn error_bars(name: &str, points: Vec<(f64, f64)>, lower: Vec<f64>, upper: Vec<f64>) -> Self {
+        Self::of(name, points, Style::ErrorBars { lower, upper })
+    }
+    /// A vertical reference line at `x` (an optimum, a heuristic's choice).
+    pub fn vline(name: &str, x: f64) -> Self {
+        Self::of(name, vec![(x, f64::NAN)], Style::VLine)
+    }
+    /// A horizontal reference line at `y` (zero, a nominal level).
+    pub fn hline(name: &str, y: f64) -> Self {
+        Self::of(name, vec![(f64::NAN, y)], Style::HLine)
+    }
+    /// Draws the series in palette colour `index` (to pair a band with its line, say).
+    pub fn color(mut self, index: usize) -> Self {
+        self.color = Some(index);
+        self
+    }
+
+    /// The y values that set the vertical range.
+    fn ys(&self) -> Vec<f64> {
+        match &self.style {
+            Style::Band { lower, upper } | Style::ErrorBars { lower, upper } => {
+                lower.iter().chain(upper).copied().collect()
+            }
+            Style::VLine => vec![],
+            _ => self.points.iter().map(|p| p.1).collect(),
         }
     }
 }
 
-/// A plot: title, axis labels, log axes, series.
+/// A figure: title, axis labels (with units), log axes, series.
 #[derive(Debug, Clone, Default)]
-pub struct Plot {
+pub struct Figure {
     /// Title.
     pub title: String,
-    /// x-axis label.
+    /// x-axis label, with its unit.
     pub x_label: String,
-    /// y-axis label.
+    /// y-axis label, with its unit.
     pub y_label: String,
     /// Log-10 x axis.
     pub log_x: bool,
     /// Log-10 y axis.
     pub log_y: bool,
-    /// The series, drawn in order (put bands first).
+    /// Fixed x range (default: the data's).
+    pub x_range: Option<(f64, f64)>,
+    /// Fixed y range (default: the data's, padded).
+    pub y_range: Option<(f64, f64)>,
+    /// The series, drawn in order (bands first, then lines on top).
     pub series: Vec<Series>,
 }
 
-const COLORS: [&str; 8] =
-    ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
-const W: f64 = 720.0;
-const H: f64 = 440.0;
-const L: f64 = 70.0;
-const R: f64 = 170.0;
-const T: f64 = 40.0;
-const B: f64 = 55.0;
+/// The former name of [`Figure`].
+pub type Plot = Figure;
 
-impl Plot {
-    /// A plot with a title and axis labels.
+/// An error while drawing (the backend's message).
+fn draw_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("drawing the figure failed: {e}")
+}
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT_TTF).is_err() {
+            panic!("the bundled font assets/DejaVuSans-subset.ttf is not a valid TrueType font");
+        }
+    });
+}
+
+fn font(size: f64) -> TextStyle<'static> {
+    register_font();
+    (FONT_FAMILY, size).into_font().color(&BLACK)
+}
+
+/// Width in pixels of `text` at `size` as the report will show it.
+pub fn text_width(text: &str, size: f64) -> u32 {
+    register_font();
+    FontDesc::new(FontFamily::Name(FONT_FAMILY), size, FontStyle::Normal).box_size(text).map_or(0, |b| b.0)
+}
+
+/// Splits `title` into at most two lines that each fit `width` at `size` (at a space near the middle).
+fn wrap_title(title: &str, size: f64, width: u32) -> Vec<String> {
+    if text_width(title, size) <= width {
+        return vec![title.to_string()];
+    }
+    let words: Vec<&str> = title.split(' ').collect();
+    let mut best = (u32::MAX, vec![title.to_string()]);
+    for k in 1..words.len() {
+        let (a, b) = (words[..k].join(" "), words[k..].join(" "));
+        let widest = text_width(&a, size).max(text_width(&b, size));
+        if widest < best.0 {
+            best = (widest, vec![a, b]);
+        }
+    }
+    best.1
+}
+
+/// Formats a tick value: round values print short (`0.2`, `1500`, `2e−5`), with a true minus sign.
+pub fn fmt_tick(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if !(1e-3..1e5).contains(&a) {
+        let s = format!("{v:.3e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        return format!("{m}e{e}").replace('-', "\u{2212}");
+    }
+    let s = format!("{v:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    // Keep at most 4 significant digits (round ticks never need more).
+    let digits = (a.log10().floor() as i32 + 1).max(1);
+    let decimals = (4 - digits).max(0) as usize;
+    let r = format!("{v:.decimals$}");
+    let r = if r.contains('.') { r.trim_end_matches('0').trim_end_matches('.').to_string() } else { r };
+    let t = if r.len() < s.len() { r } else { s.to_string() };
+    t.replacen('-', "\u{2212}", 1)
+}
+
+impl Figure {
+    /// A figure with a title and axis labels (name and unit, e.g. `"lengthscale θ (°F)"`).
     pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
         Self { title: title.into(), x_label: x_label.into(), y_label: y_label.into(), ..Self::default() }
     }
@@ -93,166 +249,300 @@ impl Plot {
         self
     }
 
-    fn tx(&self, x: f64) -> f64 {
-        if self.log_x { x.log10() } else { x }
+    /// Log-10 x axis.
+    pub fn log_x(mut self) -> Self {
+        self.log_x = true;
+        self
     }
 
-    fn ty(&self, y: f64) -> f64 {
-        if self.log_y { y.log10() } else { y }
+    /// Log-10 y axis.
+    pub fn log_y(mut self) -> Self {
+        self.log_y = true;
+        self
+    }
+
+    /// Fixes the x range.
+    pub fn x_range(mut self, lo: f64, hi: f64) -> Self {
+        self.x_range = Some((lo, hi));
+        self
+    }
+
+    /// Fixes the y range.
+    pub fn y_range(mut self, lo: f64, hi: f64) -> Self {
+        self.y_range = Some((lo, hi));
+        self
+    }
+
+    /// The data range of one axis: finite values (positive on a log axis), padded by 4 % (linear) or
+    /// a factor (log); a degenerate range is widened around its value.
+    fn range(values: impl Iterator<Item = f64>, log: bool, pad: bool) -> (f64, f64) {
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+            (lo, hi) = (lo.min(v), hi.max(v));
+        }
+        if !lo.is_finite() {
+            return if log { (0.1, 10.0) } else { (0.0, 1.0) };
+        }
+        if log {
+            if hi <= lo {
+                return (lo / 2.0, hi * 2.0);
+            }
+            let f = if pad { (hi / lo).powf(0.03) } else { 1.0 };
+            return (lo / f, hi * f);
+        }
+        if hi <= lo {
+            let w = if lo == 0.0 { 1.0 } else { 0.1 * lo.abs() };
+            return (lo - w, hi + w);
+        }
+        let p = if pad { 0.04 * (hi - lo) } else { 0.0 };
+        (lo - p, hi + p)
     }
 
     fn ranges(&self) -> ((f64, f64), (f64, f64)) {
-        let (mut x0, mut x1, mut y0, mut y1) =
-            (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
-        for s in &self.series {
-            let ys: Vec<f64> = match &s.style {
-                Style::Band { lower, upper } => lower.iter().chain(upper).copied().collect(),
-                _ => s.points.iter().map(|p| p.1).collect(),
-            };
-            for &(x, _) in &s.points {
-                let x = self.tx(x);
-                if x.is_finite() {
-                    (x0, x1) = (x0.min(x), x1.max(x));
-                }
-            }
-            for y in ys {
-                let y = self.ty(y);
-                if y.is_finite() {
-                    (y0, y1) = (y0.min(y), y1.max(y));
-                }
-            }
-        }
-        if !(x0 < x1) {
-            (x0, x1) = (x0.min(0.0) - 1.0, x1.max(0.0) + 1.0);
-        }
-        if !(y0 < y1) {
-            (y0, y1) = (y0.min(0.0) - 1.0, y1.max(0.0) + 1.0);
-        }
-        let pad = 0.04 * (y1 - y0);
-        ((x0, x1), (y0 - pad, y1 + pad))
+        let x = self.x_range.unwrap_or_else(|| {
+            Self::range(self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), self.log_x, false)
+        });
+        let y = self
+            .y_range
+            .unwrap_or_else(|| Self::range(self.series.iter().flat_map(|s| s.ys()), self.log_y, true));
+        (x, y)
     }
 
-    /// Renders the plot as an SVG document.
-    pub fn to_svg(&self) -> String {
-        let ((x0, x1), (y0, y1)) = self.ranges();
-        let px = |x: f64| L + (self.tx(x) - x0) / (x1 - x0) * (W - L - R);
-        let py = |y: f64| H - B - (self.ty(y) - y0) / (y1 - y0) * (H - T - B);
-        let mut s = String::new();
-        let _ = write!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="22" text-anchor="middle" font-size="15">{}</text>"#,
-            (W - R + L) / 2.0,
-            esc(&self.title)
-        );
-        let _ = write!(
-            s,
-            r##"<rect x="{L}" y="{T}" width="{}" height="{}" fill="none" stroke="#444"/>"##,
-            W - L - R,
-            H - T - B
-        );
-        for i in 0..=5 {
-            let f = i as f64 / 5.0;
-            let (xv, yv) = (x0 + f * (x1 - x0), y0 + f * (y1 - y0));
-            let (xs, ys) = (L + f * (W - L - R), H - B - f * (H - T - B));
-            let xl = if self.log_x { format!("{:.3}", 10f64.powf(xv)) } else { fmt_tick(xv) };
-            let yl = if self.log_y { format!("{:.3}", 10f64.powf(yv)) } else { fmt_tick(yv) };
-            let _ = write!(
-                s,
-                r##"<line x1="{xs}" y1="{}" x2="{xs}" y2="{}" stroke="#ddd"/><text x="{xs}" y="{}" text-anchor="middle">{xl}</text><line x1="{L}" y1="{ys}" x2="{}" y2="{ys}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{yl}</text>"##,
-                T,
-                H - B,
-                H - B + 16.0,
-                W - R,
-                L - 6.0,
-                ys + 4.0
-            );
+    /// The legend entries: (name, colour, style).
+    fn legend(&self) -> Vec<(String, RGBColor, Style)> {
+        self.series
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.name.is_empty())
+            .map(|(k, s)| (s.name.clone(), self.color_of(k), s.style.clone()))
+            .collect()
+    }
+
+    /// A series' colour: its explicit index, else the next palette colour no series asked for.
+    fn color_of(&self, k: usize) -> RGBColor {
+        if let Some(c) = self.series[k].color {
+            return PALETTE[c % PALETTE.len()];
         }
-        let _ = write!(
-            s,
-            r#"<text x="{}" y="{}" text-anchor="middle">{}</text><text x="16" y="{}" text-anchor="middle" transform="rotate(-90 16 {})">{}</text>"#,
-            (W - R + L) / 2.0,
-            H - 12.0,
-            esc(&self.x_label),
-            (H - B + T) / 2.0,
-            (H - B + T) / 2.0,
-            esc(&self.y_label)
-        );
-        for (k, ser) in self.series.iter().enumerate() {
-            let c = COLORS[k % COLORS.len()];
-            let pts: Vec<(f64, f64)> =
-                ser.points.iter().filter(|p| self.tx(p.0).is_finite()).copied().collect();
-            match &ser.style {
-                Style::Line | Style::Dashed => {
-                    let path: Vec<String> = pts
-                        .iter()
-                        .filter(|p| self.ty(p.1).is_finite())
-                        .map(|&(x, y)| format!("{:.2},{:.2}", px(x), py(y)))
-                        .collect();
-                    let dash = if ser.style == Style::Dashed { r#" stroke-dasharray="6 4""# } else { "" };
-                    let _ = write!(
-                        s,
-                        r#"<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="{}"/>"#,
-                        path.join(" ")
-                    );
+        let taken: Vec<usize> =
+            self.series.iter().filter_map(|t| t.color.map(|c| c % PALETTE.len())).collect();
+        let free: Vec<usize> = (0..PALETTE.len()).filter(|c| !taken.contains(c)).collect();
+        let auto = self.series[..k].iter().filter(|t| t.color.is_none()).count();
+        if free.is_empty() { PALETTE[auto % PALETTE.len()] } else { PALETTE[free[auto % free.len()]] }
+    }
+
+    /// Lays the legend out in rows that fit the width: the entries' columns per row.
+    fn legend_rows(&self) -> Vec<Vec<(String, RGBColor, Style)>> {
+        let usable = WIDTH - 2 * SIDE;
+        let mut rows: Vec<Vec<_>> = Vec::new();
+        let mut used = u32::MAX;
+        for e in self.legend() {
+            let w = 40 + text_width(&e.0, LEGEND_SIZE) + 24;
+            if used.saturating_add(w) > usable {
+                rows.push(Vec::new());
+                used = 0;
+            }
+            used += w;
+            rows.last_mut().expect("a row was pushed").push(e);
+        }
+        rows
+    }
+
+    /// Renders the figure as an SVG document (`<svg …>…</svg>`).
+    pub fn to_svg(&self) -> anyhow::Result<String> {
+        let mut size = TITLE_MAX;
+        while size > TITLE_MIN && text_width(&self.title, size) > WIDTH - 2 * SIDE {
+            size -= 1.0;
+        }
+        let title = wrap_title(&self.title, size, WIDTH - 2 * SIDE);
+        let title_h = 14 + (size * 1.25) as u32 * title.len() as u32;
+        let legend = self.legend_rows();
+        let legend_h = if legend.is_empty() { 0 } else { 8 + LEGEND_ROW * legend.len() as u32 };
+        let height = title_h + PLOT_HEIGHT + legend_h;
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+            root.fill(&WHITE).map_err(draw_err)?;
+            let (top, rest) = root.split_vertically(title_h);
+            for (i, line) in title.iter().enumerate() {
+                let y = 8 + (i as f64 * size * 1.25) as i32;
+                let style = font(size).pos(Pos::new(HPos::Center, VPos::Top));
+                top.draw_text(line, &style, ((WIDTH / 2) as i32, y)).map_err(draw_err)?;
+            }
+            let (plot, legend_area) = rest.split_vertically(PLOT_HEIGHT);
+            let ((x0, x1), (y0, y1)) = self.ranges();
+            match (self.log_x, self.log_y) {
+                (false, false) => self.draw_chart(&plot, x0..x1, y0..y1)?,
+                (true, false) => self.draw_chart(&plot, (x0..x1).log_scale(), y0..y1)?,
+                (false, true) => self.draw_chart(&plot, x0..x1, (y0..y1).log_scale())?,
+                (true, true) => self.draw_chart(&plot, (x0..x1).log_scale(), (y0..y1).log_scale())?,
+            }
+            draw_legend(&legend_area, &legend)?;
+            root.present().map_err(draw_err)?;
+        }
+        Ok(svg.replace(&format!("font-family=\"{FONT_FAMILY}\""), &format!("font-family=\"{FONT_STACK}\"")))
+    }
+
+    fn draw_chart<X, Y>(&self, area: &DrawingArea<SVGBackend, Shift>, xr: X, yr: Y) -> anyhow::Result<()>
+    where
+        X: AsRangedCoord<Value = f64>,
+        Y: AsRangedCoord<Value = f64>,
+        X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let y_label_w = 18 + 12 + self.y_tick_width();
+        let mut chart = ChartBuilder::on(area)
+            .margin_left(SIDE)
+            .margin_right(SIDE + 8)
+            .margin_top(4)
+            .x_label_area_size(46)
+            .y_label_area_size(y_label_w)
+            .build_cartesian_2d(xr, yr)
+            .map_err(draw_err)?;
+        let (xs, ys) = (chart.x_range(), chart.y_range());
+        // Ticks computed in floating point can land a rounding error away from 0.
+        let (x_eps, y_eps) = (1e-9 * (xs.end - xs.start).abs(), 1e-9 * (ys.end - ys.start).abs());
+        let x_fmt = move |v: &f64| fmt_tick(if v.abs() < x_eps { 0.0 } else { *v });
+        let y_fmt = move |v: &f64| fmt_tick(if v.abs() < y_eps { 0.0 } else { *v });
+        chart
+            .configure_mesh()
+            .x_desc(self.x_label.as_str())
+            .y_desc(self.y_label.as_str())
+            .axis_desc_style(font(LABEL_SIZE))
+            .label_style(font(TICK_SIZE))
+            .x_labels(8)
+            .y_labels(7)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .light_line_style(RGBColor(245, 245, 245))
+            .axis_style(RGBColor(90, 90, 90))
+            .draw()
+            .map_err(draw_err)?;
+        let ok = |p: &(f64, f64)| {
+            p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0) && (!self.log_y || p.1 > 0.0)
+        };
+        for (k, s) in self.series.iter().enumerate() {
+            let c = self.color_of(k);
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(ok).collect();
+            match &s.style {
+                Style::Line => {
+                    chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(draw_err)?;
+                }
+                Style::Dashed => {
+                    chart
+                        .draw_series(DashedLineSeries::new(pts, 7, 5, c.stroke_width(2)))
+                        .map_err(draw_err)?;
                 }
                 Style::Markers => {
-                    for &(x, y) in pts.iter().filter(|p| self.ty(p.1).is_finite()) {
-                        let _ =
-                            write!(s, r#"<circle cx="{:.2}" cy="{:.2}" r="3" fill="{c}"/>"#, px(x), py(y));
-                    }
+                    chart
+                        .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.mix(0.75).filled())))
+                        .map_err(draw_err)?;
                 }
                 Style::Band { lower, upper } => {
-                    let up: Vec<String> = ser
+                    let up: Vec<(f64, f64)> =
+                        s.points.iter().zip(upper).map(|(p, &u)| (p.0, u)).filter(ok).collect();
+                    let lo: Vec<(f64, f64)> =
+                        s.points.iter().zip(lower).rev().map(|(p, &l)| (p.0, l)).filter(ok).collect();
+                    let poly: Vec<(f64, f64)> = up.into_iter().chain(lo).collect();
+                    chart.draw_series(std::iter::once(Polygon::new(poly, c.mix(0.22)))).map_err(draw_err)?;
+                }
+                Style::ErrorBars { lower, upper } => {
+                    let bars: Vec<[(f64, f64); 3]> = s
                         .points
                         .iter()
-                        .zip(upper)
-                        .map(|(p, &u)| format!("{:.2},{:.2}", px(p.0), py(u)))
+                        .zip(lower.iter().zip(upper))
+                        .map(|(p, (&l, &u))| [*p, (p.0, l), (p.0, u)])
+                        .filter(|b| b.iter().all(ok))
                         .collect();
-                    let lo: Vec<String> = ser
-                        .points
-                        .iter()
-                        .zip(lower)
-                        .rev()
-                        .map(|(p, &l)| format!("{:.2},{:.2}", px(p.0), py(l)))
-                        .collect();
-                    let _ = write!(
-                        s,
-                        r#"<polygon fill="{c}" fill-opacity="0.25" stroke="none" points="{} {}"/>"#,
-                        up.join(" "),
-                        lo.join(" ")
-                    );
+                    chart
+                        .draw_series(
+                            bars.iter().map(|b| PathElement::new(vec![b[1], b[2]], c.stroke_width(2))),
+                        )
+                        .map_err(draw_err)?;
+                    chart
+                        .draw_series(bars.iter().map(|b| Circle::new(b[0], 4, c.filled())))
+                        .map_err(draw_err)?;
+                }
+                Style::VLine => {
+                    if let Some(&(x, _)) = s.points.first().filter(|p| p.0.is_finite()) {
+                        let line = vec![(x, ys.start), (x, ys.end)];
+                        chart
+                            .draw_series(DashedLineSeries::new(line, 9, 5, c.stroke_width(2)))
+                            .map_err(draw_err)?;
+                    }
+                }
+                Style::HLine => {
+                    if let Some(&(_, y)) = s.points.first().filter(|p| p.1.is_finite()) {
+                        let line = vec![(xs.start, y), (xs.end, y)];
+                        chart
+                            .draw_series(DashedLineSeries::new(line, 3, 4, c.stroke_width(1)))
+                            .map_err(draw_err)?;
+                    }
                 }
             }
-            let ly = T + 14.0 + 18.0 * k as f64;
-            let _ = write!(
-                s,
-                r#"<rect x="{}" y="{}" width="14" height="4" fill="{c}"/><text x="{}" y="{}">{}</text>"#,
-                W - R + 10.0,
-                ly - 4.0,
-                W - R + 30.0,
-                ly + 1.0,
-                esc(&ser.name)
-            );
         }
-        s.push_str("</svg>\n");
-        s
+        Ok(())
+    }
+
+    /// Width of the widest y tick label a chart of this figure can show (for the label area).
+    fn y_tick_width(&self) -> u32 {
+        let (_, (y0, y1)) = self.ranges();
+        [y0, y1, 0.5 * (y0 + y1), -(y1 - y0) / 7.0]
+            .iter()
+            .map(|v| text_width(&fmt_tick(*v), TICK_SIZE) + 8)
+            .max()
+            .unwrap_or(40)
+            .clamp(30, 90)
     }
 
     /// Writes the SVG to `path`, creating parent directories.
-    pub fn save(&self, path: &std::path::Path) -> std::io::Result<()> {
+    pub fn save(&self, path: &std::path::Path) -> anyhow::Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(path, self.to_svg())
+        std::fs::write(path, self.to_svg()?)?;
+        Ok(())
     }
 }
 
-fn fmt_tick(v: f64) -> String {
-    if v != 0.0 && (v.abs() >= 1e4 || v.abs() < 1e-2) { format!("{v:.2e}") } else { format!("{v:.3}") }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+/// Draws the legend rows: a swatch in the series' style, then its name.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend, Shift>,
+    rows: &[Vec<(String, RGBColor, Style)>],
+) -> anyhow::Result<()> {
+    for (r, row) in rows.iter().enumerate() {
+        let y = 4 + (r as u32 * LEGEND_ROW) as i32 + LEGEND_ROW as i32 / 2;
+        let mut x = SIDE as i32 + 8;
+        for (name, c, style) in row {
+            let sw = |a: i32, b: i32| vec![(a, y), (b, y)];
+            match style {
+                Style::Band { .. } => {
+                    area.draw(&Rectangle::new([(x, y - 6), (x + 30, y + 6)], c.mix(0.3).filled()))
+                        .map_err(draw_err)?;
+                }
+                Style::Markers => {
+                    area.draw(&Circle::new((x + 15, y), 4, c.filled())).map_err(draw_err)?;
+                }
+                Style::ErrorBars { .. } => {
+                    area.draw(&PathElement::new(vec![(x + 15, y - 8), (x + 15, y + 8)], c.stroke_width(2)))
+                        .map_err(draw_err)?;
+                    area.draw(&Circle::new((x + 15, y), 4, c.filled())).map_err(draw_err)?;
+                }
+                Style::Dashed | Style::VLine | Style::HLine => {
+                    for a in [x, x + 12, x + 24] {
+                        area.draw(&PathElement::new(sw(a, a + 7), c.stroke_width(2))).map_err(draw_err)?;
+                    }
+                }
+                Style::Line => {
+                    area.draw(&PathElement::new(sw(x, x + 30), c.stroke_width(2))).map_err(draw_err)?;
+                }
+            }
+            let style = font(LEGEND_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
+            area.draw_text(name, &style, (x + 38, y)).map_err(draw_err)?;
+            x += 40 + text_width(name, LEGEND_SIZE) as i32 + 24;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -260,15 +550,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_every_style() {
+    fn renders_every_style_with_escaped_text() {
         let xs = [1.0, 2.0, 4.0];
-        let svg = Plot { log_x: true, ..Plot::new("t <&>", "x", "y") }
+        let svg = Figure::new("t <&>", "x (units)", "y")
+            .log_x()
             .with(Series::band("band", &xs, vec![0.0, 1.0, 2.0], vec![1.0, 2.0, 3.0]))
             .with(Series::line("line", vec![(1.0, 0.5), (2.0, 1.5), (4.0, 2.5)]))
+            .with(Series::dashed("dashed", vec![(1.0, 0.5), (4.0, 2.5)]))
             .with(Series::markers("pts", vec![(1.0, 0.2)]))
-            .to_svg();
+            .with(Series::error_bars("bars", vec![(2.0, 1.0)], vec![0.5], vec![1.5]))
+            .with(Series::vline("v", 2.0))
+            .with(Series::hline("h", 1.0))
+            .to_svg()
+            .unwrap();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("<polygon") && svg.contains("<polyline") && svg.contains("<circle"));
         assert!(svg.contains("t &lt;&amp;&gt;"));
+        for name in ["band", "line", "dashed", "pts", "bars", "v", "h", "x (units)"] {
+            assert!(svg.contains(&format!(">\n{name}\n<")) || svg.contains(&format!(">{name}<")), "{name}");
+        }
+        assert!(svg.contains(FONT_STACK));
+    }
+
+    #[test]
+    fn ticks_are_short_round_numbers() {
+        assert_eq!(fmt_tick(0.30000000000000004), "0.3");
+        assert_eq!(fmt_tick(1500.0), "1500");
+        assert_eq!(fmt_tick(-2.5), "\u{2212}2.5");
+        assert_eq!(fmt_tick(0.0), "0");
+        assert_eq!(fmt_tick(2e-5), "2e\u{2212}5");
+        assert_eq!(fmt_tick(1.2e6), "1.2e6");
+    }
+
+    #[test]
+    fn long_titles_wrap_within_the_width() {
+        let title = "a very long title ".repeat(8);
+        let lines = wrap_title(title.trim(), TITLE_MIN, WIDTH - 2 * SIDE);
+        assert_eq!(lines.len(), 2);
+        assert!(text_width(&"mmmm".repeat(3), 14.0) > text_width("iiii", 14.0));
+    }
+
+    #[test]
+    fn empty_and_degenerate_data_still_draw() {
+        assert!(Figure::new("empty", "x", "y").to_svg().is_ok());
+        let one = Figure::new("one point", "x", "y").with(Series::markers("p", vec![(1.0, 1.0)]));
+        assert!(one.to_svg().is_ok());
+        let nan =
+            Figure::new("nan", "x", "y").log_y().with(Series::line("l", vec![(0.0, f64::NAN), (1.0, -1.0)]));
+        assert!(nan.to_svg().is_ok());
     }
 }

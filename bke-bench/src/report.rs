@@ -30,7 +30,7 @@ pub fn median_seconds<S>(
 }
 
 /// A report table: a title, column headers and string cells.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Table {
     /// Title, printed above the table and used as the markdown heading.
     pub title: String,
@@ -108,10 +108,17 @@ impl Table {
     /// Prints the table and writes `<dir>/<stem>.csv` and `<dir>/<stem>.md`.
     pub fn emit(&self, dir: &Path, stem: &str) -> anyhow::Result<()> {
         print!("{}", self.to_text());
+        self.write_files(dir, stem)?;
+        println!("wrote {}/{stem}.csv and {stem}.md\n", dir.display());
+        Ok(())
+    }
+
+    /// Writes `<dir>/<stem>.csv` and `<dir>/<stem>.md` without printing (the reproductions put
+    /// their tables in the HTML report instead).
+    pub fn write_files(&self, dir: &Path, stem: &str) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
         std::fs::write(dir.join(format!("{stem}.csv")), self.to_csv())?;
         std::fs::write(dir.join(format!("{stem}.md")), self.to_markdown())?;
-        println!("wrote {}/{stem}.csv and {stem}.md\n", dir.display());
         Ok(())
     }
 }

@@ -172,10 +172,10 @@ fn fit<B: Backend>(a: &FitArgs, x: &Points, columns: Vec<String>) -> anyhow::Res
         );
     }
     let domain = if normalised { Some(Domain::around(x, a.margin)?) } else { None };
-    let (kernel, params, cv) = match (&a.lengthscale, a.alpha, a.beta, a.sigma0_sq) {
+    let (kernel, params, cv, grid_notes) = match (&a.lengthscale, a.alpha, a.beta, a.sigma0_sq) {
         (Some(ls), Some(alpha), Some(beta), Some(sigma0_sq)) => {
             let ls = if ls.len() == 1 { vec![ls[0]] } else { ls.clone() };
-            (Kernel::new(family, ls)?, DensityParams { alpha, beta, sigma0_sq }, None)
+            (Kernel::new(family, ls)?, DensityParams { alpha, beta, sigma0_sq }, None, Vec::new())
         }
         _ => {
             if d > 2 {
@@ -207,7 +207,10 @@ fn fit<B: Backend>(a: &FitArgs, x: &Points, columns: Vec<String>) -> anyhow::Res
             };
             eprintln!("selecting hyperparameters ({}-fold cross-validation, seed {}) …", a.folds, a.seed);
             let sel = select_hyperparameters::<B>(x, &opts)?;
-            (sel.kernel, sel.params, Some(sel.cv_log_lik))
+            for note in &sel.grid_notes {
+                eprintln!("note: {note}");
+            }
+            (sel.kernel, sel.params, Some(sel.cv_log_lik), sel.grid_notes)
         }
     };
     let model = KernelStudentT::<Kernel, B>::fit(kernel.clone(), x, params)?;
@@ -257,6 +260,7 @@ fn fit<B: Backend>(a: &FitArgs, x: &Points, columns: Vec<String>) -> anyhow::Res
         "beta": params.beta,
         "sigma0_sq": params.sigma0_sq,
         "cv_log_lik": cv,
+        "grid_adjustments": grid_notes,
         "normalised": norm.is_some(),
         "log_z": norm.as_ref().map(|n| n.log_z),
         "normaliser_rel_err": norm.as_ref().map(|n| n.rel_err),

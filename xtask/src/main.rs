@@ -1,16 +1,18 @@
 //! `cargo xtask` — project automation in Rust, in the style of rust-analyzer's xtask.
 //!
 //! ```text
-//! cargo xtask demo               the main job: learn kernels and run every model on the bundled data
-//! cargo xtask setup              install system packages the optional backends need (libopenblas-dev)
-//! cargo xtask bench <suite>      run a benchmark suite (linalg, bkl, tests, bank, dme) for every compiled backend
-//! cargo xtask repro [name|all]   run paper reproductions; without a name, list them
+//! cargo xtask demo [--json]              the main job: a tour of bke on the bundled data -> target/bke-report/index.html
+//! cargo xtask repro [name|all] [--smoke] paper reproductions into the same report; without a name, list them
+//! cargo xtask check-report [PATH]        load the report in headless Chromium, check it, save screenshot.png
+//! cargo xtask setup                      install system packages the optional backends need (libopenblas-dev)
+//! cargo xtask bench <suite>              run a benchmark suite (linalg, bkl, tests, bank, dme) for every compiled backend
 //! ```
 //!
-//! Heavy work runs in the release-built `bke-bench` binaries; xtask only decides features and paths.
-//! The OpenBLAS backend is compiled in whenever the system library is present.
+//! Heavy work runs in release-built binaries (`bke`, `bke-bench`'s `bke-demo`, `bke-repro`); xtask
+//! only builds them — showing cargo's progress — decides features and paths, and runs them. The
+//! OpenBLAS backend is compiled in whenever the system library is present.
 
-mod demo;
+mod browser;
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -22,12 +24,28 @@ fn main() -> anyhow::Result<()> {
     std::env::set_current_dir(&root)?;
     match args.first().map(String::as_str) {
         Some("setup") => setup(),
-        Some("demo") => demo::run(&root, openblas_installed()),
-        Some("bench") => run_tool("bke-bench", &args[1..], &root),
-        Some("repro") => run_tool("bke-repro", &args[1..], &root),
+        Some("demo") => demo(&args[1..], &root),
+        Some("bench") => {
+            run_tool("bke-bench", &args[1..], &root, &["--out", &root.join("target/bench").to_string_lossy()])
+        }
+        Some("repro") => run_tool(
+            "bke-repro",
+            &args[1..],
+            &root,
+            &[
+                "--out",
+                &root.join("target/bench").to_string_lossy(),
+                "--report",
+                &report_dir(&root).to_string_lossy(),
+            ],
+        ),
+        Some("check-report") => {
+            let page = args.get(1).map_or_else(|| report_dir(&root).join("index.html"), PathBuf::from);
+            browser::check(&page)
+        }
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg, bkl, tests, bank, dme\n  repro [name|all]   paper reproductions (no name: list them)"
+                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme"
             );
             bail!("no command given")
         }
@@ -80,12 +98,22 @@ fn setup() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_tool(bin: &str, args: &[String], root: &Path) -> anyhow::Result<()> {
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.args(["run", "--quiet", "--release", "-p", "bke-bench", "--bin", bin]);
-    if openblas_installed() {
-        cmd.args(["--features", "openblas"]);
-    } else {
+/// The HTML report's directory.
+fn report_dir(root: &Path) -> PathBuf {
+    target_dir(root).join("bke-report")
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), Into::into)
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// `OPENBLAS_CORETYPE` for the child processes, and a note when OpenBLAS is left out.
+fn blas_env(cmd: &mut Command) {
+    if !openblas_installed() {
         eprintln!(
             "note: libopenblas-dev is not installed, so the OpenBLAS backend is left out (`cargo xtask setup` installs it)"
         );
@@ -95,7 +123,60 @@ fn run_tool(bin: &str, args: &[String], root: &Path) -> anyhow::Result<()> {
             cmd.env("OPENBLAS_CORETYPE", core);
         }
     }
-    cmd.arg("--").args(args).args(["--out", &root.join("target/bench").to_string_lossy()]);
+}
+
+/// `cargo xtask demo`: builds `bke` and `bke-demo` in release (cargo's own progress on screen), then
+/// runs the tour.
+fn demo(args: &[String], root: &Path) -> anyhow::Result<()> {
+    let t0 = std::time::Instant::now();
+    eprintln!("building bke and the demo in release (the first build takes a few minutes) …");
+    let mut build = cargo();
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "bke-cli",
+        "-p",
+        "bke-bench",
+        "--bin",
+        "bke",
+        "--bin",
+        "bke-demo",
+    ]);
+    if openblas_installed() {
+        build.args(["--features", "bke-cli/openblas,bke-bench/openblas"]);
+    }
+    if !build.status().context("running cargo build")?.success() {
+        bail!("building bke failed");
+    }
+    eprintln!("[build done in {:.0} s]", t0.elapsed().as_secs_f64());
+    let release = target_dir(root).join("release");
+    let mut run = Command::new(release.join("bke-demo"));
+    run.args([
+        "--bke",
+        &release.join("bke").to_string_lossy(),
+        "--report",
+        &report_dir(root).to_string_lossy(),
+    ])
+    .args(["--data", &target_dir(root).join("demo").to_string_lossy()])
+    .args(args)
+    .current_dir(root);
+    blas_env(&mut run);
+    if !run.status().context("running bke-demo")?.success() {
+        bail!("the demo failed");
+    }
+    Ok(())
+}
+
+/// Runs a `bke-bench` binary through `cargo run --release` (cargo's build progress shows).
+fn run_tool(bin: &str, args: &[String], root: &Path, extra: &[&str]) -> anyhow::Result<()> {
+    let mut cmd = cargo();
+    cmd.args(["run", "--release", "-p", "bke-bench", "--bin", bin]);
+    if openblas_installed() {
+        cmd.args(["--features", "openblas"]);
+    }
+    blas_env(&mut cmd);
+    cmd.arg("--").args(args).args(extra).current_dir(root);
     let status = cmd.status().with_context(|| format!("running {bin}"))?;
     if !status.success() {
         bail!("{bin} failed");

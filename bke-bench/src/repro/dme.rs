@@ -3,7 +3,8 @@
 //! inducing points) and §8.3 (likelihood-free inference on the exponential–gamma toy problem against
 //! the exact conjugate posterior).
 
-use crate::plot::{Plot, Series};
+use crate::plot::{Figure, Series};
+use crate::repro::Ctx;
 use anyhow::Context;
 use bke_core::optim::{LbfgsOptions, minimize};
 use bke_core::{Kernel, Points};
@@ -19,14 +20,12 @@ use std::path::Path;
 
 type B = Faer;
 
-/// Runs all three parts.
-pub fn run(out: &Path) -> anyhow::Result<()> {
-    let dir = out.join("dme");
-    std::fs::create_dir_all(&dir)?;
-    fig3(&dir)?;
-    fig4(&dir)?;
-    lfi_exponential_gamma(&dir)?;
-    Ok(())
+/// Runs all three parts (CSV and text under `out/dme`; one report section each).
+pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
+    let dir = ctx.dir("dme")?;
+    fig3(ctx, &dir)?;
+    fig4(ctx, &dir)?;
+    lfi_exponential_gamma(ctx, &dir)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -133,9 +132,9 @@ fn f_fn(x: f64) -> f64 {
     (1.3 * x).sin() + 0.25 * x
 }
 
-fn fig3(dir: &Path) -> anyhow::Result<()> {
-    println!("== seed Fig. 3: task-transformed regression (TTGP / Bayesian DME vs cascade and impute)");
-    let (n, m) = (200, 200);
+fn fig3(ctx: &mut Ctx, dir: &Path) -> anyhow::Result<()> {
+    let (n, m) = ctx.size((200, 200), (60, 60));
+    let starts = ctx.size(5, 2);
     let mut rng = ChaCha8Rng::seed_from_u64(2019);
     let noise = Normal::new(0.0, 0.25)?;
     let y: Vec<f64> = (0..n).map(|_| rng.random_range(-6.0..6.0)).collect();
@@ -167,7 +166,7 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
         ("TTGP learned (map, Thm 5.3 (4))", MarginalForm::Map, true),
     ] {
         let hyper = if learned {
-            fit::<B>(&data, &init, &FitOptions { form, starts: 5, seed: 1, ..FitOptions::default() })?.hyper
+            fit::<B>(&data, &init, &FitOptions { form, starts, seed: 1, ..FitOptions::default() })?.hyper
         } else {
             init.clone()
         };
@@ -184,7 +183,7 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
             hyper.lambda,
             hyper.epsilon
         );
-        println!("  {msg}");
+        ctx.progress(name);
         rows.push(msg);
         preds.push((name, p));
     }
@@ -200,10 +199,9 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
     let impute = g_xz.predict(&gp)?;
     for (name, v) in [("cascade (GPR means)", &cascade), ("impute (GPR means)", &impute)] {
         let msg = format!("{name:<34} RMSE = {:.4}", rmse(v, &truth));
-        println!("  {msg}");
         rows.push(msg);
     }
-    println!("  (TTGP fits: {t_ttgp:.2} s; n = {n}, m = {m}; seed: qualitative figure, no numbers reported)");
+    rows.push(format!("TTGP fits: {t_ttgp:.2} s; n = {n}, m = {m}"));
 
     let mut csv = String::from(
         "x,f_true,ttgp_init_mean,ttgp_init_sd,ttgp_full_mean,ttgp_full_sd,ttgp_map_mean,ttgp_map_sd,cascade,impute\n",
@@ -226,22 +224,39 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
         )
     };
     let pts = |xs: &[f64], ys: &[f64]| xs.iter().copied().zip(ys.iter().copied()).collect::<Vec<_>>();
-    Plot::new("Fig. 3 (left): simulation process p(x|y)", "y", "x")
-        .with(Series::markers("(y_i, x_i)", pts(&y, &x)))
-        .save(&dir.join("fig3_transformation.svg"))?;
-    Plot::new("Fig. 3 (centre): observation process p(z|y)", "ỹ", "z̃")
-        .with(Series::markers("(ỹ_j, z̃_j)", pts(&yt, &zt)))
-        .save(&dir.join("fig3_task.svg"))?;
-    Plot::new("Fig. 3 (right): recovery of f", "x", "f(x)")
-        .with(band(&preds[1].1, "TTGP learned ± 2 sd"))
-        .with(Series::line("true f", pts(&grid, &truth)))
-        .with(Series::line("TTGP learned (full)", pts(&grid, &preds[1].1.mean)))
+    let transformation =
+        Figure::new("seed 004 Fig. 3 (left): simulation process p(x | y)", "mediating input y", "input x")
+            .with(Series::markers("(y_i, x_i)", pts(&y, &x)));
+    let task =
+        Figure::new("seed 004 Fig. 3 (centre): observation process p(z | y)", "task input ỹ", "target z̃")
+            .with(Series::markers("(ỹ_j, z̃_j)", pts(&yt, &zt)));
+    let recovery = Figure::new("seed 004 Fig. 3 (right): recovery of f", "input x", "f(x)")
+        .with(band(&preds[1].1, "TTGP learned ± 2 sd").color(0))
+        .with(Series::line("true f", pts(&grid, &truth)).color(6))
+        .with(Series::line("TTGP learned (full)", pts(&grid, &preds[1].1.mean)).color(0))
         .with(Series::dashed("TTGP initial", pts(&grid, &preds[0].1.mean)))
         .with(Series::dashed("cascade", pts(&grid, &cascade)))
-        .with(Series::dashed("impute", pts(&grid, &impute)))
-        .save(&dir.join("fig3_recovery.svg"))?;
-    println!("  wrote {}/fig3.csv, fig3_*.svg\n", dir.display());
-    Ok(())
+        .with(Series::dashed("impute", pts(&grid, &impute)));
+    let mut section = ctx
+        .section("ttgp", "seed 004 Fig. 3: task-transformed GP against the cascade and impute baselines")
+        .intro(format!(
+            "f is seen only through a mediating variable: {n} pairs (y, x) from x = r(y) + noise (multi-modal \
+             p(y | x)) and {m} task pairs (ỹ, z̃) with z̃ = f(r(ỹ) + noise) + noise. The TTGP (Bayesian DME) learns f(x) \
+             directly; the baselines chain or impute GP regressions."
+        ))
+        .seed("Qualitative figure, no numbers: the TTGP recovers f where cascade and impute fail.");
+    rows.iter().for_each(|r| section.push_measured(r.clone()));
+    let section = section
+        .figure(
+            &transformation,
+            "The transformation data: p(y | x) is multi-modal, so predicting y from x is ill-posed.",
+        )?
+        .figure(&task, "The task data relate z̃ to ỹ, not to x.")?
+        .figure(
+            &recovery,
+            "The learned TTGP (band: ± 2 posterior sd) against the truth and the two-stage baselines.",
+        )?;
+    ctx.publish(section)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,12 +279,11 @@ fn rw_truth() -> anyhow::Result<impl Fn(f64) -> f64> {
     Ok(move |x: f64| RW_X.iter().zip(&w).map(|(xi, wi)| wi * (-(x - xi).powi(2) / 2.0).exp()).sum())
 }
 
-fn fig4(dir: &Path) -> anyhow::Result<()> {
-    println!("== seed Fig. 4: sparse representation learning, 5 inducing points, 100 points (R&W toy)");
+fn fig4(ctx: &mut Ctx, dir: &Path) -> anyhow::Result<()> {
     let truth = rw_truth()?;
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     let noise = Normal::new(0.0, 0.1)?;
-    let m = 100;
+    let m = ctx.size(100, 40);
     let yt: Vec<f64> = (0..m).map(|_| rng.random_range(-5.0..5.0)).collect();
     let zt: Vec<f64> = yt.iter().map(|&v| truth(v) + noise.sample(&mut rng)).collect();
     let ytp = Points::from_1d("ỹ", &yt)?;
@@ -279,7 +293,7 @@ fn fig4(dir: &Path) -> anyhow::Result<()> {
     let u0 = initial_inducing(&ytp, 5, 7)?;
     let init = TtgpHyper::tied(Kernel::se(2.0)?, Kernel::se(2.0)?, 0.5, 5, m);
     let true_h = TtgpHyper::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.1, 5, m);
-    let opts = FitOptions { starts: 5, seed: 3, ..FitOptions::default() };
+    let opts = FitOptions { starts: ctx.size(5, 2), seed: 3, ..FitOptions::default() };
     let joint = fit_inducing::<B>(&ytp, &zt, &init, &u0, SparseOptions::default(), &opts)?;
     let only_u = fit_inducing::<B>(
         &ytp,
@@ -312,11 +326,9 @@ fn fig4(dir: &Path) -> anyhow::Result<()> {
             h.sigma,
             h.epsilon
         );
-        println!("  {msg}");
         lines.push(msg);
         csv_cols.push((name, p, u.clone()));
     }
-    println!("  (seed: qualitative figure, no numbers reported)");
     let mut csv =
         String::from("x,f_true,random_mean,random_sd,joint_mean,joint_sd,true_hyper_mean,true_hyper_sd\n");
     for i in 0..grid.len() {
@@ -329,17 +341,28 @@ fn fig4(dir: &Path) -> anyhow::Result<()> {
     std::fs::write(dir.join("fig4.csv"), csv)?;
     std::fs::write(dir.join("fig4.txt"), lines.join("\n") + "\n")?;
     let pts = |xs: &[f64], ys: &[f64]| xs.iter().copied().zip(ys.iter().copied()).collect::<Vec<_>>();
-    let mut plot = Plot::new("Fig. 4: sparse representation learning (5 inducing points)", "x", "f(x)")
-        .with(Series::markers("data", pts(&yt, &zt)))
-        .with(Series::line("truth (GP mean through R&W's 5 points)", pts(&grid, &tgrid)));
+    let mut fig =
+        Figure::new("seed 004 Fig. 4: sparse representation learning (5 inducing points)", "input x", "f(x)")
+            .with(Series::markers("data", pts(&yt, &zt)).color(6))
+            .with(Series::line("truth (GP mean through R&W's 5 points)", pts(&grid, &tgrid)).color(6));
     for (k, (name, p, u)) in csv_cols.iter().enumerate() {
-        plot = plot.with(Series::dashed(name, pts(&grid, &p.mean)));
+        fig = fig.with(Series::dashed(name, pts(&grid, &p.mean)).color(k));
         let level = -3.0 - 0.3 * k as f64;
-        plot = plot.with(Series::markers(&format!("u: {name}"), u.iter().map(|p| (p[0], level)).collect()));
+        fig = fig.with(Series::markers("", u.iter().map(|p| (p[0], level)).collect()).color(k));
     }
-    plot.save(&dir.join("fig4.svg"))?;
-    println!("  wrote {}/fig4.csv, fig4.svg\n", dir.display());
-    Ok(())
+    let mut section = ctx
+        .section("inducing", "seed 004 Fig. 4: sparse representation learning with 5 inducing points")
+        .intro(format!(
+            "{m} noisy points of Rasmussen & Williams' toy function; the DME's representation is learned at 5 inducing \
+             points, from random ones, jointly with the hyperparameters, and with the true hyperparameters held fixed."
+        ))
+        .seed("Qualitative figure, no numbers: 5 learned inducing points suffice to recover the function.");
+    lines.iter().for_each(|l| section.push_measured(l.clone()));
+    let section = section.figure(
+        &fig,
+        "Dashed: the sparse models' means; dots under the curves (same colour): their inducing points u.",
+    )?;
+    ctx.publish(section)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -366,12 +389,11 @@ fn wasserstein1(a: &[f64], b: &[f64]) -> f64 {
     w
 }
 
-fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
-    println!("== seed §8.3 / Fig. 5: LFI on the exponential–gamma toy problem, n = 100 simulations");
+fn lfi_exponential_gamma(ctx: &mut Ctx, dir: &Path) -> anyhow::Result<()> {
     // Model: rate θ ~ Gamma(α, β); data: N draws from Exp(θ); statistic: log of the sample mean.
     // Conjugate posterior: Gamma(α + N, β + Σ data). Kernels act on log θ.
     let (alpha, beta, nobs, theta_true) = (2.0, 2.0, 20usize, 1.5);
-    let (n, m, s) = (100usize, 1000usize, 100usize);
+    let (n, m, s) = ctx.size((100usize, 1000usize, 100usize), (40, 200, 30));
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let prior = Gamma::new(alpha, 1.0 / beta)?;
     let simulate = |theta: f64, rng: &mut ChaCha8Rng| -> anyhow::Result<f64> {
@@ -398,11 +420,7 @@ fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
         (mu, (v.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / v.len() as f64).sqrt())
     };
     let (pm, psd) = mean_sd(&exact);
-    println!(
-        "  observed mean {obs_mean:.4} (θ_true = {theta_true}); exact posterior Gamma({}, {:.3}): mean {pm:.4}, sd {psd:.4}",
-        alpha + nobs as f64,
-        beta + nobs as f64 * obs_mean
-    );
+
     let fixed = LfiHyper {
         kernel_theta: Kernel::se(0.1)?,
         kernel_stats: Kernel::se(0.1)?,
@@ -415,7 +433,7 @@ fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
         &fixed,
         &FitOptions {
             learn: Learn { lambda: false, ..Learn::default() },
-            starts: 5,
+            starts: ctx.size(5, 2),
             ..FitOptions::default()
         },
     )?;
@@ -443,7 +461,6 @@ fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
             h.kernel_theta.lengthscales()[0],
             h.epsilon
         );
-        println!("  {msg}");
         lines.push(msg);
         for t in &theta {
             let _ = writeln!(csv, "{name},{t}");
@@ -455,9 +472,7 @@ fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
     let msg = format!(
         "reference: W1({s} exact posterior samples, exact) = {floor:.4}; W1(prior, exact posterior) = {prior_w:.4}"
     );
-    println!("  {msg}");
     lines.push(msg);
-    println!("  (seed Fig. 5 shows the posteriors graphically; it reports no distance)");
     std::fs::write(dir.join("lfi_exponential_gamma.csv"), csv)?;
     std::fs::write(dir.join("lfi_exponential_gamma.txt"), lines.join("\n") + "\n")?;
     // Histogram-like densities on a grid for the plot.
@@ -473,12 +488,30 @@ fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
             })
             .collect()
     };
-    let mut plot = Plot::new("LFI, exponential–gamma (n = 100 simulations)", "θ", "density")
-        .with(Series::line("exact posterior", hist(&exact)));
+    let mut fig = Figure::new(
+        &format!("seed 004 §8.3: LFI, exponential–gamma ({n} simulations)"),
+        "rate θ",
+        "posterior density (histogram, per unit θ)",
+    )
+    .with(Series::line("exact posterior", hist(&exact)).color(6));
     for (name, v) in &series {
-        plot = plot.with(Series::dashed(name, hist(v)));
+        fig = fig.with(Series::dashed(name, hist(v)));
     }
-    plot.save(&dir.join("lfi_exponential_gamma.svg"))?;
-    println!("  wrote {}/lfi_exponential_gamma.csv, .svg\n", dir.display());
-    Ok(())
+    let mut section = ctx
+        .section("lfi", "seed 004 §8.3: likelihood-free inference on the exponential–gamma problem")
+        .intro(format!(
+            "θ ~ Gamma({alpha}, {beta}), data: {nobs} draws from Exp(θ), summary: log of the sample mean; {n} simulations, \
+             {m} prior samples, {s} herded posterior samples, compared with the exact conjugate posterior by the \
+             Wasserstein-1 distance."
+        ))
+        .seed("Fig. 5 shows the posteriors graphically; the seed reports no distance.")
+        .measured(format!(
+            "observed mean {obs_mean:.4} (θ_true = {theta_true}); exact posterior Gamma({}, {:.3}): mean {pm:.4}, sd {psd:.4}",
+            alpha + nobs as f64,
+            beta + nobs as f64 * obs_mean
+        ));
+    lines.iter().for_each(|l| section.push_measured(l.clone()));
+    let section =
+        section.figure(&fig, "The herded samples' histograms should sit on the exact posterior.")?;
+    ctx.publish(section)
 }

@@ -18,8 +18,9 @@
 //! Seed: the median heuristic never rejects (type-II error ≈ 1 for every ε, median lengthscale ≈ 20);
 //! BKL (θ ≈ 0.85) rejects from ε = 2 on; both fail for ε < 2.
 
-use crate::plot::{Plot, Series};
+use crate::plot::{Figure, Series};
 use crate::report::Table;
+use crate::repro::Ctx;
 use bke_core::Points;
 use bke_core::hypothesis::mmd::{MmdParams, mmd_test_gram};
 use bke_core::hypothesis::{LengthscaleSelection, MedianConvention, select_lengthscale};
@@ -30,7 +31,6 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
 use std::fmt::Write as _;
-use std::path::Path;
 use std::time::Instant;
 
 /// The ε values of the seed's Fig. 2C.
@@ -109,11 +109,16 @@ pub fn options_from_args(default_reps: usize, default_b: usize) -> anyhow::Resul
 }
 
 /// One replication: `(θ_median, reject_median, θ_bkl, reject_bkl)`.
-fn replicate(eps: f64, rep: usize, permutations: usize) -> anyhow::Result<(f64, bool, f64, bool)> {
+fn replicate(
+    eps: f64,
+    rep: usize,
+    permutations: usize,
+    per_component: usize,
+) -> anyhow::Result<(f64, bool, f64, bool)> {
     let seed = 1_000_003 * (rep as u64 + 1) + (eps * 1000.0) as u64;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let x = blobs(None, 100, &mut rng);
-    let y = blobs(Some(eps), 100, &mut rng);
+    let x = blobs(None, per_component, &mut rng);
+    let y = blobs(Some(eps), per_component, &mut rng);
     let pooled = x.concat(&y)?;
     let params = MmdParams { permutations, seed, ..MmdParams::default() };
     let mut out = Vec::new();
@@ -126,13 +131,14 @@ fn replicate(eps: f64, rep: usize, permutations: usize) -> anyhow::Result<(f64, 
     Ok((out[0].0, out[0].1, out[1].0, out[1].1))
 }
 
-/// Runs the reproduction (`fig2c.csv`, `fig2c.md`, `fig2c.svg` under `out`).
-pub fn run(out: &Path) -> anyhow::Result<()> {
-    let opts = options_from_args(50, 500)?;
-    std::fs::create_dir_all(out)?;
+/// Runs the reproduction (`fig2c.csv`, `fig2c.md`, `fig2c_data.csv` under `out`; one report section).
+pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
+    let opts = options_from_args(ctx.size(50, 3), ctx.size(500, 100))?;
+    let per_component = ctx.size(100, 20);
+    let out = &ctx.dir("")?;
     let start = Instant::now();
     let mut table = Table::new(
-        "seed 000 Fig. 2C: MMD type-II error vs ε (900 + 900 points, α = 0.05)",
+        &format!("seed 000 Fig. 2C: MMD type-II error vs ε ({0} + {0} points, α = 0.05)", 9 * per_component),
         &[
             "epsilon",
             "type-II median",
@@ -150,7 +156,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
     for &eps in &EPSILONS {
         let rows: Vec<(f64, bool, f64, bool)> = (0..opts.reps)
             .into_par_iter()
-            .map(|r| replicate(eps, r, opts.permutations))
+            .map(|r| replicate(eps, r, opts.permutations, per_component))
             .collect::<anyhow::Result<_>>()?;
         let n = rows.len() as f64;
         let t2_med = rows.iter().filter(|r| !r.1).count() as f64 / n;
@@ -160,10 +166,9 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         th_bkl.sort_by(f64::total_cmp);
         let th_bkl_med = th_bkl[th_bkl.len() / 2];
         let sd = (0.25 / n).sqrt();
-        eprintln!(
-            "  ε = {eps:>4}: type-II median {t2_med:.3}, BKL {t2_bkl:.3}  (θ median {th_med:.2}, θ BKL {th_bkl_med:.3}) [{:.0} s]",
-            start.elapsed().as_secs_f64()
-        );
+        ctx.progress(&format!(
+            "ε = {eps}: type-II median {t2_med:.3}, BKL {t2_bkl:.3} (θ median {th_med:.2}, θ BKL {th_bkl_med:.3})"
+        ));
         table.push(vec![
             format!("{eps}"),
             format!("{t2_med:.3}"),
@@ -180,8 +185,8 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
             th_bkl[0],
             th_bkl[th_bkl.len() - 1]
         )?;
-        med_pts.push((eps, t2_med));
-        bkl_pts.push((eps, t2_bkl));
+        med_pts.push((eps, t2_med, (t2_med * (1.0 - t2_med) / n).sqrt()));
+        bkl_pts.push((eps, t2_bkl, (t2_bkl * (1.0 - t2_bkl) / n).sqrt()));
     }
     table.notes.push(format!(
         "{} replications per ε, B = {} permutations, unbiased MMD², SE kernel; median heuristic: Muandet convention (θ = median distance); BKL: ML-II on the pooled sample, τ² = 1, 100 held-out landmarks",
@@ -198,13 +203,47 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         start.elapsed().as_secs_f64(),
         rayon::current_num_threads()
     ));
-    table.emit(out, "fig2c")?;
+    table.write_files(out, "fig2c")?;
     std::fs::write(out.join("fig2c_data.csv"), csv)?;
-    let plot =
-        Plot::new("seed 000 Fig. 2C: type-II error vs ε (α = 0.05)", "ε (eigenvalue ratio)", "type-II error")
-            .with(Series::line("median heuristic", med_pts))
-            .with(Series::line("BKL", bkl_pts));
-    plot.save(&out.join("fig2c.svg"))?;
-    println!("wrote {}/fig2c.svg and fig2c_data.csv", out.display());
-    Ok(())
+    let bars = |name: &str, pts: &[(f64, f64, f64)]| {
+        Series::error_bars(
+            name,
+            pts.iter().map(|p| (p.0, p.1)).collect(),
+            pts.iter().map(|p| (p.1 - 2.0 * p.2).max(0.0)).collect(),
+            pts.iter().map(|p| (p.1 + 2.0 * p.2).min(1.0)).collect(),
+        )
+    };
+    let line =
+        |name: &str, pts: &[(f64, f64, f64)]| Series::line(name, pts.iter().map(|p| (p.0, p.1)).collect());
+    let fig = Figure::new(
+        "seed 000 Fig. 2C: MMD type-II error against ε (α = 0.05)",
+        "ε (eigenvalue ratio of Q's covariance, log scale)",
+        "type-II error (fraction of replications)",
+    )
+    .log_x()
+    .y_range(-0.03, 1.03)
+    .with(line("median heuristic", &med_pts).color(1))
+    .with(bars("median heuristic ± 2 s.e.", &med_pts).color(1))
+    .with(line("BKL", &bkl_pts).color(0))
+    .with(bars("BKL ± 2 s.e.", &bkl_pts).color(0));
+    let last = |p: &[(f64, f64, f64)]| p.iter().map(|q| format!("{:.2}", q.1)).collect::<Vec<_>>().join(", ");
+    let section = ctx
+        .section("type2", "seed 000 Fig. 2C: MMD type-II error, median heuristic against BKL")
+        .intro(format!(
+            "Two samples of {0} + {0} points from a 3×3 grid of Gaussians, Q's blobs stretched by ε along 45°; \
+             unbiased MMD² with a permutation null (B = {1}), {2} replications per ε, lengthscale from the median \
+             heuristic or by BKL on the pooled sample.",
+            9 * per_component,
+            opts.permutations,
+            opts.reps
+        ))
+        .seed("The median heuristic never rejects (type-II error ≈ 1 at every ε, θ ≈ 20); BKL (θ ≈ 0.85) rejects from ε = 2 on; both fail for ε < 2.")
+        .measured(format!("type-II error, median heuristic, ε = {EPSILONS:?}: {}", last(&med_pts)))
+        .measured(format!("type-II error, BKL: {}", last(&bkl_pts)))
+        .figure(
+            &fig,
+            "Lower is better. Bars: ±2 binomial standard errors over the replications. At ε = 1 (P = Q) the value is 1 − the type-I error.",
+        )?
+        .table(&table);
+    ctx.publish(section)
 }

@@ -11,6 +11,9 @@
 //! Seed: global maximum at lengthscale 0.85, other local optima at larger scales, median heuristic
 //! "20" (between the two main modes).
 
+use crate::plot::{Figure, Series};
+use crate::report::Table;
+use crate::repro::Ctx;
 use bke_core::Points;
 use bke_core::embedding::{BkeParams, FitOptions, fit, hold_out_landmarks, marginal_pseudolikelihood};
 use bke_linalg::Faer;
@@ -18,7 +21,6 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// The pooled P and Q sample (900 + 900 points) for a seed.
 pub fn grid_of_gaussians(eps: f64, per_component: usize, seed: u64) -> Points {
@@ -46,14 +48,16 @@ pub fn grid_of_gaussians(eps: f64, per_component: usize, seed: u64) -> Points {
     Points::new("grid of Gaussians", data, 2).expect("finite")
 }
 
-/// Runs the reproduction, writing `fig2d.csv`, `fig2d.svg` and `fig2d_summary.csv` under `out`.
-pub fn run(out: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(out)?;
-    let x = grid_of_gaussians(2.0, 100, 2016);
-    let m = 100;
+/// Runs the reproduction, writing `fig2d.csv` and `fig2d_summary.csv` under `out` and one report
+/// section (the curve with its optima and the median heuristic; the sensitivity table).
+pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
+    let out = ctx.dir("")?;
+    let per_component = ctx.size(100, 20);
+    let x = grid_of_gaussians(2.0, per_component, 2016);
+    let m = ctx.size(100, 30);
     let (data, z, _) = hold_out_landmarks(&x, m, 0)?;
     // objective on a fine log grid
-    let k = 160;
+    let k = ctx.size(160, 40);
     let (lo, hi) = (0.1f64.ln(), 200f64.ln());
     let mut csv = String::from("lengthscale,log_marginal,log_gaussian,log_jacobian\n");
     let mut curve = Vec::with_capacity(k);
@@ -64,51 +68,69 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         curve.push((t, ml.log_marginal));
     }
     std::fs::write(out.join("fig2d.csv"), csv)?;
+    ctx.progress(&format!("scanned {k} lengthscales"));
     let r = fit::<Faer>(&x, &FitOptions { num_landmarks: m, seed: 0, ..FitOptions::default() })?;
     let best = r.params.lengthscales[0];
-    let (ymin, ymax) = curve
-        .iter()
-        .filter(|p| p.0 > 0.3)
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)));
-    let mut plot = bke_bench_plot(
-        &curve,
-        &r.local_optima.iter().map(|o| (o.lengthscales[0], o.log_marginal)).collect::<Vec<_>>(),
+    let optima: Vec<(f64, f64)> =
+        r.local_optima.iter().map(|o| (o.lengthscales[0], o.log_marginal)).collect();
+    let fig = Figure::new(
+        "seed 000 Fig. 2D: BKE marginal pseudolikelihood, grid of Gaussians (ε = 2, τ² = 1)",
+        "lengthscale θ (data units, log scale)",
+        "log marginal pseudolikelihood (nats)",
+    )
+    .log_x()
+    .with(Series::line("log p(x | θ, τ² = 1)", curve.iter().filter(|p| p.0 > 0.3).cloned().collect()))
+    .with(Series::markers("local optima (ML-II)", optima))
+    .with(Series::vline(&format!("ML-II optimum θ = {best:.3}"), best).color(2))
+    .with(
+        Series::vline(&format!("median heuristic θ = {:.1}", r.median_heuristic), r.median_heuristic)
+            .color(1),
     );
-    plot = plot.with(crate::plot::Series::dashed(
-        &format!("median heuristic {:.1}", r.median_heuristic),
-        vec![(r.median_heuristic, ymin), (r.median_heuristic, ymax)],
-    ));
-    plot.save(&out.join("fig2d.svg"))?;
 
-    println!(
-        "fig2d: BKE marginal pseudolikelihood vs lengthscale (grid of Gaussians, ε = 2, n = 1800 pooled, τ² = 1)"
-    );
-    println!("  landmarks m = {m} held out, n = {} data points, Lebesgue prior, Jacobian on", r.n_data);
-    println!("  global maximum      : lengthscale {best:.3}  (seed: 0.85)");
+    let mut section = ctx
+        .section("curve", "seed 000 Fig. 2D: marginal pseudolikelihood against the lengthscale")
+        .intro(format!(
+            "Two samples from a 3×3 grid of Gaussians (P isotropic, Q stretched by ε = 2 along 45°), {} points \
+             pooled, m = {m} landmarks held out; squared exponential kernel, Lebesgue prior measure, τ² = 1.",
+            x.len()
+        ))
+        .seed("Global maximum at lengthscale 0.85, further local optima at larger scales; the median heuristic (≈ 20) \
+               falls between the two main modes.")
+        .measured(format!("global maximum at θ = {best:.3}; median heuristic {:.2}", r.median_heuristic));
     for (i, o) in r.local_optima.iter().enumerate() {
-        println!(
-            "  local optimum {i}     : lengthscale {:.3}, log marginal {:.1}{}",
+        section.push_measured(format!(
+            "local optimum {i}: θ = {:.3}, log pseudolikelihood {:.1}{}",
             o.lengthscales[0],
             o.log_marginal,
             if i == 0 { " (global)" } else { "" }
-        );
+        ));
     }
-    println!("  median heuristic    : {:.2}  (seed: 20; median pairwise distance)", r.median_heuristic);
+    section.push_figure(
+        &fig,
+        "The curve has its global maximum at the small lengthscale of the within-blob structure; the median \
+         heuristic sits at the between-blob scale, where the kernel cannot see the difference between P and Q.",
+    )?;
     // robustness: data seeds × number of landmarks
     let mut summary = String::from("data_seed,m,best_lengthscale,other_optima,median_heuristic\n");
-    println!("  sensitivity (data seed, m) → best lengthscale [other optima]:");
-    for data_seed in [2016u64, 1, 2] {
-        let xs = grid_of_gaussians(2.0, 100, data_seed);
-        for mm in [50usize, 100, 200] {
+    let mut table = Table::new(
+        "Sensitivity of the optimum to the data seed and the number of landmarks m",
+        &["data seed", "m", "best θ", "other optima", "median heuristic"],
+    );
+    let seeds: &[u64] = ctx.size(&[2016, 1, 2], &[2016]);
+    let ms: &[usize] = ctx.size(&[50, 100, 200], &[20, 40]);
+    for &data_seed in seeds {
+        let xs = grid_of_gaussians(2.0, per_component, data_seed);
+        for &mm in ms {
             let r = fit::<Faer>(&xs, &FitOptions { num_landmarks: mm, seed: 0, ..FitOptions::default() })?;
             let others: Vec<String> =
                 r.local_optima.iter().skip(1).map(|o| format!("{:.2}", o.lengthscales[0])).collect();
-            println!(
-                "    seed {data_seed:<5} m = {mm:<4} → {:.3} [{}], median heuristic {:.2}",
-                r.params.lengthscales[0],
-                others.join(", "),
-                r.median_heuristic
-            );
+            table.push(vec![
+                data_seed.to_string(),
+                mm.to_string(),
+                format!("{:.3}", r.params.lengthscales[0]),
+                others.join(" "),
+                format!("{:.2}", r.median_heuristic),
+            ]);
             writeln!(
                 summary,
                 "{data_seed},{mm},{},{},{}",
@@ -119,21 +141,5 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         }
     }
     std::fs::write(out.join("fig2d_summary.csv"), summary)?;
-    println!("  wrote {}/fig2d.csv, fig2d.svg, fig2d_summary.csv", out.display());
-    Ok(())
-}
-
-fn bke_bench_plot(curve: &[(f64, f64)], optima: &[(f64, f64)]) -> crate::plot::Plot {
-    let mut p = crate::plot::Plot::new(
-        "BKE marginal pseudolikelihood, grid of Gaussians (seed Fig. 2D)",
-        "lengthscale",
-        "log marginal pseudolikelihood",
-    )
-    .with(crate::plot::Series::line(
-        "log p(x | θ, τ² = 1)",
-        curve.iter().filter(|p| p.0 > 0.3).cloned().collect(),
-    ))
-    .with(crate::plot::Series::markers("local optima", optima.to_vec()));
-    p.log_x = true;
-    p
+    ctx.publish(section.table(&table))
 }

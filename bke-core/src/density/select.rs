@@ -132,14 +132,122 @@ pub struct Selection {
     pub domain: Domain,
     /// The per-dimension standard deviations `sd_d`.
     pub scales: Vec<f64>,
-    /// Every candidate with its score (order: factor, β, σ₀², α).
+    /// Every candidate of the last search with its score (order: factor, β, σ₀², α).
     pub candidates: Vec<Candidate>,
+    /// How the grids were widened because the optimum sat at an edge, and the edges the optimum
+    /// still sits on after the last widening (empty: the optimum is inside every searched grid).
+    pub grid_notes: Vec<String>,
+}
+
+/// How many times [`select_hyperparameters`] widens a grid whose edge holds the optimum.
+pub const MAX_WIDENINGS: usize = 3;
+/// Grid values are kept in `[GRID_FLOOR, GRID_CEILING]` when widened.
+const GRID_FLOOR: f64 = 1e-6;
+const GRID_CEILING: f64 = 1e8;
+
+/// The four searched grids with their names.
+fn grids_mut(opts: &mut SelectOptions) -> [(&'static str, &mut Vec<f64>); 4] {
+    [
+        ("lengthscale factor c", &mut opts.lengthscale_factors),
+        ("σ₀²", &mut opts.sigma0_sq),
+        ("β", &mut opts.beta),
+        ("α − (d − 1)", &mut opts.alpha_offsets),
+    ]
+}
+
+/// Extends `grid` by two values beyond the edge holding `chosen`, continuing its outermost ratio
+/// (×10 for a grid with one distinct ratio of 1). Returns a note, or `None` when `chosen` is inside
+/// the grid, the grid is a single fixed value, or the bound is reached.
+fn widen(name: &str, grid: &mut Vec<f64>, chosen: f64) -> Option<String> {
+    if grid.len() < 2 {
+        return None;
+    }
+    grid.sort_by(f64::total_cmp);
+    let (first, last) = (grid[0], grid[grid.len() - 1]);
+    let ratio = |a: f64, b: f64| if b > a { b / a } else { 10.0 };
+    let added: Vec<f64> = if chosen == first {
+        let r = ratio(grid[0], grid[1]);
+        [first / r, first / (r * r)].into_iter().filter(|v| *v >= GRID_FLOOR).collect()
+    } else if chosen == last {
+        let r = ratio(grid[grid.len() - 2], last);
+        [last * r, last * r * r].into_iter().filter(|v| *v <= GRID_CEILING).collect()
+    } else {
+        return None;
+    };
+    if added.is_empty() {
+        return None;
+    }
+    let note = format!(
+        "{name}: optimum {chosen:.4e} at the {} edge of the grid; grid widened with {}",
+        if chosen == first { "lower" } else { "upper" },
+        added.iter().map(|v| format!("{v:.3e}")).collect::<Vec<_>>().join(", ")
+    );
+    grid.extend(added);
+    grid.sort_by(f64::total_cmp);
+    Some(note)
+}
+
+/// The chosen values of a selection, in the order of [`grids_mut`].
+fn chosen_values(sel: &Selection, d: usize) -> [f64; 4] {
+    let c = sel
+        .candidates
+        .iter()
+        .find(|c| c.params == sel.params && c.cv_log_lik == sel.cv_log_lik)
+        .map_or(f64::NAN, |c| c.lengthscale_factor);
+    [c, sel.params.sigma0_sq, sel.params.beta, sel.params.alpha - (d as f64 - 1.0)]
 }
 
 /// Chooses `(c, σ₀², β, α)` by K-fold cross-validated log-likelihood of the density normalised on the
 /// domain (1-D and 2-D data; see the module docs). Errors on fewer than 3 points, `d > 2`, or invalid
 /// options.
+///
+/// When the optimum sits at an edge of a grid with more than one value, that grid is extended by two
+/// values beyond the edge (continuing its spacing) and the search is repeated, at most
+/// [`MAX_WIDENINGS`] times; [`Selection::grid_notes`] says what was widened and which edges still hold
+/// the optimum.
 pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> Result<Selection, CoreError> {
+    let mut opts = opts.clone();
+    let mut notes = Vec::new();
+    for round in 0..=MAX_WIDENINGS {
+        let mut sel = select_on_grid::<B>(x, &opts)?;
+        let chosen = chosen_values(&sel, x.dim());
+        let mut widened = false;
+        for ((name, grid), value) in grids_mut(&mut opts).into_iter().zip(chosen) {
+            let on_edge = grid.len() > 1 && (value == min_of(grid) || value == max_of(grid));
+            let note = if round == MAX_WIDENINGS {
+                on_edge.then(|| format!("{name}: optimum {value:.4e} still at the edge of the widened grid"))
+            } else if let Some(note) = widen(name, grid, value) {
+                widened = true;
+                Some(note)
+            } else {
+                on_edge.then(|| {
+                    format!(
+                        "{name}: optimum {value:.4e} at the edge of the grid, which cannot be widened further"
+                    )
+                })
+            };
+            if let Some(note) = note.filter(|n| !notes.contains(n)) {
+                notes.push(note);
+            }
+        }
+        if !widened || round == MAX_WIDENINGS {
+            sel.grid_notes = notes;
+            return Ok(sel);
+        }
+    }
+    unreachable!("the loop returns at its last round")
+}
+
+fn min_of(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn max_of(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// One cross-validated search over the grids of `opts`.
+fn select_on_grid<B: Backend>(x: &Points, opts: &SelectOptions) -> Result<Selection, CoreError> {
     opts.check()?;
     x.check_len("density training data", 3)?;
     let d = x.dim();
@@ -234,7 +342,15 @@ pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> R
                 .into(),
         })?;
     let kernel = Kernel::new(opts.family, scales.iter().map(|s| best.lengthscale_factor * s).collect())?;
-    Ok(Selection { kernel, params: best.params, cv_log_lik: best.cv_log_lik, domain, scales, candidates })
+    Ok(Selection {
+        kernel,
+        params: best.params,
+        cv_log_lik: best.cv_log_lik,
+        domain,
+        scales,
+        candidates,
+        grid_notes: Vec::new(),
+    })
 }
 
 /// Held-out log-likelihood sums of one fold for every `(combo, α)`.

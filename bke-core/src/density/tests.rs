@@ -392,7 +392,8 @@ fn selection_spectral_path_matches_direct() {
         ..Default::default()
     };
     let sel = select_hyperparameters::<Faer>(&x, &opts).unwrap();
-    assert_eq!(sel.candidates.len(), 16);
+    // Two-value grids put every optimum on an edge: they are widened (see `selection_widens_edges`).
+    assert!(sel.candidates.len() >= 16 && !sel.grid_notes.is_empty());
     let best = sel.candidates.iter().map(|c| c.cv_log_lik).fold(f64::NEG_INFINITY, f64::max);
     assert_eq!(best, sel.cv_log_lik);
     // Recompute two candidates directly.
@@ -420,6 +421,45 @@ fn selection_spectral_path_matches_direct() {
     assert!(select_hyperparameters::<Faer>(&x, &SelectOptions { folds: 1, ..opts.clone() }).is_err());
     assert!(select_hyperparameters::<Faer>(&x, &SelectOptions { beta: vec![], ..opts }).is_err());
     let _ = KernelFamily::SquaredExponential;
+}
+
+/// An optimum at the edge of a grid widens that grid (and only grids with more than one value): the
+/// widened search finds a better held-out score than the narrow one and lands inside the widened grid,
+/// where the optimum equals the best of a single search over the final grid.
+#[test]
+fn selection_widens_edges() {
+    let x = fig1_data();
+    let narrow = SelectOptions {
+        lengthscale_factors: vec![8.0, 16.0],
+        sigma0_sq: vec![1.0],
+        beta: vec![1.0],
+        alpha_offsets: vec![1.0],
+        folds: 4,
+        ..Default::default()
+    };
+    let sel = select_hyperparameters::<Faer>(&x, &narrow).unwrap();
+    assert!(sel.grid_notes.iter().all(|n| n.starts_with("lengthscale factor c")), "{:?}", sel.grid_notes);
+    assert!(sel.grid_notes[0].contains("lower edge"), "{:?}", sel.grid_notes);
+    let c = sel.kernel.lengthscales()[0] / sel.scales[0];
+    assert!(c < 8.0 * (1.0 - 1e-12), "the optimum moved below the narrow grid: {c}");
+    // The narrow grid's best is worse.
+    let factors: Vec<f64> = sel.candidates.iter().map(|c| c.lengthscale_factor).collect();
+    let at8 = sel.candidates.iter().find(|k| k.lengthscale_factor == 8.0).unwrap().cv_log_lik;
+    assert!(sel.cv_log_lik > at8);
+    // One search over the final grid, without widening, agrees when its optimum is interior.
+    if sel.grid_notes.iter().all(|n| !n.contains("still")) {
+        let final_grid = SelectOptions { lengthscale_factors: factors.clone(), ..narrow.clone() };
+        let direct = select_hyperparameters::<Faer>(&x, &final_grid).unwrap();
+        assert_eq!(direct.cv_log_lik, sel.cv_log_lik);
+    }
+    // Fixed values (one-value grids) are never widened; an interior optimum leaves no note.
+    let fixed = SelectOptions { lengthscale_factors: vec![0.5], ..narrow.clone() };
+    assert!(select_hyperparameters::<Faer>(&x, &fixed).unwrap().grid_notes.is_empty());
+    let c0 = c;
+    let around = SelectOptions { lengthscale_factors: vec![c0 / 2.0, c0, c0 * 2.0], ..narrow };
+    let inner = select_hyperparameters::<Faer>(&x, &around).unwrap();
+    assert!(inner.grid_notes.is_empty(), "{:?}", inner.grid_notes);
+    assert_eq!(inner.candidates.len(), 3);
 }
 
 /// KDE: the LOO score against brute force, and the density integrates to 1.
