@@ -170,20 +170,55 @@ fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> anyhow::Re
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").context("malformed HTTP answer")?;
-    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-    let mut payload = raw[split + 4..].to_vec();
-    if head.contains("transfer-encoding: chunked") {
-        payload = dechunk(&payload)?;
-    }
+    let (head, payload) = read_answer(&mut stream)?;
+    ensure!(!payload.is_empty(), "{method} {path}: {}", head.lines().next().unwrap_or("no answer"));
     let v: Value =
         serde_json::from_slice(&payload).with_context(|| format!("{method} {path}: answer is not JSON"))?;
     if let Some(err) = v["value"]["error"].as_str() {
         bail!("{method} {path}: {err}: {}", v["value"]["message"].as_str().unwrap_or(""));
     }
     Ok(v)
+}
+
+/// Reads one HTTP answer: the lower-cased head and the body (by Content-Length, chunked, or to the
+/// end of the stream). ChromeDriver keeps connections open, so the body's length must be respected.
+fn read_answer(stream: &mut TcpStream) -> anyhow::Result<(String, Vec<u8>)> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 65536];
+    let split = loop {
+        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        let n = stream.read(&mut buf)?;
+        ensure!(n > 0, "the connection closed before the answer's head");
+        raw.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let mut body = raw[split + 4..].to_vec();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let chunked = head.lines().any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked"));
+    loop {
+        let done = match length {
+            Some(n) => body.len() >= n,
+            None if chunked => body.windows(5).any(|w| w == b"0\r\n\r\n"),
+            None => false,
+        };
+        if done {
+            break;
+        }
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&buf[..n]);
+    }
+    if chunked {
+        body = dechunk(&body)?;
+    }
+    Ok((head, body))
 }
 
 fn dechunk(mut b: &[u8]) -> anyhow::Result<Vec<u8>> {
