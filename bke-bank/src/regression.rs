@@ -27,12 +27,18 @@
 //!
 //! [`RegressionState::sweep_refactorising`] is the reference: it rebuilds and refactorises `Λ_n` for
 //! every proposal, from the same proposals and uniforms, so both give the same chain.
+//!
+//! **The prior precision** `λ₀` (an extension of the seed, which fixes it) is resampled once a sweep
+//! by [`RegressionState::resample_prior_precision`]: a slice-sampling update ([`crate::slice`]) of
+//! `log λ₀` under `p(y | W, λ₀) p(log λ₀)`, each evaluation one Cholesky factorisation of
+//! `ΦᵀΦ + λ₀I` from the exact `ΦᵀΦ` (`O(M³)`, the cost of the refactorisation the sweep already pays).
 
-use crate::error::BankError;
-use crate::evidence::{NigParams, log_evidence_dense};
+use crate::error::{BankError, mismatch};
+use crate::evidence::{LogNormalPrior, NigParams, log_evidence_dense};
 use crate::features::{feature_matrix, fill_features};
 use crate::small;
 use bke_linalg::{Backend, Mat, MatRef, Trans};
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
 
@@ -82,14 +88,10 @@ impl<B: Backend> RegressionState<B> {
         nig.check()?;
         let (n, d) = (x.nrows(), x.ncols());
         if y.len() != n {
-            return Err(BankError::ShapeMismatch { what: "targets".into(), expected: n, found: y.len() });
+            return Err(mismatch("targets", n, y.len()));
         }
         if d == 0 || w.is_empty() || w.len() % d != 0 {
-            return Err(BankError::ShapeMismatch {
-                what: "frequencies (values)".into(),
-                expected: d.max(1) * (w.len() / d.max(1)).max(1),
-                found: w.len(),
-            });
+            return Err(mismatch("frequencies (values)", d.max(1) * (w.len() / d.max(1)).max(1), w.len()));
         }
         crate::error::check_targets(&y)?;
         let m = w.len() / d;
@@ -145,11 +147,7 @@ impl<B: Backend> RegressionState<B> {
     /// Replaces the targets (same length), recomputing `Φᵀy`, `yᵀy` and `‖L⁻¹Φᵀy‖²` in `O(NM + M²)`.
     pub fn set_targets(&mut self, y: Vec<f64>) -> Result<(), BankError> {
         if y.len() != self.y.len() {
-            return Err(BankError::ShapeMismatch {
-                what: "targets".into(),
-                expected: self.y.len(),
-                found: y.len(),
-            });
+            return Err(mismatch("targets", self.y.len(), y.len()));
         }
         crate::error::check_targets(&y)?;
         self.y = y;
@@ -208,6 +206,49 @@ impl<B: Backend> RegressionState<B> {
         self.nig.log_evidence(self.y.len(), 2 * self.m, self.logdet, self.yty, self.quad)
     }
 
+    /// The log evidence `log p(y | X, W, λ)` at another prior precision `λ` (one Cholesky
+    /// factorisation of `ΦᵀΦ + λI`); `−∞` where rounding makes that matrix indefinite.
+    pub fn log_evidence_at(&self, lambda: f64) -> Result<f64, BankError> {
+        let f = 2 * self.m;
+        let mut lam = self.gram.clone();
+        for i in 0..f {
+            lam[(i, i)] += lambda;
+        }
+        let Ok(l) = B::cholesky(lam.as_ref()) else { return Ok(f64::NEG_INFINITY) };
+        let mut z = self.phity.clone();
+        B::solve_lower_in_place(l.as_ref(), bke_linalg::MatMut::col_vector(&mut z))?;
+        let quad = z.iter().map(|v| v * v).sum();
+        let nig = NigParams { prior_precision: lambda, ..self.nig };
+        Ok(nig.log_evidence(self.y.len(), f, B::cholesky_logdet(l.as_ref()), self.yty, quad))
+    }
+
+    /// Sets the prior precision `λ₀` and refactorises `Λ_n` (`O(M³)`).
+    pub fn set_prior_precision(&mut self, lambda: f64) -> Result<(), BankError> {
+        crate::error::check_positive("prior precision", lambda)?;
+        self.nig.prior_precision = lambda;
+        self.factor_from_gram()
+    }
+
+    /// One slice-sampling update of `log λ₀` under `p(y | W, λ₀) · prior(log λ₀)` (module docs);
+    /// returns the new `λ₀`. Uses the exact `ΦᵀΦ`, so it also refactorises `Λ_n`.
+    pub fn resample_prior_precision<R: Rng>(
+        &mut self,
+        prior: &LogNormalPrior,
+        rng: &mut R,
+    ) -> Result<f64, BankError> {
+        let u0 = self.nig.prior_precision.ln();
+        let target = |u: f64| -> Result<f64, BankError> {
+            if !u.is_finite() || u.abs() > 700.0 {
+                return Ok(f64::NEG_INFINITY);
+            }
+            Ok(self.log_evidence_at(u.exp())? + prior.log_density(u))
+        };
+        let f0 = target(u0)?;
+        let (u, _) = crate::slice::slice_step(u0, f0, target, 1.0, 8, rng)?;
+        self.set_prior_precision(u.exp())?;
+        Ok(u.exp())
+    }
+
     /// The posterior of the weights and noise given `W`: `(μ_n, a_n, b_n)`.
     pub fn posterior(&self) -> Result<(Vec<f64>, f64, f64), BankError> {
         let mut mu = self.phity.clone();
@@ -235,18 +276,10 @@ impl<B: Backend> RegressionState<B> {
 
     fn check_proposals(&self, proposals: &[f64], log_u: &[f64]) -> Result<(), BankError> {
         if proposals.len() != self.m * self.d {
-            return Err(BankError::ShapeMismatch {
-                what: "proposals (values)".into(),
-                expected: self.m * self.d,
-                found: proposals.len(),
-            });
+            return Err(mismatch("proposals (values)", self.m * self.d, proposals.len()));
         }
         if log_u.len() != self.m {
-            return Err(BankError::ShapeMismatch {
-                what: "log uniforms".into(),
-                expected: self.m,
-                found: log_u.len(),
-            });
+            return Err(mismatch("log uniforms", self.m, log_u.len()));
         }
         Ok(())
     }
