@@ -51,10 +51,13 @@ mod small;
 
 pub mod baselines;
 pub mod classification;
+pub mod compare;
 pub mod cv;
 pub mod dpmix;
 pub mod evidence;
 pub mod features;
+pub mod gbdt;
+pub mod gp;
 pub mod model;
 pub mod params;
 pub mod priors;

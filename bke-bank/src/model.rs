@@ -483,3 +483,94 @@ fn legacy_model(file: &Value, model: &Value) -> Result<Saved<BankModel>, String>
     let target = file.get("target").and_then(Value::as_str).map(str::to_string);
     Ok(Saved { columns, target, model })
 }
+
+/// What `bke bank predict` prints: the predictive mean and variance (regression) or `P(y = 1 | x)`
+/// (classification).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BankOutput {
+    /// Regression: `{"mean": [..], "variance": [..]}`.
+    Regression(Prediction),
+    /// Classification: `{"probability": [..]}`.
+    Classification {
+        /// `P(y = 1 | x)` at each point.
+        probability: Vec<f64>,
+    },
+}
+
+/// A summary of a fit (what `bke bank fit` prints beside the model file's path).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitSummary {
+    /// The task.
+    pub task: Task,
+    /// Training rows.
+    pub rows: usize,
+    /// Input columns.
+    pub inputs: usize,
+    /// Frequencies `M`.
+    pub frequencies: usize,
+    /// Sweeps run.
+    pub iterations: usize,
+    /// Accepted frequency proposals over all proposals.
+    pub acceptance_rate: f64,
+    /// Mixture components in the last state.
+    pub components: Option<usize>,
+    /// The log evidence (regression) or log joint (classification) after the last sweep.
+    pub final_log_target: Option<f64>,
+    /// Largest relative drift of the updated factor at a refactorisation.
+    pub max_factor_drift: f64,
+    /// The median pairwise distance of the standardised inputs (the default frequency scale is its
+    /// inverse).
+    pub median_distance: Option<f64>,
+    /// Posterior mean over the retained states of the regression prior precision `λ₀`.
+    pub prior_precision: Option<f64>,
+    /// Posterior mean over the retained states of the DP base scale `ψ₀`.
+    pub psi0: Option<f64>,
+    /// Posterior mean over the retained states of the classification weight variance `s²`.
+    pub weight_prior_variance: Option<f64>,
+    /// The learned spectral mixture of the last state (original units).
+    pub spectral_mixture: SpectralMixture,
+}
+
+fn mean_of(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = v.collect::<Option<Vec<f64>>>()?;
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+impl BankModel {
+    /// The prediction `bke bank predict` prints ([`BankOutput`]).
+    pub fn predict_output<B: Backend>(&self, x: &Points) -> Result<BankOutput, BankError> {
+        Ok(match self.task() {
+            Task::Regression => BankOutput::Regression(self.predict_regression::<B>(x)?),
+            Task::Classification => {
+                BankOutput::Classification { probability: self.predict_probability::<B>(x)? }
+            }
+        })
+    }
+
+    /// A summary of the fit on `rows` training rows.
+    pub fn summary(&self, rows: usize) -> FitSummary {
+        let st = &self.stats;
+        let spectral = self.spectral_samples();
+        let (lambda, s2) = match &self.samples {
+            Samples::Regression(v) => (mean_of(v.iter().map(|s| s.prior_precision)), None),
+            Samples::Classification(v) => (None, mean_of(v.iter().map(|s| s.weight_variance))),
+        };
+        FitSummary {
+            task: self.task(),
+            rows,
+            inputs: self.dim,
+            frequencies: self.frequencies,
+            iterations: self.params.iterations,
+            acceptance_rate: st.sweep.accepted as f64 / st.sweep.proposals.max(1) as f64,
+            components: st.components.last().copied(),
+            final_log_target: st.log_target.last().copied(),
+            max_factor_drift: st.sweep.max_factor_drift,
+            median_distance: self.resolved.as_ref().map(|r| r.median_distance),
+            prior_precision: lambda,
+            psi0: mean_of(spectral.iter().map(|s| s.psi0)),
+            weight_prior_variance: s2,
+            spectral_mixture: self.spectral_mixture(),
+        }
+    }
+}

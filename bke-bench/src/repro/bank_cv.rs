@@ -7,10 +7,9 @@
 //! runs 60 sweeps (30 burn-in, 10 retained) per fold on every dataset. Both are printed with the table.
 
 use anyhow::Context;
-use bke_bank::baselines::BaselineParams;
-use bke_bank::cv::{CvResult, Method, cross_validate};
+use bke_bank::cv::{CvParams, CvResult, Method};
 use bke_bank::{BankParams, Task};
-use bke_core::Points;
+use bke_core::{Params, Points};
 use bke_linalg::DefaultBackend;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -106,7 +105,6 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         seed: 1,
         ..Default::default()
     };
-    let baseline = BaselineParams { frequencies: M, seed: 1, ..Default::default() };
     let mut table = Table::new(
         "BaNK 5-fold CV at M = 384 (regression: MSE on standardised targets; classification: error)",
         &[
@@ -131,8 +129,12 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         let mut metric = String::new();
         for method in [Method::Rks, Method::Mkl, Method::Bank] {
             let t0 = std::time::Instant::now();
-            let r: CvResult =
-                cross_validate::<DefaultBackend>(&x, &y, ds.task, method, 5, &bank, &baseline, 7, || {})?;
+            let mut p = CvParams::new(method, ds.task);
+            p.seed = 7;
+            p.bank = bank.clone();
+            p.baseline.frequencies = M;
+            let data = bke_core::Dataset::new(x.clone(), y.clone())?;
+            let r: CvResult = p.check()?.fit::<DefaultBackend>(&data)?;
             secs.push(t0.elapsed().as_secs_f64());
             eprintln!(
                 "  {} {}: {:.4} ± {:.4} ({:.0} s)",
