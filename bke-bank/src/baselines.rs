@@ -33,6 +33,10 @@ pub enum Baseline {
     Rks,
     /// Multiple kernel learning with random features: Laplace, RBF and Cauchy kernels at 3 scales.
     Mkl,
+    /// A la Carte (fitted by [`crate::alac::AlacParams`]).
+    Alac,
+    /// Random-frequency optimisation (fitted by [`crate::rfo::RfoParams`]).
+    Rfo,
 }
 
 /// Parameters of the RKS and MKL baselines.
@@ -84,6 +88,13 @@ impl bke_core::Params for BaselineParams {
     type Error = BankError;
 
     fn validate(&self) -> Result<(), BankError> {
+        if !matches!(self.kind, Baseline::Rks | Baseline::Mkl) {
+            return Err(bke_core::CoreError::InvalidChoice {
+                what: format!("baseline kind {:?}", self.kind),
+                reason: "BaselineParams fits RKS or MKL; use AlacParams or RfoParams".into(),
+            }
+            .into());
+        }
         check_count("frequencies", self.frequencies)?;
         check_count("newton_iterations", self.newton_iterations)?;
         if let Some(l) = self.lengthscale {
@@ -161,7 +172,7 @@ pub fn baseline_frequencies(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut w = vec![0.0; m * d];
     match kind {
-        Baseline::Rks => {
+        Baseline::Rks | Baseline::Alac | Baseline::Rfo => {
             for v in &mut w {
                 *v = rng.sample::<f64, _>(StandardNormal) / ell;
             }

@@ -4,10 +4,14 @@
 //! Folds come from a seeded shuffle; the standard error is `sd(fold scores)/√K`. Every method sees
 //! the same folds, so two results can be compared with paired tests ([`crate::compare`]).
 
+use crate::alac::AlacParams;
 use crate::baselines::{Baseline, BaselineParams};
 use crate::error::{BankError, check_labels, invalid};
 use crate::features::target_moments;
+use crate::gbdt::GbdtParams;
+use crate::gp::GpArdParams;
 use crate::params::{BankParams, Task};
+use crate::rfo::RfoParams;
 use bke_core::{Dataset, Estimator, Params, Points, Predict, Progress, Valid};
 use bke_linalg::Backend;
 use rand::SeedableRng;
@@ -25,11 +29,29 @@ pub enum Method {
     Rks,
     /// Multiple kernel learning with random features.
     Mkl,
+    /// A la Carte (regression only).
+    Alac,
+    /// Random-frequency optimisation (classification only).
+    Rfo,
+    /// Gradient-boosted trees.
+    Gbdt,
+    /// Exact GP with ARD (regression only).
+    Gp,
 }
 
 impl Method {
     /// Every method, in table order.
-    pub const ALL: [Method; 3] = [Method::Rks, Method::Mkl, Method::Bank];
+    pub const ALL: [Method; 7] =
+        [Method::Rks, Method::Mkl, Method::Alac, Method::Rfo, Method::Gbdt, Method::Gp, Method::Bank];
+
+    /// Whether the method handles `task`.
+    pub fn supports(self, task: Task) -> bool {
+        match self {
+            Method::Alac | Method::Gp => task == Task::Regression,
+            Method::Rfo => task == Task::Classification,
+            _ => true,
+        }
+    }
 
     /// Parses a method name (see [`Method::name`]).
     pub fn parse(s: &str) -> Result<Method, BankError> {
@@ -49,6 +71,10 @@ impl Method {
             Method::Bank => "bank",
             Method::Rks => "rks",
             Method::Mkl => "mkl",
+            Method::Alac => "alac",
+            Method::Rfo => "rfo",
+            Method::Gbdt => "gbdt",
+            Method::Gp => "gp",
         }
     }
 }
@@ -94,6 +120,14 @@ pub struct CvParams {
     pub bank: BankParams,
     /// RKS/MKL parameters.
     pub baseline: BaselineParams,
+    /// A la Carte parameters.
+    pub alac: AlacParams,
+    /// RFO parameters.
+    pub rfo: RfoParams,
+    /// Gradient-boosting parameters.
+    pub gbdt: GbdtParams,
+    /// GP-ARD parameters.
+    pub gp: GpArdParams,
 }
 
 impl CvParams {
@@ -110,6 +144,9 @@ impl CvParams {
         match self.method() {
             Method::Bank => self.bank.frequencies,
             Method::Rks | Method::Mkl => self.baseline.frequencies,
+            Method::Alac => self.alac.frequencies,
+            Method::Rfo => self.rfo.frequencies,
+            Method::Gbdt | Method::Gp => 0,
         }
     }
 
@@ -134,6 +171,19 @@ impl CvParams {
                 let p = BaselineParams { seed, task, kind, ..self.baseline.clone() };
                 p.check()?.fit::<B>(train)?.predict::<B>(test)?.mean
             }
+            Method::Alac => {
+                let p = AlacParams { seed, ..self.alac.clone() };
+                p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+            }
+            Method::Rfo => {
+                let p = RfoParams { seed, ..self.rfo.clone() };
+                p.check()?.fit::<B>(train)?.predict::<B>(test)?.mean
+            }
+            Method::Gbdt => {
+                let p = GbdtParams { task, ..self.gbdt.clone() };
+                p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+            }
+            Method::Gp => self.gp.check()?.fit::<B>(train)?.predict::<B>(test)?.mean,
         })
     }
 }
@@ -145,9 +195,21 @@ impl Params for CvParams {
         if self.folds < 2 {
             return Err(invalid("folds", self.folds as f64, "cross-validation needs at least 2 folds"));
         }
-        match self.method() {
+        let m = self.method();
+        if !m.supports(self.task) {
+            return Err(bke_core::CoreError::InvalidChoice {
+                what: format!("method '{}' for {:?}", m.name(), self.task),
+                reason: "alac and gp are regression methods, rfo is a classification method".into(),
+            }
+            .into());
+        }
+        match m {
             Method::Bank => self.bank.validate(),
             Method::Rks | Method::Mkl => self.baseline.validate(),
+            Method::Alac => self.alac.validate(),
+            Method::Rfo => self.rfo.validate(),
+            Method::Gbdt => self.gbdt.validate(),
+            Method::Gp => self.gp.validate(),
         }
     }
 }

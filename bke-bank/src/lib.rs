@@ -49,6 +49,7 @@
 mod error;
 mod small;
 
+pub mod alac;
 pub mod baselines;
 pub mod classification;
 pub mod compare;
@@ -62,6 +63,7 @@ pub mod model;
 pub mod params;
 pub mod priors;
 pub mod regression;
+pub mod rfo;
 pub mod sampler;
 pub mod slice;
 

@@ -30,8 +30,12 @@
 //!
 //! **The prior precision** `λ₀` (an extension of the seed, which fixes it) is resampled once a sweep
 //! by [`RegressionState::resample_prior_precision`]: a slice-sampling update ([`crate::slice`]) of
-//! `log λ₀` under `p(y | W, λ₀) p(log λ₀)`, each evaluation one Cholesky factorisation of
-//! `ΦᵀΦ + λ₀I` from the exact `ΦᵀΦ` (`O(M³)`, the cost of the refactorisation the sweep already pays).
+//! `log λ₀` under `p(y | W, λ₀) p(log λ₀)`. One symmetric eigendecomposition of the smaller Gram
+//! matrix makes every evaluation `O(min(N, 2M))` ([`EvidenceSpectrum`]): with `ΦᵀΦ = V diag(e) Vᵀ`,
+//! `log|ΦᵀΦ + λI| = Σ log(e_i + λ)` and `(Φᵀy)ᵀ(ΦᵀΦ + λI)⁻¹Φᵀy = Σ (Vᵀ Φᵀy)_i²/(e_i + λ)`; when
+//! `N < 2M` the dual `ΦΦᵀ = U diag(e) Uᵀ` (`N × N`) gives `Σ log(e_i + λ) + (2M − N) log λ` and
+//! `Σ e_i (Uᵀy)_i²/(e_i + λ)` (push-through identity). Cost `O(min(N, 2M)³)` a sweep, the order of
+//! the refactorisation the sweep already pays; the factor is then rebuilt at the new `λ₀`.
 
 use crate::error::{BankError, mismatch};
 use crate::evidence::{LogNormalPrior, NigParams, log_evidence_dense};
@@ -58,6 +62,20 @@ pub struct SweepStats {
     pub max_factor_drift: f64,
     /// Largest absolute drift of the log evidence seen at a refactorisation.
     pub max_evidence_drift: f64,
+}
+
+/// The eigenvalues of `ΦᵀΦ` (or of `ΦΦᵀ` when `N < 2M`, `dual`) and the weights that make the
+/// evidence a cheap function of `λ` ([`RegressionState::evidence_spectrum`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvidenceSpectrum {
+    /// Eigenvalues.
+    pub values: Vec<f64>,
+    /// `(Vᵀ Φᵀy)_i²` (primal) or `e_i (Uᵀy)_i²` (dual).
+    pub weights: Vec<f64>,
+    /// Whether the spectrum is of the `N × N` matrix `ΦΦᵀ`.
+    pub dual: bool,
+    /// The number of features `2M`.
+    pub features: usize,
 }
 
 /// The regression state: inputs, targets, frequencies, `Φ`, `ΦᵀΦ`, `Φᵀy` and the factor of `Λ_n`.
@@ -222,6 +240,37 @@ impl<B: Backend> RegressionState<B> {
         Ok(nig.log_evidence(self.y.len(), f, B::cholesky_logdet(l.as_ref()), self.yty, quad))
     }
 
+    /// The spectrum that makes the evidence an `O(min(N, 2M))` function of `λ` (module docs).
+    pub fn evidence_spectrum(&self) -> Result<EvidenceSpectrum, BankError> {
+        let (n, f) = (self.y.len(), 2 * self.m);
+        if f <= n {
+            let eig = B::sym_eigen(self.gram.as_ref())?;
+            let mut proj = vec![0.0; f];
+            B::gemv(1.0, eig.vectors.as_ref(), Trans::Yes, &self.phity, 0.0, &mut proj)?;
+            let weights = proj.iter().map(|p| p * p).collect();
+            Ok(EvidenceSpectrum { values: eig.values, weights, dual: false, features: f })
+        } else {
+            let mut g = Mat::zeros(n, n);
+            B::gemm(1.0, self.phi.as_ref(), Trans::No, self.phi.as_ref(), Trans::Yes, 0.0, g.as_mut())?;
+            let eig = B::sym_eigen(g.as_ref())?;
+            let mut proj = vec![0.0; n];
+            B::gemv(1.0, eig.vectors.as_ref(), Trans::Yes, &self.y, 0.0, &mut proj)?;
+            let weights = proj.iter().zip(&eig.values).map(|(p, e)| e.max(0.0) * p * p).collect();
+            Ok(EvidenceSpectrum { values: eig.values, weights, dual: true, features: f })
+        }
+    }
+
+    /// The log evidence at prior precision `λ` from a spectrum of this state's `Φ`.
+    pub fn log_evidence_with(&self, spec: &EvidenceSpectrum, lambda: f64) -> f64 {
+        let mut logdet: f64 = spec.values.iter().map(|e| (e.max(0.0) + lambda).ln()).sum();
+        if spec.dual {
+            logdet += (spec.features - spec.values.len()) as f64 * lambda.ln();
+        }
+        let quad: f64 = spec.values.iter().zip(&spec.weights).map(|(e, w)| w / (e.max(0.0) + lambda)).sum();
+        let nig = NigParams { prior_precision: lambda, ..self.nig };
+        nig.log_evidence(self.y.len(), spec.features, logdet, self.yty, quad)
+    }
+
     /// Sets the prior precision `λ₀` and refactorises `Λ_n` (`O(M³)`).
     pub fn set_prior_precision(&mut self, lambda: f64) -> Result<(), BankError> {
         crate::error::check_positive("prior precision", lambda)?;
@@ -237,11 +286,12 @@ impl<B: Backend> RegressionState<B> {
         rng: &mut R,
     ) -> Result<f64, BankError> {
         let u0 = self.nig.prior_precision.ln();
+        let spec = self.evidence_spectrum()?;
         let target = |u: f64| -> Result<f64, BankError> {
             if !u.is_finite() || u.abs() > 700.0 {
                 return Ok(f64::NEG_INFINITY);
             }
-            Ok(self.log_evidence_at(u.exp())? + prior.log_density(u))
+            Ok(self.log_evidence_with(&spec, u.exp()) + prior.log_density(u))
         };
         let f0 = target(u0)?;
         let (u, _) = crate::slice::slice_step(u0, f0, target, 1.0, 8, rng)?;
@@ -601,6 +651,22 @@ mod tests {
         Faer::solve_lower_in_place(l.as_ref(), theirs.as_mut()).unwrap();
         for (u, v) in ours.as_slice().iter().zip(theirs.as_slice()) {
             assert!((u - v).abs() < 1e-12);
+        }
+    }
+
+    /// The spectral evidence (primal `N ≥ 2M` and dual `N < 2M`) against a Cholesky factorisation
+    /// at several λ.
+    #[test]
+    fn spectral_evidence_matches_the_factorisation() {
+        for (n, m) in [(40, 5), (12, 9)] {
+            let (x, y, w) = problem(n, m, 2, 7);
+            let st = RegressionState::<Faer>::new(x, y, w, NigParams::default()).unwrap();
+            let spec = st.evidence_spectrum().unwrap();
+            assert_eq!(spec.dual, n < 2 * m);
+            for lambda in [1e-3, 0.1, 1.0, 30.0] {
+                let (a, b) = (st.log_evidence_with(&spec, lambda), st.log_evidence_at(lambda).unwrap());
+                assert!((a - b).abs() < 1e-8 * b.abs().max(1.0), "N {n} M {m} λ {lambda}: {a} vs {b}");
+            }
         }
     }
 

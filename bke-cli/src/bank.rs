@@ -258,5 +258,7 @@ fn run_cv(a: CvArgs) -> anyhow::Result<()> {
     params.seed = a.data.seed;
     params.bank = bank_params(&a.data, task);
     params.baseline.frequencies = a.data.frequencies;
+    params.alac.frequencies = a.data.frequencies;
+    params.rfo.frequencies = a.data.frequencies;
     io::emit(&a.data.exec.run(Job::Cv(params, data))?)
 }
