@@ -38,7 +38,7 @@
 //! * [`params`]: the parameters, which hyperparameters are learned, their data-driven defaults, and
 //!   what the prior on `f` is as `M` grows;
 //! * [`priors`]: the hyperpriors of the learned hyperparameters;
-//! * [`slice`]: univariate slice sampling (the `log λ₀` update);
+//! * [`slice`](mod@slice): univariate slice sampling (the `log λ₀` update);
 //! * [`sampler`]: the fitting driver and one sweep of each task;
 //! * [`model`]: the fitted model, prediction (Student-t mixture), the learned kernel, the model file;
 //! * [`baselines`]: RKS and MKL with random features (§4.2);

@@ -3,9 +3,9 @@
 
 pub mod bank_cv;
 pub mod bank_data;
+pub mod bank_fig3;
 pub mod bank_fig4;
 pub mod bank_table;
-pub mod bank_fig3;
 pub mod density;
 pub mod dme;
 pub mod fig2c;

@@ -118,7 +118,12 @@ impl Spec {
 
 /// The regression sets of Table 1: the bundled ones and the synthetic large-`N` row.
 pub const REGRESSION: &[Spec] = &[
-    Spec { name: "concrete", source: Source::Csv("compressive_strength"), task: Task::Regression, rows: None },
+    Spec {
+        name: "concrete",
+        source: Source::Csv("compressive_strength"),
+        task: Task::Regression,
+        rows: None,
+    },
     Spec { name: "diabetes", source: Source::Csv("progression"), task: Task::Regression, rows: None },
     Spec { name: "ozone", source: Source::Csv("O3"), task: Task::Regression, rows: None },
     Spec { name: "abalone", source: Source::Csv("rings"), task: Task::Regression, rows: None },

@@ -26,7 +26,13 @@ struct Point {
     seconds_per_fit: f64,
 }
 
-fn cv(dataset: &'static str, method: Method, m: usize, rows: Option<usize>, iterations: usize) -> anyhow::Result<Point> {
+fn cv(
+    dataset: &'static str,
+    method: Method,
+    m: usize,
+    rows: Option<usize>,
+    iterations: usize,
+) -> anyhow::Result<Point> {
     let spec = find(dataset).ok_or_else(|| anyhow::anyhow!("unknown dataset {dataset}"))?;
     let data = spec.load(rows)?;
     let mut p = CvParams::new(method, spec.task);
@@ -46,7 +52,13 @@ fn cv(dataset: &'static str, method: Method, m: usize, rows: Option<usize>, iter
     Ok(Point { dataset, method, m, n: data.len(), result, seconds_per_fit })
 }
 
-fn series(points: &[Point], dataset: &str, method: Method, x: impl Fn(&Point) -> f64, y: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
+fn series(
+    points: &[Point],
+    dataset: &str,
+    method: Method,
+    x: impl Fn(&Point) -> f64,
+    y: impl Fn(&Point) -> f64,
+) -> Vec<(f64, f64)> {
     points.iter().filter(|p| p.dataset == dataset && p.method == method).map(|p| (x(p), y(p))).collect()
 }
 
@@ -86,10 +98,11 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
     if let Some(v) = args.iter().position(|a| a == "--ms").and_then(|i| args.get(i + 1)) {
         ms = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
     }
-    let datasets: Vec<&'static str> = match args.iter().position(|a| a == "--datasets").and_then(|i| args.get(i + 1)) {
-        Some(v) => v.split(',').filter_map(|d| find(d).map(|s| s.name)).collect(),
-        None => vec!["concrete", "abalone", "pima"],
-    };
+    let datasets: Vec<&'static str> =
+        match args.iter().position(|a| a == "--datasets").and_then(|i| args.get(i + 1)) {
+            Some(v) => v.split(',').filter_map(|d| find(d).map(|s| s.name)).collect(),
+            None => vec!["concrete", "abalone", "pima"],
+        };
     let ns: Vec<usize> = if smoke { vec![100, 200] } else { vec![500, 1000, 2000, 4000, 8645] };
     let mut by_m = Vec::new();
     if part.as_deref() != Some("n") {
@@ -127,8 +140,15 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
     }
     std::fs::write(dir.join("fig4.csv"), csv)?;
     if !by_m.is_empty() {
-        plot(&by_m, "BaNK Fig. 4(d): test error vs M (5-fold)", "M (frequencies)", "MSE / error", true, false)
-            .save(&dir.join("error_vs_m.svg"))?;
+        plot(
+            &by_m,
+            "BaNK Fig. 4(d): test error vs M (5-fold)",
+            "M (frequencies)",
+            "MSE / error",
+            true,
+            false,
+        )
+        .save(&dir.join("error_vs_m.svg"))?;
         plot(&by_m, "BaNK Fig. 4(e,f): seconds per fit vs M", "M (frequencies)", "seconds", true, true)
             .save(&dir.join("time_vs_m.svg"))?;
     }

@@ -76,7 +76,8 @@ impl Settings {
     fn params(&self, method: Method, task: Task) -> CvParams {
         let mut p = CvParams::new(method, task);
         p.seed = 7;
-        p.bank = BankParams { frequencies: self.frequencies, iterations: self.iterations, ..Default::default() };
+        p.bank =
+            BankParams { frequencies: self.frequencies, iterations: self.iterations, ..Default::default() };
         p.baseline.frequencies = self.frequencies;
         p.alac.frequencies = self.frequencies;
         p.rfo.frequencies = self.frequencies;
@@ -157,7 +158,12 @@ fn target_check(row: &Row) -> String {
 pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
     let mut out = Vec::new();
     for (stem, task, title, fourth) in [
-        ("table1_regression", Task::Regression, "Table 1: regression MSE (standardised targets)", Method::Alac),
+        (
+            "table1_regression",
+            Task::Regression,
+            "Table 1: regression MSE (standardised targets)",
+            Method::Alac,
+        ),
         ("table2_classification", Task::Classification, "Table 2: classification error", Method::Rfo),
     ] {
         let mut t = Table::new(
@@ -225,7 +231,10 @@ pub fn run_with(out: &Path, s: &Settings, dir: &str) -> anyhow::Result<()> {
     let specs: Vec<Spec> = if s.datasets.is_empty() {
         REGRESSION.iter().chain(CLASSIFICATION).copied().collect()
     } else {
-        s.datasets.iter().map(|d| find(d).ok_or_else(|| anyhow::anyhow!("unknown dataset '{d}'"))).collect::<Result<_, _>>()?
+        s.datasets
+            .iter()
+            .map(|d| find(d).ok_or_else(|| anyhow::anyhow!("unknown dataset '{d}'")))
+            .collect::<Result<_, _>>()?
     };
     let mut rows = Vec::new();
     let mut csv = String::from("dataset,method,fold,score\n");
