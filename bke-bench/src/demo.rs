@@ -18,8 +18,8 @@ use crate::repro::Progress;
 use crate::repro::density::read_columns;
 use anyhow::{Context, bail};
 use bke_bank::Task;
-use bke_bank::baselines::{Baseline, BaselineParams, fit_baseline};
-use bke_core::Points;
+use bke_bank::baselines::{Baseline, BaselineParams};
+use bke_core::{Dataset, Params, Points};
 use bke_linalg::DefaultBackend;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -420,18 +420,20 @@ fn bank(d: &mut Demo) -> anyhow::Result<()> {
     // RKS with the same number of frequencies (library: the CLI has RKS only inside `bank cv`).
     let x = Points::from_1d("hr", &train.iter().map(|r| r[0]).collect::<Vec<_>>())?;
     let y: Vec<f64> = train.iter().map(|r| r[1]).collect();
-    let rks = fit_baseline::<DefaultBackend>(
-        &x,
-        &y,
-        Task::Regression,
-        Baseline::Rks,
-        &BaselineParams { frequencies: 64, seed: 1, ..Default::default() },
-    )?;
-    let rks_grid = rks.predict::<DefaultBackend>(&Points::from_1d("hr", &hours)?)?;
+    let rks = BaselineParams {
+        kind: Baseline::Rks,
+        task: Task::Regression,
+        frequencies: 64,
+        seed: 1,
+        ..Default::default()
+    }
+    .check()?
+    .fit::<DefaultBackend>(&Dataset::new(x, y)?)?;
+    let rks_grid = rks.predict_mean::<DefaultBackend>(&Points::from_1d("hr", &hours)?)?;
     let xt = Points::from_1d("hr", &test.iter().map(|r| r[0]).collect::<Vec<_>>())?;
     let yt: Vec<f64> = test.iter().map(|r| r[1]).collect();
     let mse = |p: &[f64]| p.iter().zip(&yt).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / yt.len() as f64;
-    let (mse_bank, mse_rks) = (mse(&f64s(&on_test, "mean")?), mse(&rks.predict::<DefaultBackend>(&xt)?));
+    let (mse_bank, mse_rks) = (mse(&f64s(&on_test, "mean")?), mse(&rks.predict_mean::<DefaultBackend>(&xt)?));
     let var_y = {
         let m = yt.iter().sum::<f64>() / yt.len() as f64;
         yt.iter().map(|v| (v - m).powi(2)).sum::<f64>() / yt.len() as f64

@@ -8,7 +8,10 @@
 //! only the full size reproduces the seed's numbers. [`Ctx::progress`] prints one timed line.
 
 pub mod bank_cv;
+pub mod bank_data;
 pub mod bank_fig3;
+pub mod bank_fig4;
+pub mod bank_table;
 pub mod density;
 pub mod dme;
 pub mod fig2c;

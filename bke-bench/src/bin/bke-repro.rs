@@ -5,25 +5,13 @@
 //! `--json` prints the sections' text and tables as JSON on stdout instead of the summary.
 
 use anyhow::bail;
-use bke_bench::html::{Report, Section, utc_now};
+use bke_bench::html::{Report, Section};
 use bke_bench::repro::{Ctx, Progress};
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::path::PathBuf;
 
-/// How a registered reproduction runs.
-#[derive(Clone, Copy)]
-enum Runner {
-    /// Publishes its own report sections.
-    Report(fn(&mut Ctx) -> anyhow::Result<()>),
-    /// Writes files only (the former interface): the SVG figures it writes are collected into one
-    /// section.
-    #[allow(dead_code)]
-    Legacy(fn(&Path) -> anyhow::Result<()>),
-}
-
-/// A registered reproduction: its name, what it reproduces, and how it runs.
-type Repro = (&'static str, &'static str, Runner);
-use Runner::Report as R;
+/// A registered reproduction: its name, what it reproduces, and the function that runs it and
+/// publishes its report sections.
+type Repro = (&'static str, &'static str, fn(&mut Ctx) -> anyhow::Result<()>);
 
 /// Every reproduction, in the order `all` runs them (and the report shows them). Register new ones
 /// here.
@@ -31,47 +19,57 @@ const REPROS: &[Repro] = &[
     (
         "fig2d",
         "seed 000 Fig. 2D: BKE marginal pseudolikelihood vs lengthscale, grid of Gaussians",
-        R(bke_bench::repro::fig2d::run),
+        bke_bench::repro::fig2d::run,
     ),
     (
         "fig2c",
         "seed 000 Fig. 2C: MMD type-II error vs ε, median heuristic vs BKL (--reps, --permutations)",
-        R(bke_bench::repro::fig2c::run),
+        bke_bench::repro::fig2c::run,
     ),
     (
         "level",
         "type-I error of every MMD/HSIC null × kernel selection, BKL included (--reps, --permutations)",
-        R(bke_bench::repro::level::run),
+        bke_bench::repro::level::run,
     ),
     (
         "witness",
         "seed 000 Fig. 3: witness N(0,1) vs Laplace with BKE posterior bands, n = 50 and 400 (θ by BKL)",
-        R(bke_bench::repro::witness::run),
+        bke_bench::repro::witness::run,
     ),
     (
         "fig3",
         "seed 000 Fig. 3: witness posterior with (lengthscale, tau2) integrated out by NUTS, n = 50 and 400",
-        R(bke_bench::repro::fig3::run),
+        bke_bench::repro::fig3::run,
     ),
     (
         "bank-fig3",
         "BaNK seed 001 Fig. 3: learned spectral density and kernel",
-        R(bke_bench::repro::bank_fig3::run),
+        bke_bench::repro::bank_fig3::run,
     ),
     (
         "bank-cv",
-        "BaNK seed 001 Tables 1-2: 5-fold CV of RKS, MKL, BaNK at M = 384",
-        R(bke_bench::repro::bank_cv::run),
+        "BaNK seed 001 Tables 1-2 at the seed's M = 384: RKS, MKL, BaNK, paired tests",
+        bke_bench::repro::bank_cv::run,
+    ),
+    (
+        "bank-table",
+        "BaNK seed 001 Tables 1-2: every baseline (RKS, MKL, AlaC/RFO, GBDT, GP-ARD) and dataset (--smoke)",
+        bke_bench::repro::bank_table::run,
+    ),
+    (
+        "bank-fig4",
+        "BaNK seed 001 Fig. 4: error and time vs N and vs M (the M-curve on concrete and abalone; --smoke)",
+        bke_bench::repro::bank_fig4::run,
     ),
     (
         "dme",
         "seed 004 Fig. 3 (TTGP vs cascade/impute), Fig. 4 (inducing points), LFI exponential-gamma",
-        R(bke_bench::repro::dme::run),
+        bke_bench::repro::dme::run,
     ),
     (
         "density",
         "seed 003: Fig. 1 (quadratic feature map) and held-out log-likelihood vs Gaussian KDE",
-        R(bke_bench::repro::density::run),
+        bke_bench::repro::density::run,
     ),
 ];
 
@@ -109,10 +107,7 @@ fn main() -> anyhow::Result<()> {
         progress.line(&format!("{name}: start ({what}){}", if smoke { " [smoke size]" } else { "" }));
         let mut ctx = Ctx::new(name, i as u32 + 1, out.clone(), smoke, report.clone(), progress.clone());
         let t0 = progress.elapsed();
-        match runner {
-            Runner::Report(f) => f(&mut ctx)?,
-            Runner::Legacy(f) => legacy(&mut ctx, *f, what)?,
-        }
+        runner(&mut ctx)?;
         let dt = progress.elapsed() - t0;
         progress.line(&format!("{name}: done in {dt:.1} s ({} section(s))", ctx.published.len()));
         summary.push(format!("  {name:<10} {dt:>7.1} s  {}", ctx.published.join("; ")));
@@ -142,41 +137,6 @@ fn main() -> anyhow::Result<()> {
         summary.iter().for_each(|l| println!("{l}"));
         println!("data: {}", out.display());
         println!("report: {}", report.index().display());
-    }
-    Ok(())
-}
-
-/// Runs a reproduction of the former interface and publishes the SVG files it wrote as one section.
-fn legacy(ctx: &mut Ctx, f: fn(&Path) -> anyhow::Result<()>, what: &str) -> anyhow::Result<()> {
-    let start = SystemTime::now();
-    let dir = ctx.dir("")?;
-    f(&dir)?;
-    let mut section = ctx.section("main", what).intro(format!(
-        "Written by a reproduction that does not publish report sections yet: its figures are collected \
-         from {}, its tables and numbers are in the files there and in the console output.",
-        dir.display()
-    ));
-    let mut svgs = Vec::new();
-    collect_new_svgs(&dir, start, &mut svgs)?;
-    svgs.sort();
-    for p in svgs {
-        let svg = std::fs::read_to_string(&p)?;
-        section.figures.push(bke_bench::html::FigureBlock { svg, caption: p.display().to_string() });
-    }
-    section.finished = utc_now();
-    ctx.publish(section)
-}
-
-fn collect_new_svgs(dir: &Path, since: SystemTime, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    for e in std::fs::read_dir(dir)? {
-        let path = e?.path();
-        if path.is_dir() {
-            collect_new_svgs(&path, since, out)?;
-        } else if path.extension().is_some_and(|x| x == "svg")
-            && std::fs::metadata(&path)?.modified().is_ok_and(|m| m >= since)
-        {
-            out.push(path);
-        }
     }
     Ok(())
 }

@@ -14,8 +14,9 @@
 use crate::plot::{Figure, Series};
 use crate::report::Table;
 use crate::repro::Ctx;
+use bke_core::Params;
 use bke_core::Points;
-use bke_core::embedding::{BkeParams, FitOptions, fit, hold_out_landmarks, marginal_pseudolikelihood};
+use bke_core::embedding::{BkeParams, EmbeddingParams, hold_out_landmarks, marginal_pseudolikelihood};
 use bke_linalg::Faer;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -69,7 +70,9 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     }
     std::fs::write(out.join("fig2d.csv"), csv)?;
     ctx.progress(&format!("scanned {k} lengthscales"));
-    let r = fit::<Faer>(&x, &FitOptions { num_landmarks: m, seed: 0, ..FitOptions::default() })?;
+    let r = EmbeddingParams { num_landmarks: m, seed: 0, ..EmbeddingParams::default() }
+        .check()?
+        .fit::<Faer>(&x)?;
     let best = r.params.lengthscales[0];
     let optima: Vec<(f64, f64)> =
         r.local_optima.iter().map(|o| (o.lengthscales[0], o.log_marginal)).collect();
@@ -121,7 +124,9 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     for &data_seed in seeds {
         let xs = grid_of_gaussians(2.0, per_component, data_seed);
         for &mm in ms {
-            let r = fit::<Faer>(&xs, &FitOptions { num_landmarks: mm, seed: 0, ..FitOptions::default() })?;
+            let r = EmbeddingParams { num_landmarks: mm, seed: 0, ..EmbeddingParams::default() }
+                .check()?
+                .fit::<Faer>(&xs)?;
             let others: Vec<String> =
                 r.local_optima.iter().skip(1).map(|o| format!("{:.2}", o.lengthscales[0])).collect();
             table.push(vec![
