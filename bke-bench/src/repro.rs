@@ -17,6 +17,7 @@ pub mod dme;
 pub mod fig2c;
 pub mod fig2d;
 pub mod fig3;
+pub mod fig4;
 pub mod level;
 pub mod witness;
 

@@ -67,6 +67,11 @@ const REPROS: &[Repro] = &[
         bke_bench::repro::dme::run,
     ),
     (
+        "fig4",
+        "seed 000 Fig. 4: PC causal discovery on ozone, BKL vs median heuristic; CI-test level/power; random-DAG SHD",
+        bke_bench::repro::fig4::run,
+    ),
+    (
         "density",
         "seed 003: Fig. 1 (quadratic feature map) and held-out log-likelihood vs Gaussian KDE",
         bke_bench::repro::density::run,
