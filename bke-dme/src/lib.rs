@@ -14,6 +14,8 @@
 //! * [`ttgp`]: task-transformed GP (Thm 5.3): marginal likelihoods (3), (4) and the alternative
 //!   form of (4) with analytic gradients, posterior predictive, multi-start L-BFGS learning, model
 //!   files.
+//! * [`ttblr`]: the task-transformed Bayesian linear regression on explicit (random Fourier or
+//!   user) features (Thm 5.3 (1), (3), (4)), marginal likelihood and gradient, model files.
 //! * [`sparse`]: inducing points learned jointly with the hyperparameters (§8.2).
 //! * [`lfi`]: likelihood-free inference (Algorithm 8.1): posterior embedding, `q̄`, learning;
 //!   [`herding`]: posterior embeddings as weighted samples and kernel herding.
@@ -51,6 +53,7 @@ pub mod learn;
 pub mod lfi;
 mod ops;
 pub mod sparse;
+pub mod ttblr;
 pub mod ttgp;
 
 pub use data::TaskData;

@@ -31,7 +31,7 @@
 //! `f(x*) | z̃ ~ N(γ² k*ᵀ A α, γ² k** − γ⁴ k*ᵀ A C⁻¹ Aᵀ k*)`. In the `Map`/`Alternative` forms the
 //! mean is exactly the nonparametric DME of seed 004 Def. 4.4 with these `λ, ε`.
 
-mod fitted;
+pub(crate) mod fitted;
 
 pub use fitted::{StartResult, Ttgp};
 
