@@ -36,7 +36,7 @@ use crate::herding::PosteriorEmbedding;
 use crate::lfi::{LfiData, default_epsilon, rule_of_thumb};
 use crate::ops::{add_diag, mm, mv};
 use crate::ttgp::transform;
-use bke_core::{Estimator, Kernel, Params, Points, Progress, Valid, check_positive};
+use bke_core::{CoreError, Estimator, Kernel, Params, Points, Progress, Valid, check_positive};
 use bke_linalg::{Backend, JitterOptions, Mat, Trans};
 
 /// Which kernel Bayes' rule (see the module docs).
@@ -47,6 +47,33 @@ pub enum KbrVariant {
     /// KBR(b) (Fukumizu et al. 2013): third-order joint operator, weights on the simulations.
     #[default]
     B,
+}
+
+impl std::str::FromStr for KbrVariant {
+    type Err = DmeError;
+
+    /// Parses "a" or "b".
+    fn from_str(s: &str) -> Result<Self, DmeError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "a" => Ok(Self::A),
+            "b" => Ok(Self::B),
+            _ => Err(CoreError::InvalidChoice {
+                what: format!("KBR variant '{s}'"),
+                reason: "use a or b".into(),
+            }
+            .into()),
+        }
+    }
+}
+
+impl KbrVariant {
+    /// The name accepted by `str::parse`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::A => "a",
+            Self::B => "b",
+        }
+    }
 }
 
 /// The regularised inverse of the evidence operator `E = C_XX`.
@@ -97,6 +124,33 @@ impl Params for KbrParams {
     fn validate(&self) -> Result<(), DmeError> {
         check_positive("lambda", self.lambda)?;
         Ok(check_positive("delta", self.delta)?)
+    }
+}
+
+impl std::str::FromStr for EvidenceInverse {
+    type Err = DmeError;
+
+    /// Parses "tikhonov" or "squared".
+    fn from_str(s: &str) -> Result<Self, DmeError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "tikhonov" => Ok(Self::Tikhonov),
+            "squared" => Ok(Self::Squared),
+            _ => Err(CoreError::InvalidChoice {
+                what: format!("evidence inverse '{s}'"),
+                reason: "use tikhonov or squared".into(),
+            }
+            .into()),
+        }
+    }
+}
+
+impl EvidenceInverse {
+    /// The name accepted by `str::parse`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tikhonov => "tikhonov",
+            Self::Squared => "squared",
+        }
     }
 }
 

@@ -28,7 +28,7 @@ use crate::data::TaskData;
 use crate::error::{check_finite_vec, check_same_len, invalid};
 use crate::learn::{Reseed, best_start, multi_start, start_rng, tie_lambda_grad, tie_lambda_map};
 use crate::ops::{contract_inputs, contract_params};
-use crate::ttgp::{Grams, MarginalForm, Mode, Scalars, Ttgp, TtgpParams};
+use crate::ttgp::{Grams, MarginalForm, Mode, Scalars, StartResult, Ttgp, TtgpParams};
 use bke_core::{Dataset, Estimator, Params, Points, Progress, Valid};
 use bke_linalg::Backend;
 use rand::seq::index::sample;
@@ -178,14 +178,14 @@ impl Estimator for SparseTtgpParams {
             init.kernel_x = init.kernel_y.clone();
         }
         validate(&u0, y_tilde, z_tilde, &init)?;
-        let (h, u) = if init.learn.any() || params.learn_inducing {
+        let (h, u, starts) = if init.learn.any() || params.learn_inducing {
             learn_inducing::<B>(y_tilde, z_tilde, &init, &u0, params, progress)?
         } else {
-            (init, u0)
+            (init, u0, Vec::new())
         };
         let model = TtgpParams { form: MarginalForm::Alternative, learn: Default::default(), ..h };
         let data = TaskData::new(u.clone(), u, y_tilde.clone(), z_tilde.to_vec())?;
-        model.check()?.fit::<B>(&data)
+        Ok(model.check()?.fit::<B>(&data)?.with_starts(starts))
     }
 }
 
@@ -196,7 +196,7 @@ fn learn_inducing<B: Backend>(
     init_u: &Points,
     sparse: &SparseTtgpParams,
     progress: &dyn Progress,
-) -> Result<(TtgpParams, Points), DmeError> {
+) -> Result<(TtgpParams, Points, Vec<StartResult>), DmeError> {
     let np = init.n_params();
     let (nkx, nky) = (init.kernel_x.n_params(), init.kernel_y.n_params());
     let (nu, d) = (init_u.len(), init_u.dim());
@@ -256,5 +256,13 @@ fn learn_inducing<B: Backend>(
         (progress, "learning inducing points"),
     )?;
     let best = best_start(&results, "increase sigma or epsilon")?;
-    Ok((init.with_log_params(&tie(&best.0))?, Points::new("inducing points", best.0[np..].to_vec(), d)?))
+    let starts = results
+        .iter()
+        .map(|(p, v, iterations, converged)| {
+            let params = TtgpParams { form: MarginalForm::Alternative, ..init.with_log_params(&tie(p))? };
+            Ok(StartResult { params, log_marginal: *v, iterations: *iterations, converged: *converged })
+        })
+        .collect::<Result<Vec<_>, DmeError>>()?;
+    let u = Points::new("inducing points", best.0[np..].to_vec(), d)?;
+    Ok((init.with_log_params(&tie(&best.0))?, u, starts))
 }

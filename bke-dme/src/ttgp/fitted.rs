@@ -127,6 +127,13 @@ impl Ttgp {
         &self.starts
     }
 
+    /// The same model recording the starts of a search that chose its hyperparameters elsewhere
+    /// (the sparse TTGP's joint search over inducing points).
+    pub(crate) fn with_starts(mut self, starts: Vec<StartResult>) -> Self {
+        self.starts = starts;
+        self
+    }
+
     fn conditioned<B: Backend>(&self) -> Result<&Conditioned, DmeError> {
         if let Some(c) = self.conditioned.get() {
             return Ok(c);
