@@ -6,9 +6,10 @@
 use crate::convert::{ArrayPair, array1, array2, points, points_array};
 use crate::exec::{Exec, Failure, Job};
 use bke_core::embedding::{
-    BkeParams, BkePosterior, EmbeddingPrior, FitOptions, LengthscaleGrid, marginal_pseudolikelihood,
+    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, FittedEmbedding, LengthscaleGrid,
+    default_num_landmarks, marginal_pseudolikelihood,
 };
-use bke_core::{Points, Progress};
+use bke_core::{Params, Points, Predict, Progress};
 use bke_linalg::Backend;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -29,14 +30,13 @@ fn bke_params(lengthscales: Vec<f64>, tau2: f64, prior: &str, jacobian: bool) ->
 
 struct FitJob {
     x: Points,
-    options: FitOptions,
+    params: EmbeddingParams,
 }
 
 impl Job for FitJob {
-    type Output = bke_core::embedding::FitResult;
+    type Output = FittedEmbedding;
     fn run<B: Backend>(self, progress: &dyn Progress) -> Result<Self::Output, Failure> {
-        progress.checkpoint()?;
-        Ok(bke_core::embedding::fit::<B>(&self.x, &self.options)?)
+        Ok(self.params.check()?.fit_with_progress::<B>(&self.x, progress)?)
     }
 }
 
@@ -64,9 +64,8 @@ fn embedding_fit<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let exec = Exec::new(backend, n_jobs)?;
     let x = points("X", &x)?;
-    let options = FitOptions {
-        // the CLI's default for --num-landmarks
-        num_landmarks: num_landmarks.unwrap_or_else(|| 100.min((x.len() / 5).max(x.dim()))),
+    let params = EmbeddingParams {
+        num_landmarks: num_landmarks.unwrap_or_else(|| default_num_landmarks(x.len(), x.dim())),
         landmarks: landmarks.map(|z| points("landmarks", &z)).transpose()?,
         tau2,
         learn_tau2,
@@ -78,7 +77,7 @@ fn embedding_fit<'py>(
         max_starts,
         seed,
     };
-    let r = exec.run(py, FitJob { x, options })?;
+    let r = exec.run(py, FitJob { x, params })?;
     let d = PyDict::new(py);
     d.set_item("lengthscales", array1(py, r.params.lengthscales.clone()))?;
     d.set_item("tau2", r.params.tau2)?;
@@ -99,7 +98,7 @@ fn embedding_fit<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     d.set_item("local_optima", optima)?;
     d.set_item("median_heuristic", r.median_heuristic)?;
-    let scan: Vec<f64> = r.scan.iter().flat_map(|&(t, v)| [t, v]).collect();
+    let scan: Vec<f64> = r.scan.iter().flat_map(|p| [p.lengthscale, p.log_marginal]).collect();
     d.set_item("scan", array2(py, r.scan.len(), 2, scan)?)?;
     d.set_item("landmarks", points_array(py, &r.landmarks)?)?;
     d.set_item("landmark_indices", r.landmark_indices.clone())?;
@@ -160,8 +159,12 @@ struct PosteriorJob {
 impl Job for PosteriorJob {
     type Output = (Vec<f64>, Vec<f64>);
     fn run<B: Backend>(self, _: &dyn Progress) -> Result<Self::Output, Failure> {
-        let post = BkePosterior::fit::<B>(&self.x, self.conditioning.as_ref(), &self.params)?;
-        Ok(post.mean_and_variance::<B>(&self.at)?)
+        let post = match &self.conditioning {
+            Some(w) => BkePosterior::conditioned_at::<B>(&self.params, &self.x, w)?,
+            None => self.params.check()?.fit::<B>(&self.x)?,
+        };
+        let pred = post.predict::<B>(&self.at)?;
+        Ok((pred.mean, pred.variance))
     }
 }
 
