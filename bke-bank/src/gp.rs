@@ -199,7 +199,7 @@ impl Predict for GpArdModel {
 mod tests {
     use super::*;
     use bke_core::Params;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     /// The analytic gradient against central finite differences.
     #[test]
@@ -209,14 +209,14 @@ mod tests {
         let x = Points::from_rows("x", &xs).unwrap();
         let y: Vec<f64> = xs.iter().map(|v| v[0] * 2.0 + (3.0 * v[1]).sin()).collect();
         let u = vec![0.2, -0.3, 0.4, -1.5];
-        let (_, g) = nlml_and_gradient::<Faer>(&x, &y, &u).unwrap();
+        let (_, g) = nlml_and_gradient::<DefaultBackend>(&x, &y, &u).unwrap();
         for j in 0..4 {
             let h = 1e-5;
             let (mut up, mut um) = (u.clone(), u.clone());
             up[j] += h;
             um[j] -= h;
-            let fd = (nlml_and_gradient::<Faer>(&x, &y, &up).unwrap().0
-                - nlml_and_gradient::<Faer>(&x, &y, &um).unwrap().0)
+            let fd = (nlml_and_gradient::<DefaultBackend>(&x, &y, &up).unwrap().0
+                - nlml_and_gradient::<DefaultBackend>(&x, &y, &um).unwrap().0)
                 / (2.0 * h);
             assert!((fd - g[j]).abs() < 1e-6 * fd.abs().max(1.0), "component {j}: {fd} vs {}", g[j]);
         }
@@ -229,10 +229,10 @@ mod tests {
             (0..80).map(|i| vec![i as f64 / 20.0, ((i * 37) % 80) as f64 / 20.0]).collect();
         let y: Vec<f64> = xs.iter().map(|v| v[0].sin() + 0.01 * ((v[0] * 91.0).sin())).collect();
         let data = Dataset::new(Points::from_rows("x", &xs).unwrap(), y.clone()).unwrap();
-        let m = GpArdParams::default().check().unwrap().fit::<Faer>(&data).unwrap();
+        let m = GpArdParams::default().check().unwrap().fit::<DefaultBackend>(&data).unwrap();
         let ls = m.kernel.lengthscales();
         assert!(ls[1] > 5.0 * ls[0], "lengthscales {ls:?}");
-        let pred = m.predict::<Faer>(data.x()).unwrap();
+        let pred = m.predict::<DefaultBackend>(data.x()).unwrap();
         let mse = pred.mean.iter().zip(&y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 80.0;
         assert!(mse < 1e-3, "{mse}");
     }

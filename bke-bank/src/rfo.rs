@@ -243,7 +243,7 @@ fn fit<B: Backend>(p: &RfoParams, data: &Dataset) -> Result<BaselineModel, BankE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     /// The analytic gradient against central finite differences.
     #[test]
@@ -253,14 +253,15 @@ mod tests {
         let y: Vec<f64> = (0..11).map(|i| if x[(i, 0)] * x[(i, 1)] > 0.0 { 1.0 } else { 0.0 }).collect();
         let prob = RfoProblem::new(x, y, 4, 2, 0.7, &mut rng);
         let u: Vec<f64> = (0..prob.n_params()).map(|_| 0.5 * rng.sample::<f64, _>(StandardNormal)).collect();
-        let (_, g) = prob.objective::<Faer>(&u).unwrap();
+        let (_, g) = prob.objective::<DefaultBackend>(&u).unwrap();
         for k in 0..u.len() {
             let h = 1e-6;
             let (mut up, mut um) = (u.clone(), u.clone());
             up[k] += h;
             um[k] -= h;
-            let fd =
-                (prob.objective::<Faer>(&up).unwrap().0 - prob.objective::<Faer>(&um).unwrap().0) / (2.0 * h);
+            let fd = (prob.objective::<DefaultBackend>(&up).unwrap().0
+                - prob.objective::<DefaultBackend>(&um).unwrap().0)
+                / (2.0 * h);
             assert!((fd - g[k]).abs() < 1e-6 * fd.abs().max(1.0), "parameter {k}: {fd} vs {}", g[k]);
         }
     }

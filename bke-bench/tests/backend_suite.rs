@@ -44,13 +44,57 @@ macro_rules! backend_suite {
                 check_kernel_student_t::<B>()
             }
             #[test]
+            fn kernel_student_t_ard() {
+                check_kernel_student_t_ard::<B>()
+            }
+            #[test]
             fn gaussian_kde() {
                 check_gaussian_kde::<B>()
             }
 
             // ==== kernel tests: MMD, HSIC, witness (tests; append below) ====
+            #[test]
+            fn mmd_permutation_null() {
+                check_mmd_permutation_null::<B>()
+            }
 
             // ==== BaNK, RKS, MKL (bank; append below) ====
+            #[test]
+            fn bank_regression() {
+                check_bank::<B>(bke_bank::Task::Regression)
+            }
+            #[test]
+            fn bank_classification() {
+                check_bank::<B>(bke_bank::Task::Classification)
+            }
+            #[test]
+            fn rks_mkl_regression() {
+                check_baselines::<B>(bke_bank::Task::Regression)
+            }
+            #[test]
+            fn rks_mkl_classification() {
+                check_baselines::<B>(bke_bank::Task::Classification)
+            }
+            #[test]
+            fn gp_ard() {
+                check_gp_ard::<B>()
+            }
+            #[test]
+            fn a_la_carte() {
+                check_alac::<B>()
+            }
+            #[test]
+            fn rfo() {
+                check_rfo::<B>()
+            }
+            #[test]
+            fn gbdt() {
+                check_gbdt::<B>()
+            }
+            #[test]
+            fn cross_validation() {
+                check_cv::<B>()
+            }
 
             // ==== CME, DME, TTGP, LFI (dme; append below) ====
         }
@@ -100,20 +144,25 @@ fn check_bke_posterior<B: Backend>() {
     close(ca.weights(), cb.weights(), "S-KMSE weights at landmarks");
 }
 
+/// Every prior on the embedding, isotropic and ARD lengthscales.
 fn check_marginal_pseudolikelihood<B: Backend>() {
-    use bke_core::embedding::{BkeParams, marginal_pseudolikelihood};
+    use bke_core::embedding::{BkeParams, EmbeddingPrior, marginal_pseudolikelihood};
     let (x, z) = (clusters(300, 2, 4), clusters(15, 2, 5));
-    let p = BkeParams::new(vec![0.8], 0.7);
-    let (a, b) = (
-        marginal_pseudolikelihood::<B>(&x, &z, &p).unwrap(),
-        marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap(),
-    );
-    close(
-        &[a.log_marginal, a.log_jacobian, a.grad_log_tau2],
-        &[b.log_marginal, b.log_jacobian, b.grad_log_tau2],
-        "pseudolikelihood",
-    );
-    close(&a.grad_log_lengthscale, &b.grad_log_lengthscale, "gradient");
+    for prior in [EmbeddingPrior::Lebesgue, EmbeddingPrior::Unit, EmbeddingPrior::Gaussian { eta: 1.5 }] {
+        for ls in [vec![0.8], vec![0.8, 1.1]] {
+            let p = BkeParams::new(ls, 0.7).with_prior(prior);
+            let (a, b) = (
+                marginal_pseudolikelihood::<B>(&x, &z, &p).unwrap(),
+                marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap(),
+            );
+            close(
+                &[a.log_marginal, a.log_jacobian, a.grad_log_tau2],
+                &[b.log_marginal, b.log_jacobian, b.grad_log_tau2],
+                "pseudolikelihood",
+            );
+            close(&a.grad_log_lengthscale, &b.grad_log_lengthscale, "gradient");
+        }
+    }
 }
 
 fn check_ml2_embedding<B: Backend>() {
@@ -196,6 +245,18 @@ fn check_kernel_student_t<B: Backend>() {
     close(sa.points.as_slice(), sb.points.as_slice(), "samples");
 }
 
+/// The unnormalised kernel student-t with a fixed ARD kernel on more points than one block.
+fn check_kernel_student_t_ard<B: Backend>() {
+    use bke_core::Kernel;
+    use bke_core::density::{KernelStudentT, NiwParams};
+    let (x, q) = (clusters(600, 2, 12), clusters(700, 2, 13));
+    let k = Kernel::se_ard(vec![0.4, 0.7]).unwrap();
+    let p = NiwParams { alpha: 2.0, beta: 0.1, sigma0_sq: 0.5 };
+    let a = KernelStudentT::with_kernel::<B>(k.clone(), &x, p).unwrap();
+    let b = KernelStudentT::with_kernel::<Faer>(k, &x, p).unwrap();
+    close(&a.log_unnormalised::<B>(&q).unwrap(), &b.log_unnormalised::<Faer>(&q).unwrap(), "log t");
+}
+
 fn check_gaussian_kde<B: Backend>() {
     use bke_core::density::KdeParams;
     let (x, q) = (clusters(50, 2, 10), clusters(8, 2, 11));
@@ -207,6 +268,126 @@ fn check_gaussian_kde<B: Backend>() {
 
 // ==== check functions: kernel tests (tests; append below) ====
 
+/// The GEMM-batched permutation null of both quadratic MMD statistics.
+fn check_mmd_permutation_null<B: Backend>() {
+    use bke_core::Kernel;
+    use bke_core::hypothesis::mmd::{MmdPermutation, MmdStatistic};
+    let xy = clusters(51, 3, 14);
+    let gram = Kernel::se(1.1).unwrap().gram(&xy).unwrap();
+    let perm = MmdPermutation::new(&gram, 31).unwrap();
+    for stat in [MmdStatistic::Unbiased, MmdStatistic::Biased] {
+        let (a, b) = (perm.null::<B>(stat, 70, 9).unwrap(), perm.null::<Faer>(stat, 70, 9).unwrap());
+        close(&a, &b, "permutation null");
+    }
+}
+
 // ==== check functions: BaNK, RKS, MKL (bank; append below) ====
+
+/// A seeded 2-D supervised data set: a smooth regression target, or its sign as 0/1 labels.
+fn supervised(n: usize, task: bke_bank::Task, seed: u64) -> bke_core::Dataset {
+    let x = clusters(n, 2, seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed + 100);
+    let noise = Normal::new(0.0, 0.2).unwrap();
+    let y = x
+        .iter()
+        .map(|p| {
+            let f = (1.3 * p[0]).sin() + 0.5 * p[1] + noise.sample(&mut rng);
+            match task {
+                bke_bank::Task::Regression => f,
+                bke_bank::Task::Classification => f64::from(f > 0.3),
+            }
+        })
+        .collect();
+    bke_core::Dataset::new(x, y).unwrap()
+}
+
+/// Fits `params` on `B` and on faer, and compares the predictions on `q`.
+fn same_predictions<P, B>(params: &bke_core::Valid<P>, data: &bke_core::Dataset, q: &Points, what: &str)
+where
+    B: Backend,
+    P: bke_core::Estimator<Data = bke_core::Dataset>,
+    P::Fitted: Predict<Output = bke_core::Prediction>,
+    P::Error: std::fmt::Debug,
+    <P::Fitted as Predict>::Error: std::fmt::Debug,
+{
+    let (a, b) = (params.fit::<B>(data).unwrap(), params.fit::<Faer>(data).unwrap());
+    let (pa, pb) = (a.predict::<B>(q).unwrap(), b.predict::<Faer>(q).unwrap());
+    close(&pa.mean, &pb.mean, &format!("{what} predictive mean"));
+    close(&pa.variance, &pb.variance, &format!("{what} predictive variance"));
+}
+
+fn check_bank<B: Backend>(task: bke_bank::Task) {
+    use bke_bank::BankParams;
+    let (data, q) = (supervised(60, task, 20), clusters(7, 2, 21));
+    let params =
+        BankParams { task, frequencies: 6, iterations: 12, samples: 4, seed: 3, ..Default::default() };
+    let params = params.check().unwrap();
+    let (a, b) = (params.fit::<B>(&data).unwrap(), params.fit::<Faer>(&data).unwrap());
+    let (sa, sb) = (a.spectral_mixture(), b.spectral_mixture());
+    close(&sa.weights, &sb.weights, "BaNK mixture weights");
+    close(&sa.means.concat(), &sb.means.concat(), "BaNK mixture means");
+    let (pa, pb) = (a.predict::<B>(&q).unwrap(), b.predict::<Faer>(&q).unwrap());
+    close(&pa.mean, &pb.mean, "BaNK predictive mean");
+    close(&pa.variance, &pb.variance, "BaNK predictive variance");
+}
+
+fn check_baselines<B: Backend>(task: bke_bank::Task) {
+    use bke_bank::baselines::{Baseline, BaselineParams};
+    let (data, q) = (supervised(60, task, 22), clusters(7, 2, 23));
+    for kind in [Baseline::Rks, Baseline::Mkl] {
+        let params = BaselineParams { kind, task, frequencies: 12, seed: 4, ..Default::default() };
+        same_predictions::<_, B>(&params.check().unwrap(), &data, &q, &format!("{kind:?}"));
+    }
+}
+
+fn check_gp_ard<B: Backend>() {
+    use bke_bank::gp::GpArdParams;
+    let (data, q) = (supervised(40, bke_bank::Task::Regression, 24), clusters(7, 2, 25));
+    let params = GpArdParams { max_iter: 30, ..Default::default() }.check().unwrap();
+    same_predictions::<_, B>(&params, &data, &q, "GP-ARD");
+}
+
+fn check_alac<B: Backend>() {
+    use bke_bank::alac::AlacParams;
+    let (data, q) = (supervised(50, bke_bank::Task::Regression, 26), clusters(7, 2, 27));
+    let params = AlacParams {
+        frequencies: 8,
+        components: 2,
+        restarts: 2,
+        restart_iterations: 5,
+        max_iterations: 20,
+        seed: 5,
+        ..Default::default()
+    };
+    same_predictions::<_, B>(&params.check().unwrap(), &data, &q, "A la Carte");
+}
+
+fn check_rfo<B: Backend>() {
+    use bke_bank::rfo::RfoParams;
+    let (data, q) = (supervised(50, bke_bank::Task::Classification, 28), clusters(7, 2, 29));
+    let params =
+        RfoParams { frequencies: 8, components: 2, max_iterations: 20, seed: 6, ..Default::default() };
+    same_predictions::<_, B>(&params.check().unwrap(), &data, &q, "RFO");
+}
+
+fn check_gbdt<B: Backend>() {
+    use bke_bank::gbdt::GbdtParams;
+    for task in [bke_bank::Task::Regression, bke_bank::Task::Classification] {
+        let (data, q) = (supervised(50, task, 30), clusters(7, 2, 31));
+        let params = GbdtParams { task, stages: 10, ..Default::default() }.check().unwrap();
+        same_predictions::<_, B>(&params, &data, &q, "GBDT");
+    }
+}
+
+fn check_cv<B: Backend>() {
+    use bke_bank::cv::{CvParams, Method};
+    let data = supervised(45, bke_bank::Task::Regression, 32);
+    let mut params = CvParams::new(Method::Mkl, bke_bank::Task::Regression);
+    (params.folds, params.baseline.frequencies) = (3, 8);
+    let params = params.check().unwrap();
+    let (a, b) = (params.fit::<B>(&data).unwrap(), params.fit::<Faer>(&data).unwrap());
+    close(&a.folds, &b.folds, "CV fold scores");
+    close(&a.predictions, &b.predictions, "CV held-out predictions");
+}
 
 // ==== check functions: CME, DME, TTGP, LFI (dme; append below) ====

@@ -1,3 +1,4 @@
+// tidy: long because it still holds the DME/TTGP model-file structs that the `dme` branch (issue 13's DME part) moves into bke-dme; drop this line then.
 //! `bke dme loglik|fit|predict` and `bke lfi`: deconditional mean embeddings, task-transformed GPs
 //! and likelihood-free inference (bke-dme).
 

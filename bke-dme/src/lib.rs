@@ -16,7 +16,7 @@
 //! ```
 //! use bke_core::{Kernel, Points};
 //! use bke_dme::ttgp::{MarginalForm, Ttgp, TtgpData, TtgpHyper};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! // Transformation pairs x = y + noise, task pairs (ỹ, z̃ = sin ỹ).
 //! let y: Vec<f64> = (0..20).map(|i| -3.0 + 0.3 * i as f64).collect();
 //! let x: Vec<f64> = y.iter().map(|v| v + 0.05).collect();
@@ -30,8 +30,8 @@
 //! )
 //! .unwrap();
 //! let hyper = TtgpHyper::tied(Kernel::se(1.0).unwrap(), Kernel::se(1.0).unwrap(), 0.1, 20, 15);
-//! let gp = Ttgp::new::<Faer>(data, hyper, MarginalForm::Map).unwrap();
-//! let pred = gp.predict::<Faer>(&Points::from_1d("x*", &[0.5]).unwrap()).unwrap();
+//! let gp = Ttgp::new::<DefaultBackend>(data, hyper, MarginalForm::Map).unwrap();
+//! let pred = gp.predict::<DefaultBackend>(&Points::from_1d("x*", &[0.5]).unwrap()).unwrap();
 //! assert!((pred.mean[0] - 0.5f64.sin()).abs() < 0.2);
 //! ```
 

@@ -7,7 +7,7 @@ mod common;
 use bke_core::{Kernel, Points};
 use bke_dme::cme::Cme;
 use bke_dme::dme::{Dme, DmeForm, DmeOperator, ParametricDme, RandomFourierFeatures};
-use bke_linalg::{Faer, Mat, Nalgebra};
+use bke_linalg::{DefaultBackend, Mat};
 use common::*;
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -24,10 +24,10 @@ fn cme_matches_the_naive_formula() {
     let x: Vec<f64> = y.iter().map(|v| v.sin()).collect();
     let (kx, ky) = (Kernel::se(0.5).unwrap(), Kernel::se(0.7).unwrap());
     let lambda = 0.01;
-    let cme = Cme::new::<Faer>(pts(&x), pts(&y), kx.clone(), ky.clone(), lambda).unwrap();
+    let cme = Cme::new::<DefaultBackend>(pts(&x), pts(&y), kx.clone(), ky.clone(), lambda).unwrap();
     let at = pts(&[-1.0, 0.3, 2.0]);
     let f: Vec<f64> = x.iter().map(|v| v * v).collect();
-    let got = cme.conditional_mean::<Faer>(&f, &at).unwrap();
+    let got = cme.conditional_mean::<DefaultBackend>(&f, &at).unwrap();
     let mut p = ky.gram(&pts(&y)).unwrap();
     for i in 0..15 {
         p[(i, i)] += 15.0 * lambda;
@@ -44,7 +44,7 @@ fn cme_matches_the_naive_formula() {
             at.point(q)[0].sin().powi(2)
         );
     }
-    let emb = cme.embedding::<Faer>(&at, &pts(&[0.0, 0.5])).unwrap();
+    let emb = cme.embedding::<DefaultBackend>(&at, &pts(&[0.0, 0.5])).unwrap();
     let kxx = kx.cross_gram(&pts(&x), &pts(&[0.0, 0.5])).unwrap();
     for q in 0..3 {
         for r in 0..2 {
@@ -52,7 +52,7 @@ fn cme_matches_the_naive_formula() {
             assert!((emb[(q, r)] - want).abs() < 1e-10);
         }
     }
-    assert!(Cme::new::<Faer>(pts(&x[..3]), pts(&y), kx, ky, lambda).is_err());
+    assert!(Cme::new::<DefaultBackend>(pts(&x[..3]), pts(&y), kx, ky, lambda).is_err());
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn dme_forms_agree_with_the_naive_definition() {
     let kstar = h.kernel_x.cross_gram(&data.x, &at).unwrap();
     let (v_naive, _) = naive_solve(&g, &naive_mm(&a.transpose(), &kstar)); // m × q
     for form in [DmeForm::Standard, DmeForm::Alternative] {
-        let dme = Dme::new::<Faer>(
+        let dme = Dme::new::<DefaultBackend>(
             data.x.clone(),
             data.y.clone(),
             data.y_tilde.clone(),
@@ -84,20 +84,18 @@ fn dme_forms_agree_with_the_naive_definition() {
             form,
         )
         .unwrap();
-        let v = dme.embedding_weights::<Faer>(&at).unwrap();
-        let vn = dme.embedding_weights::<Nalgebra>(&at).unwrap();
-        let est = dme.estimate::<Faer>(&data.z_tilde, &at).unwrap();
+        let v = dme.embedding_weights::<DefaultBackend>(&at).unwrap();
+        let est = dme.estimate::<DefaultBackend>(&data.z_tilde, &at).unwrap();
         for q in 0..3 {
             for j in 0..13 {
                 assert!((v[(j, q)] - v_naive[(j, q)]).abs() < 1e-9, "{form:?}");
-                assert!((vn[(j, q)] - v_naive[(j, q)]).abs() < 1e-9, "{form:?}");
             }
             let want: f64 = (0..13).map(|j| data.z_tilde[j] * v_naive[(j, q)]).sum();
             assert!((est[q] - want).abs() < 1e-9, "{form:?}: {} vs {want}", est[q]);
         }
         // The embedding as a function on Y: Σ_j v_j ℓ(ỹ_j, y').
         let ys = pts(&[0.1, -0.5]);
-        let emb = dme.embedding::<Faer>(&at, &ys).unwrap();
+        let emb = dme.embedding::<DefaultBackend>(&at, &ys).unwrap();
         let lt = h.kernel_y.cross_gram(&data.y_tilde, &ys).unwrap();
         for q in 0..3 {
             for r in 0..2 {
@@ -118,12 +116,13 @@ fn parametric_dme_is_the_nonparametric_dme_with_the_feature_kernel() {
     let (phi, psi, psit) =
         (fx.features(&data.x).unwrap(), fy.features(&data.y).unwrap(), fy.features(&data.y_tilde).unwrap());
     let (lambda, epsilon) = (0.03, 0.02);
-    let par = ParametricDme::fit::<Faer>(&phi, &psi, &psit, &data.z_tilde, lambda, epsilon).unwrap();
+    let par =
+        ParametricDme::fit::<DefaultBackend>(&phi, &psi, &psit, &data.z_tilde, lambda, epsilon).unwrap();
     let at = pts(&[-1.5, -0.2, 0.4, 1.1]);
-    let got = par.predict::<Faer>(&fx.features(&at).unwrap()).unwrap();
+    let got = par.predict::<DefaultBackend>(&fx.features(&at).unwrap()).unwrap();
     let gram = |a: &Mat, b: &Mat| naive_mm(&a.transpose(), b);
     for form in [DmeForm::Standard, DmeForm::Alternative] {
-        let op = DmeOperator::from_grams::<Faer>(
+        let op = DmeOperator::from_grams::<DefaultBackend>(
             &gram(&phi, &phi),
             &gram(&psi, &psi),
             &gram(&psi, &psit),
@@ -132,7 +131,7 @@ fn parametric_dme_is_the_nonparametric_dme_with_the_feature_kernel() {
             form,
         )
         .unwrap();
-        let alpha = op.alpha::<Faer>(&data.z_tilde).unwrap();
+        let alpha = op.alpha::<DefaultBackend>(&data.z_tilde).unwrap();
         let kstar = gram(&phi, &fx.features(&at).unwrap());
         for q in 0..4 {
             let want: f64 = (0..30).map(|i| alpha[i] * kstar[(i, q)]).sum();
@@ -180,14 +179,14 @@ proptest! {
         let z = uniform(&mut rng, n, -1.0, 1.0);
         let (kx, ky) = (Kernel::se(lx).unwrap(), Kernel::se(ly).unwrap());
         let at = pts(&[-1.0, 0.25, 1.5]);
-        let cme = Cme::new::<Faer>(pts(&y), pts(&x), ky.clone(), kx.clone(), eps).unwrap();
-        let w = cme.weights::<Faer>(&at).unwrap();
-        let cm = cme.conditional_mean::<Faer>(&z, &at).unwrap();
+        let cme = Cme::new::<DefaultBackend>(pts(&y), pts(&x), ky.clone(), kx.clone(), eps).unwrap();
+        let w = cme.weights::<DefaultBackend>(&at).unwrap();
+        let cm = cme.conditional_mean::<DefaultBackend>(&z, &at).unwrap();
         let mut errs = Vec::new();
         for lambda in [1e-3, 1e-10] {
-            let dme = Dme::new::<Faer>(pts(&x), pts(&y), pts(&y), kx.clone(), ky.clone(), lambda, eps, DmeForm::Standard).unwrap();
-            let v = dme.embedding_weights::<Faer>(&at).unwrap();
-            let est = dme.estimate::<Faer>(&z, &at).unwrap();
+            let dme = Dme::new::<DefaultBackend>(pts(&x), pts(&y), pts(&y), kx.clone(), ky.clone(), lambda, eps, DmeForm::Standard).unwrap();
+            let v = dme.embedding_weights::<DefaultBackend>(&at).unwrap();
+            let est = dme.estimate::<DefaultBackend>(&z, &at).unwrap();
             let mut err: f64 = 0.0;
             for q in 0..3 {
                 for i in 0..n {

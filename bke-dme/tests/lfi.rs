@@ -6,7 +6,7 @@ mod common;
 use bke_core::{Kernel, Points};
 use bke_dme::lfi::{HerdingOptions, LfiData, LfiHyper, PosteriorEmbedding, herd, learn, q_bar};
 use bke_dme::ttgp::{FitOptions, Learn};
-use bke_linalg::Faer;
+use bke_linalg::DefaultBackend;
 use common::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -42,7 +42,7 @@ fn hyper() -> LfiHyper {
 fn q_bar_matches_its_definition_and_its_gradient_central_differences() {
     let data = gaussian_problem(30, 40, 1);
     let h = hyper();
-    let (q, g) = q_bar::<Faer>(&data, &h).unwrap();
+    let (q, g) = q_bar::<DefaultBackend>(&data, &h).unwrap();
     // Naive: mean(Aᵀκ).
     let l = h.kernel_theta.gram(&data.theta).unwrap();
     let mut p = l.clone();
@@ -63,8 +63,8 @@ fn q_bar_matches_its_definition_and_its_gradient_central_differences() {
         let (mut a, mut b) = (p0.clone(), p0.clone());
         a[i] += 1e-5;
         b[i] -= 1e-5;
-        let fd = (q_bar::<Faer>(&data, &h.with_log_params(&a).unwrap()).unwrap().0
-            - q_bar::<Faer>(&data, &h.with_log_params(&b).unwrap()).unwrap().0)
+        let fd = (q_bar::<DefaultBackend>(&data, &h.with_log_params(&a).unwrap()).unwrap().0
+            - q_bar::<DefaultBackend>(&data, &h.with_log_params(&b).unwrap()).unwrap().0)
             / 2e-5;
         assert!((g[i] - fd).abs() < 1e-6 * fd.abs().max(1e-3), "parameter {i}: {} vs {fd}", g[i]);
     }
@@ -74,7 +74,7 @@ fn q_bar_matches_its_definition_and_its_gradient_central_differences() {
 fn posterior_embedding_is_the_standard_form_dme_at_the_observation() {
     let data = gaussian_problem(25, 35, 2);
     let h = hyper();
-    let post = PosteriorEmbedding::new::<Faer>(&data, &h).unwrap();
+    let post = PosteriorEmbedding::new::<DefaultBackend>(&data, &h).unwrap();
     let k = h.kernel_stats.clone();
     let kk = k.gram(&data.stats).unwrap();
     let mut p = h.kernel_theta.gram(&data.theta).unwrap();
@@ -115,13 +115,13 @@ fn dme_lfi_recovers_a_conjugate_gaussian_posterior() {
     let data = gaussian_problem(200, 400, 3);
     let opts =
         FitOptions { starts: 3, learn: Learn { lambda: false, ..Learn::default() }, ..Default::default() };
-    let fit = learn::<Faer>(&data, &hyper(), &opts).unwrap();
+    let fit = learn::<DefaultBackend>(&data, &hyper(), &opts).unwrap();
     assert!((fit.hyper.lambda - hyper().lambda).abs() < 1e-15);
-    let (q0, _) = q_bar::<Faer>(&data, &hyper()).unwrap();
+    let (q0, _) = q_bar::<DefaultBackend>(&data, &hyper()).unwrap();
     assert!(fit.q_bar >= q0, "{} < {q0}", fit.q_bar);
     // q̄ picks a wide ℓ (it estimates p(y), not the posterior): herd with the fixed kernels.
     for continuous in [false, true] {
-        let post = PosteriorEmbedding::new::<Faer>(&data, &hyper()).unwrap();
+        let post = PosteriorEmbedding::new::<DefaultBackend>(&data, &hyper()).unwrap();
         let opts = HerdingOptions { samples: 60, continuous, ..Default::default() };
         let s = herd(&post, &data.prior, &hyper().kernel_theta, &opts).unwrap();
         let v: Vec<f64> = s.iter().map(|p| p[0]).collect();

@@ -6,7 +6,7 @@ mod common;
 use bke_core::{Kernel, Points};
 use bke_dme::sparse::{SparseOptions, fit_inducing, initial_inducing, sparse_log_marginal, sparse_model};
 use bke_dme::ttgp::{FitOptions, MarginalForm, TtgpData, TtgpHyper, log_marginal_value};
-use bke_linalg::Faer;
+use bke_linalg::DefaultBackend;
 use common::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -34,12 +34,13 @@ fn sparse_marginal_is_the_dense_ttgp_marginal_with_x_equal_y_equal_u() {
     let (yt, z) = toy(1, 40, 2);
     let u = initial_inducing(&yt, 6, 3).unwrap();
     let h = hyp(2);
-    let r = sparse_log_marginal::<Faer>(&u, &yt, &z, &h).unwrap();
+    let r = sparse_log_marginal::<DefaultBackend>(&u, &yt, &z, &h).unwrap();
     let data = TtgpData::new(u.clone(), u.clone(), yt.clone(), z.clone()).unwrap();
     let want = naive_log_density(&naive_covariance(&data, &h, false), &z);
     assert!((r.value - want).abs() < 1e-9 * want.abs(), "{} vs {want}", r.value);
     assert!(
-        (log_marginal_value::<Faer>(&data, &h, MarginalForm::Map).unwrap() - want).abs() < 1e-9 * want.abs()
+        (log_marginal_value::<DefaultBackend>(&data, &h, MarginalForm::Map).unwrap() - want).abs()
+            < 1e-9 * want.abs()
     );
 }
 
@@ -48,8 +49,8 @@ fn sparse_gradients_match_central_finite_differences() {
     let (yt, z) = toy(2, 30, 2);
     let u = initial_inducing(&yt, 5, 4).unwrap();
     let h = hyp(2);
-    let r = sparse_log_marginal::<Faer>(&u, &yt, &z, &h).unwrap();
-    let f = |h: &TtgpHyper, u: &Points| sparse_log_marginal::<Faer>(u, &yt, &z, h).unwrap().value;
+    let r = sparse_log_marginal::<DefaultBackend>(&u, &yt, &z, &h).unwrap();
+    let f = |h: &TtgpHyper, u: &Points| sparse_log_marginal::<DefaultBackend>(u, &yt, &z, h).unwrap().value;
     let step = 1e-5;
     let p = h.log_params();
     for i in 0..p.len() {
@@ -79,15 +80,16 @@ fn learning_inducing_points_improves_the_fit() {
     let u0 = initial_inducing(&yt, 5, 0).unwrap();
     let opts = FitOptions { starts: 2, seed: 1, ..Default::default() };
     let fixed_u = SparseOptions { learn_inducing: false, ..Default::default() };
-    let fixed = fit_inducing::<Faer>(&yt, &z, &init, &u0, fixed_u, &opts).unwrap();
-    let learned = fit_inducing::<Faer>(&yt, &z, &init, &u0, SparseOptions::default(), &opts).unwrap();
+    let fixed = fit_inducing::<DefaultBackend>(&yt, &z, &init, &u0, fixed_u, &opts).unwrap();
+    let learned =
+        fit_inducing::<DefaultBackend>(&yt, &z, &init, &u0, SparseOptions::default(), &opts).unwrap();
     assert_eq!(learned.hyper.kernel_x, learned.hyper.kernel_y);
     assert_eq!(fixed.inducing, u0);
     assert!(learned.log_marginal > fixed.log_marginal, "{} vs {}", learned.log_marginal, fixed.log_marginal);
-    let gp = learned.model::<Faer>(&yt, &z).unwrap();
-    let pred = gp.predict::<Faer>(&yt).unwrap();
+    let gp = learned.model::<DefaultBackend>(&yt, &z).unwrap();
+    let pred = gp.predict::<DefaultBackend>(&yt).unwrap();
     let rmse = (pred.mean.iter().zip(&z).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 60.0).sqrt();
     assert!(rmse < 0.2, "rmse {rmse}");
-    assert!(sparse_model::<Faer>(&u0, &yt, &z[..10], &init).is_err());
+    assert!(sparse_model::<DefaultBackend>(&u0, &yt, &z[..10], &init).is_err());
     assert!(initial_inducing(&yt, 0, 0).is_err() && initial_inducing(&yt, 61, 0).is_err());
 }

@@ -42,7 +42,7 @@
 //! use bke_core::bayes::SampleParams;
 //! use bke_core::nuts::NutsParams;
 //! use bke_core::{Params, Points};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let x = Points::from_1d("x", &[-1.2, -0.4, 0.1, 0.3, 0.8, 1.5, -0.9, 0.6, 2.0, -1.7]).unwrap();
 //! let z = Points::from_1d("z", &[-1.0, 0.0, 1.0]).unwrap();
 //! let params = SampleParams {
@@ -50,7 +50,7 @@
 //!     nuts: NutsParams { chains: 2, warmup: 100, draws: 100, seed: 3, ..NutsParams::default() },
 //!     ..SampleParams::default()
 //! };
-//! let post = params.check().unwrap().fit::<Faer>(&x).unwrap();
+//! let post = params.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
 //! let theta = post.lengthscale_summary(0);
 //! assert!(theta.mean > 0.0 && theta.q05 < theta.q95);
 //! ```

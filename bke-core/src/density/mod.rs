@@ -80,15 +80,15 @@
 //! ```
 //! use bke_core::density::{KernelStudentTParams, SelectOptions};
 //! use bke_core::{LogDensity, Params, Points};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let x = Points::from_1d("x", &[-1.0, -0.8, -0.7, 0.9, 1.1, 1.3, 1.2, -0.9]).unwrap();
 //! let params = KernelStudentTParams {
 //!     select: SelectOptions { folds: 4, ..Default::default() },
 //!     ..Default::default()
 //! };
-//! let model = params.check().unwrap().fit::<Faer>(&x).unwrap();
+//! let model = params.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
 //! let q = Points::from_1d("q", &[1.0, 0.1]).unwrap();
-//! let lp = model.log_density::<Faer>(&q).unwrap();
+//! let lp = model.log_density::<DefaultBackend>(&q).unwrap();
 //! assert!(lp[0] > lp[1]); // denser near the data
 //! assert!(model.normalisation().unwrap().log_z.is_finite());
 //! ```

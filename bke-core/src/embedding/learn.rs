@@ -531,7 +531,7 @@ fn merge_optimum(optima: &mut Vec<LocalOptimum>, cand: LocalOptimum) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
     use rand::Rng;
     use rand_distr::{Distribution, StandardNormal};
 
@@ -565,14 +565,14 @@ mod tests {
         let x = Points::new("x", data, 2).unwrap();
         for (learn_tau2, ard) in [(false, false), (true, false), (false, true)] {
             let opts = EmbeddingParams { num_landmarks: 20, learn_tau2, ard, ..Default::default() };
-            let r = opts.check().unwrap().fit::<Faer>(&x).unwrap();
+            let r = opts.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
             assert!(r.scan.iter().all(|s| s.log_marginal <= r.log_marginal + 1e-9));
             assert_eq!(r.landmarks.len(), 20);
             assert_eq!(r.n_data, 380);
             let best = &r.local_optima[0];
             assert!(best.converged && !best.at_boundary, "{best:?}");
             let (data, z) = hold_out_landmarks(&x, 20, 0).map(|(d, z, _)| (d, z)).unwrap();
-            let ml = marginal_pseudolikelihood::<Faer>(&data, &z, &r.params).unwrap();
+            let ml = marginal_pseudolikelihood::<DefaultBackend>(&data, &z, &r.params).unwrap();
             assert!((ml.log_marginal - r.log_marginal).abs() < 1e-9 * r.log_marginal.abs());
             for g in &ml.grad_log_lengthscale {
                 assert!(g.abs() < 1e-3, "{ml:?}");

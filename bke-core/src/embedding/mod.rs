@@ -39,18 +39,18 @@
 //! ```
 //! use bke_core::embedding::{BkeParams, EmbeddingParams, marginal_pseudolikelihood};
 //! use bke_core::{Params, Points, Predict};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let x = Points::from_1d("x", &[-1.0, -0.3, 0.2, 0.9, 1.4, -2.0, 0.5, -0.7]).unwrap();
 //! let z = Points::from_1d("z", &[-1.5, 0.0, 1.0]).unwrap();
 //! let p = BkeParams::new(vec![0.8], 1.0);
-//! let ml = marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap();
+//! let ml = marginal_pseudolikelihood::<DefaultBackend>(&x, &z, &p).unwrap();
 //! assert!(ml.log_marginal.is_finite() && ml.grad_log_lengthscale.len() == 1);
-//! let post = p.check().unwrap().fit::<Faer>(&x).unwrap();
-//! let pred = post.predict::<Faer>(&z).unwrap();
+//! let post = p.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
+//! let pred = post.predict::<DefaultBackend>(&z).unwrap();
 //! assert!(pred.variance.iter().all(|v| *v >= 0.0) && pred.mean.len() == 3);
 //! // ML-II: learn θ with 3 held-out landmarks.
-//! let fitted = EmbeddingParams { num_landmarks: 3, ..Default::default() }.check().unwrap().fit::<Faer>(&x).unwrap();
-//! assert!(fitted.params.lengthscales[0] > 0.0 && fitted.predict::<Faer>(&z).unwrap().mean.len() == 3);
+//! let fitted = EmbeddingParams { num_landmarks: 3, ..Default::default() }.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
+//! assert!(fitted.params.lengthscales[0] > 0.0 && fitted.predict::<DefaultBackend>(&z).unwrap().mean.len() == 3);
 //! ```
 
 mod jacobian;

@@ -141,20 +141,24 @@ impl BkePosterior {
 
     /// `draws` joint posterior samples of `(μ(q_1), …, μ(q_k))`, one per column (`k × draws`).
     ///
-    /// `μ = mean + V diag(√max(λ, 0)) ε` from the eigendecomposition `V diag(λ) Vᵀ` of the posterior
-    /// covariance (rank-deficient on fine grids: clipping round-off negatives is exact for a PSD matrix,
-    /// unlike jittered Cholesky). `ε` column `j` comes from ChaCha8 seeded with `seed`, stream `j`, so
-    /// draw `j` is the same whatever `draws` and however the work is scheduled.
+    /// `μ = mean + S ε` with `S = V diag(√max(λ, 0)) Vᵀ` the principal square root of the posterior
+    /// covariance `V diag(λ) Vᵀ` (rank-deficient on fine grids: clipping round-off negatives is exact
+    /// for a PSD matrix, unlike jittered Cholesky). `S` is unique, unlike `V diag(√λ)` whose columns'
+    /// signs (and bases of repeated eigenvalues) depend on the eigensolver, so the draws are the same
+    /// on every backend. `ε` column `j` comes from ChaCha8 seeded with `seed`, stream `j`, so draw `j`
+    /// is the same whatever `draws` and however the work is scheduled.
     pub fn sample<B: Backend>(&self, q: &Points, draws: usize, seed: u64) -> Result<Mat, CoreError> {
         let mean = self.mean(q)?;
         let cov = self.covariance::<B>(q)?;
         let k = q.len();
         let eig = B::sym_eigen(cov.as_ref())?;
-        let mut factor = eig.vectors;
+        let mut scaled = eig.vectors.clone();
         for (j, lam) in eig.values.iter().enumerate() {
             let s = lam.max(0.0).sqrt();
-            factor.col_mut(j).iter_mut().for_each(|v| *v *= s);
+            scaled.col_mut(j).iter_mut().for_each(|v| *v *= s);
         }
+        let mut factor = Mat::zeros(k, k);
+        B::gemm(1.0, scaled.as_ref(), Trans::No, eig.vectors.as_ref(), Trans::Yes, 0.0, factor.as_mut())?;
         let mut eps = Mat::zeros(k, draws);
         for j in 0..draws {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
