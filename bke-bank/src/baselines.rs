@@ -1,8 +1,8 @@
-//! The baselines of seed 001 §4.2–4.3, on the same random Fourier features (eq. 3):
+//! The baselines of seed 001 §4.2–4.3, on the same random Fourier features (seed 001 eq. (3)):
 //!
 //! * **RKS** (random kitchen sinks): fixed RBF frequencies `ω ~ N(0, ℓ⁻² I)`, `ℓ` = the median
 //!   pairwise distance of the (standardised) training inputs.
-//! * **MKL** with random features (eq. 17): the features of a bank of kernels concatenated — Laplace
+//! * **MKL** with random features (seed 001 eq. (17)): the features of a bank of kernels concatenated — Laplace
 //!   `exp(−‖t‖₁/ℓ)` (per-coordinate Cauchy frequencies), RBF (Gaussian frequencies) and Cauchy
 //!   `∏ 1/(1 + t_k²/ℓ²)` (per-coordinate Laplace frequencies) at the scales `ℓ ∈ {½, 1, 2} × median`,
 //!   the `M` frequencies split evenly among the nine kernels. As in the seed, the kernel weights are

@@ -1,8 +1,8 @@
 //! The regression state of BaNK and its `O(M²N)` Metropolis–Hastings sweep over the frequencies
-//! (seed 001 §3.3.1, eq. 11, 12).
+//! (seed 001 §3.3.1, seed 001 eq. (11), (12)).
 //!
 //! For each `j` a proposal `W_j* ~ N(μ_{Z_j}, Σ_{Z_j})` (the prior, so the acceptance ratio is the
-//! evidence ratio, eq. 12) changes columns `c = j` and `s = M + j` of `Φ`, hence rows/columns `c, s`
+//! evidence ratio, seed 001 eq. (12)) changes columns `c = j` and `s = M + j` of `Φ`, hence rows/columns `c, s`
 //! of `Λ_n = ΦᵀΦ + λ₀I`. The sweep never refactorises (`O(M³)`) nor rebuilds `ΦᵀΦ` (`O(NM²)`) per
 //! proposal:
 //!
@@ -219,7 +219,7 @@ impl<B: Backend> RegressionState<B> {
         &self.nig
     }
 
-    /// The current log evidence `log p(y | X, W)` (eq. 11) from the maintained factor.
+    /// The current log evidence `log p(y | X, W)` (seed 001 eq. (11)) from the maintained factor.
     pub fn log_evidence(&self) -> f64 {
         self.nig.log_evidence(self.y.len(), 2 * self.m, self.logdet, self.yty, self.quad)
     }

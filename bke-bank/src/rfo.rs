@@ -6,7 +6,7 @@
 //! `f(x) = β₀ + Σ_j a_k (β_j^c cos ω_jᵀx + β_j^s sin ω_jᵀx)/√M` with amplitudes `a_k = ν_k² = e^{v_k}`
 //! (the seed's `ν_k²`, with our `1/√M` feature scale), and the objective is the seed's
 //! `Σ_i [log(1 + e^{f_i}) − y_i f_i] + (λ/2)(‖β‖² + β₀²)`. With `g_i = σ(f_i) − y_i` and the standard
-//! features `Φ` (eq. 3): `∂/∂β_c = a (Φᵀg)_c + λβ_c`, `∂/∂β₀ = Σ g_i + λβ₀`,
+//! features `Φ` (seed 001 eq. (3)): `∂/∂β_c = a (Φᵀg)_c + λβ_c`, `∂/∂β₀ = Σ g_i + λβ₀`,
 //! `∂/∂v_k = Σ_{j∈k} a_k (β_j^c (Φᵀg)_j^c + β_j^s (Φᵀg)_j^s)`, `∂/∂ω_j = Xᵀh_j` with
 //! `h_ij = g_i a_k (β_j^s Φ_ij^c − β_j^c Φ_ij^s)`, `∂/∂M_k = Σ_{j∈k} (∂/∂ω_j) w_jᵀ`,
 //! `∂/∂μ_k = Σ_{j∈k} ∂/∂ω_j`. `λ = 1/s²` with `s²` chosen by the Laplace evidence of the logistic

@@ -48,12 +48,12 @@
 //! ```
 //!
 //! **Correction to the first draft of `docs/DESIGN.md` §3.4 (and to the extraction of the seed).** There, `Φ̃` is the
-//! *centred* matrix `[φ_1 − φ̄, …]`, and eq. (5) gives its centred Gram `Φ̃ᵀΦ̃`. But `Φ̃1 = 0`, so the
+//! *centred* matrix `[φ_1 − φ̄, …]`, and seed 003 eq. (5) gives its centred Gram `Φ̃ᵀΦ̃`. But `Φ̃1 = 0`, so the
 //! factor `(I − 11ᵀ/(N+β))` acts trivially and that reconstruction equals `σ₀²I + Φ̃Φ̃ᵀ`: it drops
 //! the term `βN/(β+N) φ̄φ̄ᵀ` of `Ψ_N` (the pull of the prior mean 0). The correct expression uses the
 //! uncentred `Φ` as above (equivalently, centred `Φ̃` plus that rank-one term). The two agree only as
 //! `β → 0` (the seed's figures use `β = 0.01`, where the difference is small). The first formula of
-//! eq. (5), for `φ̃ᵀφ̃`, is right as printed. The test `explicit_feature_map_agrees` checks the
+//! seed 003 eq. (5), for `φ̃ᵀφ̃`, is right as printed. The test `explicit_feature_map_agrees` checks the
 //! kernelised computation against the textbook NIW update in an explicit feature space to 1e-10,
 //! and `design_reconstruction_differs_unless_beta_small` shows the discrepancy.
 //!

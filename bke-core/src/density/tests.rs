@@ -115,7 +115,7 @@ fn fig1_data() -> Points {
     Points::from_1d("fig1", &xs).unwrap()
 }
 
-/// Kernelised (Woodbury, eq. 4–5) vs explicit NIW Student-t: `log q(ϕ(x)) − log t(ϕ(x))` must be a
+/// Kernelised (Woodbury, seed 003 eq. (4)–(5)) vs explicit NIW Student-t: `log q(ϕ(x)) − log t(ϕ(x))` must be a
 /// constant (the normaliser). Fig. 1 quadratic features and a shift-invariant Fourier map.
 #[test]
 fn explicit_feature_map_agrees() {
@@ -134,7 +134,7 @@ fn explicit_feature_map_agrees() {
         for o in &offsets {
             assert!((o - offsets[0]).abs() < 1e-10, "{params:?}: {o} vs {}", offsets[0]);
         }
-        // Eq. (6): the Jacobian of ϕ(x) = (x, x²) is √(1 + 4x²).
+        // seed 003 eq. (6): the Jacobian of ϕ(x) = (x, x²) is √(1 + 4x²).
         let lu = model.log_unnormalised::<DefaultBackend>(&q).unwrap();
         for i in 0..qs.len() {
             assert!((lu[i] - lr[i] - 0.5 * (1.0 + 4.0 * qs[i] * qs[i]).ln()).abs() < 1e-13);

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 const QBLOCK: usize = 512;
 
 /// The Gaussian posterior of the embedding `μ_θ` given the empirical embedding `μ̂_θ` observed at the
-/// conditioning points `w` (eq. (7)–(8)). Built by fitting [`BkeParams`] (conditioned at the data) or
+/// conditioning points `w` (seed 000 eq. (7)–(8)). Built by fitting [`BkeParams`] (conditioned at the data) or
 /// by [`BkePosterior::conditioned_at`]; [`Predict`] gives the posterior mean and variance.
 #[derive(Debug, Clone)]
 pub struct BkePosterior {
@@ -28,7 +28,7 @@ pub struct BkePosterior {
 
 impl BkePosterior {
     /// Conditions on `μ̂_θ(w) = (1/n) Σ_i k_θ(x_i, w)` at the points `w` (the data themselves in
-    /// eq. (7), which is what fitting [`BkeParams`] does; landmarks give an `O(p³ + np)` instead of
+    /// seed 000 eq. (7), which is what fitting [`BkeParams`] does; landmarks give an `O(p³ + np)` instead of
     /// `O(n³)` posterior). Factorises `A = R_ww + (τ²/n) I` (its eigenvalues are `≥ τ²/n`; if
     /// rounding still makes the Cholesky fail, the smallest jitter that works is added and reported
     /// by [`BkePosterior::jitter`]). Errors on invalid parameters, empty `x` or `w`, or a dimension
@@ -83,7 +83,7 @@ impl BkePosterior {
         self.at.check_dim("query points", q.dim())
     }
 
-    /// Posterior mean `E[μ(x*)] = r(x*, w)ᵀ β` at each query point (eq. (8)).
+    /// Posterior mean `E[μ(x*)] = r(x*, w)ᵀ β` at each query point (seed 000 eq. (8)).
     pub fn mean(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
         self.check_query(q)?;
         Ok((0..q.len())
@@ -178,7 +178,7 @@ impl Predict for BkePosterior {
     type Error = CoreError;
 
     /// Posterior mean `r(x*, w)ᵀ β` and variance `r(x*, x*) − r(x*, w)ᵀ A⁻¹ r(w, x*)` of `μ(x*)`
-    /// (eq. (8), the variance clamped at 0) at each query point, in blocks of 512 queries.
+    /// (seed 000 eq. (8), the variance clamped at 0) at each query point, in blocks of 512 queries.
     fn predict<B: Backend>(&self, q: &Points) -> Result<Prediction, CoreError> {
         let (mean, variance) = self.mean_and_variance::<B>(q)?;
         Ok(Prediction { mean, variance })

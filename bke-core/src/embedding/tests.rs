@@ -43,12 +43,10 @@ fn dense_log_gaussian(x: &Points, z: &Points, p: &BkeParams) -> f64 {
     let mut v = Mat::from_col_major(n * m, 1, std::mem::take(&mut sol)).unwrap();
     DefaultBackend::solve_lower_in_place(l.as_ref(), v.as_mut()).unwrap();
     let quad: f64 = v.col(0).iter().map(|t| t * t).sum();
-    -0.5 * (DefaultBackend::cholesky_logdet(l.as_ref())
-        + quad
-        + (n * m) as f64 * (2.0 * std::f64::consts::PI).ln())
+    -0.5 * (DefaultBackend::cholesky_logdet(l.as_ref()) + quad + (n * m) as f64 * crate::numeric::LN_2PI)
 }
 
-/// `Σ_i ½ log det(J_iᵀ J_i)` with `J` formed explicitly from ∂k/∂x (the corrected eq. (17)).
+/// `Σ_i ½ log det(J_iᵀ J_i)` with `J` formed explicitly from ∂k/∂x (the corrected seed 000 eq. (17)).
 fn dense_log_jacobian(x: &Points, z: &Points, p: &BkeParams) -> f64 {
     let (m, dim) = (z.len(), x.dim());
     let k = p.kernel().unwrap();
