@@ -9,7 +9,9 @@
 //!   `// tidy: long because <reason>` (or `//! tidy: …`, which rustdoc shows) near its top says why,
 //!   and a file that is short again drops its reason, so stale reasons do not accumulate;
 //! * every public item is documented: `missing_docs` is on for the whole workspace, every crate
-//!   inherits the workspace lints, and no source file switches the lint off.
+//!   inherits the workspace lints, and no source file switches the lint off;
+//! * the design document the code cites is the repository's `docs/DESIGN.md` (no citation of a copy
+//!   outside the repository).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -162,6 +164,22 @@ fn every_public_item_is_documented() {
         }
     }
     fail_if_any(problems, "every crate must document its public items");
+}
+
+#[test]
+fn design_citations_point_into_the_repository() {
+    assert!(workspace_root().join("docs/DESIGN.md").is_file(), "docs/DESIGN.md is missing");
+    let name = concat!("DESIGN", ".md");
+    let mut problems = Vec::new();
+    for path in files_with_extension(&workspace_root(), ".rs") {
+        for (i, line) in read(&path).lines().enumerate() {
+            let cites_elsewhere = line.match_indices(name).any(|(at, _)| !line[..at].ends_with("docs/"));
+            if cites_elsewhere {
+                problems.push(format!("{}:{}: {}", relative(&path), i + 1, line.trim()));
+            }
+        }
+    }
+    fail_if_any(problems, "cite the design document as docs/DESIGN.md");
 }
 
 #[test]
