@@ -107,3 +107,11 @@ def _equal(a, b) -> bool:
         return bool(a == b)
     except Exception:
         return False
+
+
+try:
+    from sklearn.exceptions import NotFittedError
+except ImportError:  # pragma: no cover
+
+    class NotFittedError(ValueError, AttributeError):
+        """Raised when an estimator is used before ``fit`` (as scikit-learn's)."""
