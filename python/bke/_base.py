@@ -60,11 +60,26 @@ def feature_names(X):
     return np.asarray(names, dtype=object) if all(isinstance(c, str) for c in cols) else None
 
 
+def _nonempty(X: np.ndarray, min_samples: int = 1, who: str = "") -> np.ndarray:
+    """``X`` unless it has too few rows or no columns (scikit-learn's wording)."""
+    for axis, what, least in ((0, "sample(s)", min_samples), (1, "feature(s)", 1)):
+        if X.shape[axis] < least:
+            by = f" by {who}" if who else ""
+            raise ValueError(
+                f"Found array with {X.shape[axis]} {what} (shape={X.shape}) while a minimum of "
+                f"{least} is required{by}."
+            )
+    return X
+
+
 class FittedModel:
     """Mixin for estimators whose fitted state is one ``bke._bke.Model`` in ``model_``: input checks
     against the fitted shape, ``save``/``load`` through the library's model files (the files of
     ``bke bank fit``/``bke density fit``), and plain pickling (``model_`` pickles as the file's
     text)."""
+
+    #: Rows ``fit`` needs.
+    _min_samples = 2
 
     def _check_fitted(self):
         if not hasattr(self, "model_"):
@@ -77,9 +92,7 @@ class FittedModel:
 
     def _validate_fit_X(self, X):
         names = feature_names(X)
-        X = as_points(X, "X")
-        if X.shape[0] == 0:
-            raise ValueError(f"X has 0 samples (shape {X.shape}): at least one is required")
+        X = _nonempty(as_points(X, "X"), self._min_samples, type(self).__name__)
         self.n_features_in_ = X.shape[1]
         if names is not None:
             self.feature_names_in_ = names
@@ -89,7 +102,7 @@ class FittedModel:
 
     def _validate_X(self, X):
         self._check_fitted()
-        X = as_points(X, "X")
+        X = _nonempty(as_points(X, "X"))
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "

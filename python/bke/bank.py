@@ -29,6 +29,8 @@ __all__ = [
 
 
 def _targets(y, n: int) -> np.ndarray:
+    if y is None:
+        raise ValueError("this estimator requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         import warnings
@@ -40,7 +42,7 @@ def _targets(y, n: int) -> np.ndarray:
         )
         y = y.ravel()
     if y.ndim != 1:
-        raise ValueError(f"y must be a 1-D array of shape (n_samples,); got shape {y.shape}")
+        raise ValueError(f"y should be a 1d array of shape (n_samples,); got shape {y.shape}")
     if y.shape[0] != n:
         raise ValueError(f"X and y have different numbers of samples: {n} and {y.shape[0]}")
     return y
@@ -57,9 +59,12 @@ def _data_conversion_warning():
 
 def _regression_targets(y, n: int) -> np.ndarray:
     y = _targets(y, n)
-    if y.dtype == object or not np.issubdtype(y.dtype, np.number):
-        raise ValueError(f"y must hold real numbers for regression; got dtype {y.dtype}")
-    y = y.astype(np.float64)
+    try:
+        if y.dtype != object and not (np.issubdtype(y.dtype, np.number) or y.dtype == np.bool_):
+            raise TypeError
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"Unknown label type: y must hold real numbers for regression; got dtype {y.dtype}") from None
     if not np.all(np.isfinite(y)):
         i = int(np.flatnonzero(~np.isfinite(y))[0])
         raise ValueError(f"y has a non-finite value {y[i]} at index {i}")
@@ -71,14 +76,24 @@ class _Classes:
 
     def _encode(self, y, n: int) -> np.ndarray:
         y = _targets(y, n)
+        if y.dtype.kind == "f" and np.any(y != np.round(y)):
+            raise ValueError(
+                "Unknown label type: continuous. y holds non-integer numbers; a classifier needs "
+                "class labels (use a regressor for a real-valued target)"
+            )
         classes, codes = np.unique(y, return_inverse=True)
         if len(classes) != 2:
             raise ValueError(
-                f"{type(self).__name__} is a binary classifier: y must hold exactly 2 classes; got "
-                f"{len(classes)} ({classes[:5].tolist()}{' ...' if len(classes) > 5 else ''})"
+                f"Only binary classification is supported: {type(self).__name__} needs y with exactly 2 classes; got "
+                f"{len(classes)} class(es) ({classes[:5].tolist()}{' ...' if len(classes) > 5 else ''})"
             )
         self.classes_ = classes
         return codes.astype(np.float64)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, shape ``(n_samples, 2)`` in the order of ``classes_``."""
@@ -296,18 +311,16 @@ class _Baseline(FittedModel, BaseEstimator):
 
     def _set_fitted_from_model(self) -> None:
         s = self._summary()
+        if s["kind"] != self._kind:
+            raise ValueError(f"this is a {s['kind'].upper()} model, but {type(self).__name__} is {self._kind.upper()}")
         self.chosen_prior_ = s["chosen_prior"]
         self.frequencies_ = np.asarray(s["w"]).reshape(-1, self.n_features_in_)
 
     @classmethod
     def _params_from_model(cls, model) -> dict:
-        return {"frequencies": len(model_summary_w(model)) // model.n_features}
+        import json
 
-
-def model_summary_w(model):
-    import json
-
-    return json.loads(model.summary(0))["w"]
+        return {"frequencies": len(json.loads(model.summary(0))["w"]) // model.n_features}
 
 
 _BASELINE_DOC = """

@@ -79,11 +79,8 @@ class KernelStudentT(FittedModel, DensityMixin, BaseEstimator):
         self.backend = backend
         self.n_jobs = n_jobs
 
-    def fit(self, X, y=None, sample_weight=None) -> "KernelStudentT":
-        """Fits the density to the rows of ``X``; returns ``self``. ``sample_weight`` is not
-        supported (a ValueError if given)."""
-        if sample_weight is not None:
-            raise ValueError("KernelStudentT does not support sample_weight")
+    def fit(self, X, y=None) -> "KernelStudentT":
+        """Fits the density to the rows of ``X`` (``y`` is ignored); returns ``self``."""
         X = self._validate_fit_X(X)
         opt = lambda v: None if v is None else float(v)  # noqa: E731
         ls = None if self.lengthscale is None else [float(v) for v in as_vector(self.lengthscale, "lengthscale")]

@@ -65,7 +65,7 @@ def test_classifier_equals_cli_with_any_two_labels(cancer, cli, tmp_path):
     assert list(c.classes_) == ["no", "yes"]
     assert set(c.predict(x)) <= {"no", "yes"}
     assert c.score(x, labels) > 0.8
-    with pytest.raises(ValueError, match="exactly 2 classes; got 3"):
+    with pytest.raises(ValueError, match="Only binary classification is supported: BankClassifier needs y with exactly 2 classes; got 3 class"):
         bke.BankClassifier(**SMALL).fit(x, np.arange(len(y)) % 3)
 
 
@@ -122,3 +122,13 @@ def test_bad_input_raises_with_clear_messages(diabetes):
 
     with pytest.raises(NotFittedError):
         bke.BankRegressor().predict(x)
+
+
+def test_baseline_kind_is_checked_on_load(diabetes, tmp_path):
+    x, y = diabetes
+    bke.RKSRegressor(frequencies=6).fit(x, y).save(tmp_path / "rks.json")
+    assert bke.RKSRegressor.load(tmp_path / "rks.json").frequencies == 6
+    with pytest.raises(ValueError, match="this is a RKS model, but MKLRegressor is MKL"):
+        bke.MKLRegressor.load(tmp_path / "rks.json")
+    with pytest.raises(ValueError, match="'baseline-regression' model, but RKSClassifier reads"):
+        bke.RKSClassifier.load(tmp_path / "rks.json")
