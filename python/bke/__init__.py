@@ -17,7 +17,7 @@ from .bank import (
     RKSClassifier,
     RKSRegressor,
 )
-from .density import KernelStudentT
+from .density import GaussianKDE, KernelStudentT
 from .embedding import HyperSamples, KernelEmbedding, LogMarginal
 
 __all__ = [
@@ -33,4 +33,5 @@ __all__ = [
     "MKLRegressor",
     "MKLClassifier",
     "KernelStudentT",
+    "GaussianKDE",
 ]

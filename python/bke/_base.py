@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - exercised only without scikit-learn
         _estimator_type = "DensityEstimator"
 
 
-__all__ = ["BaseEstimator", "RegressorMixin", "ClassifierMixin", "DensityMixin", "FittedModel"]
+__all__ = ["BaseEstimator", "RegressorMixin", "ClassifierMixin", "DensityMixin", "Inputs", "FittedModel"]
 
 
 def feature_names(X):
@@ -72,17 +72,17 @@ def _nonempty(X: np.ndarray, min_samples: int = 1, who: str = "") -> np.ndarray:
     return X
 
 
-class FittedModel:
-    """Mixin for estimators whose fitted state is one ``bke._bke.Model`` in ``model_``: input checks
-    against the fitted shape, ``save``/``load`` through the library's model files (the files of
-    ``bke bank fit``/``bke density fit``), and plain pickling (``model_`` pickles as the file's
-    text)."""
+class Inputs:
+    """Mixin: input checks of ``fit`` (setting ``n_features_in_``/``feature_names_in_``) and of the
+    methods of a fitted estimator (the attribute ``_fitted_attr`` marks it fitted)."""
 
     #: Rows ``fit`` needs.
     _min_samples = 2
+    #: The attribute that ``fit`` sets.
+    _fitted_attr = "model_"
 
     def _check_fitted(self):
-        if not hasattr(self, "model_"):
+        if not hasattr(self, self._fitted_attr):
             from ._validation import NotFittedError
 
             raise NotFittedError(
@@ -112,6 +112,13 @@ class FittedModel:
 
     def _exec(self):
         return dict(backend=str(self.backend), n_jobs=self.n_jobs)
+
+
+class FittedModel(Inputs):
+    """Mixin for estimators whose fitted state is one ``bke._bke.Model`` in ``model_``: input checks
+    against the fitted shape, ``save``/``load`` through the library's model files (the files of
+    ``bke bank fit``/``bke density fit``), and plain pickling (``model_`` pickles as the file's
+    text)."""
 
     def _columns(self):
         names = getattr(self, "feature_names_in_", None)

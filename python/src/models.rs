@@ -1,5 +1,6 @@
 //! Fitted models held by the Python estimators: BaNK (seed 001), the RKS/MKL random-feature
-//! baselines (seed 001 §4.2) and the kernel student-t density (seed 003).
+//! baselines (seed 001 §4.2) and the kernel student-t density (seed 003); and the stateless Gaussian
+//! KDE baseline ([`kde`]).
 //!
 //! [`Model`] is the one Python type (`bke._bke.Model`) that holds any of them; the scikit-learn
 //! classes of `python/bke/` keep one in their fitted attribute `model_`. It pickles as the text of
@@ -12,11 +13,13 @@ use crate::convert::{ArrayPair, array1, points, points_array, values};
 use crate::exec::{Exec, Failure, Job};
 use bke_bank::baselines::{Baseline, BaselineModel, BaselineParams};
 use bke_bank::{BankModel, BankParams, Task};
-use bke_core::density::{KernelStudentT, KernelStudentTParams, SelectOptions};
+use bke_core::density::{
+    Bandwidth, KdeBandwidth, KdeParams, KernelStudentT, KernelStudentTParams, SelectOptions,
+};
 use bke_core::model_file::{self, ModelFile, Saved};
 use bke_core::{Dataset, KernelFamily, LogDensity, Params, Points, Predict, Prediction, Progress};
 use bke_linalg::Backend;
-use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
@@ -28,6 +31,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(density_fit, m)?)?;
     m.add_function(wrap_pyfunction!(model_from_text, m)?)?;
     m.add_function(wrap_pyfunction!(model_load, m)?)?;
+    m.add_function(wrap_pyfunction!(kde, m)?)?;
     Ok(())
 }
 
@@ -185,7 +189,7 @@ impl Model {
         x: PyReadonlyArray2<'py, f64>,
         backend: &str,
         n_jobs: Option<i64>,
-    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let exec = Exec::new(backend, n_jobs)?;
         let x = points("X", &x)?;
         match exec.run(py, Use::LogDensity(self.density()?, x))? {
@@ -443,4 +447,67 @@ fn density_fit(
     };
     let model = exec.run(py, DensityFit(params, x))?;
     Ok(Model { fitted: Fitted::Density(Box::new(model)), columns: Vec::new(), target: None })
+}
+
+/// What [`kde`] returns: bandwidths, LOO log-likelihood, log density at the query points.
+type KdeFit<'py> = (Bound<'py, PyArray1<f64>>, Option<f64>, Option<Bound<'py, PyArray1<f64>>>);
+
+struct Kde {
+    x: Points,
+    params: KdeParams,
+    at: Option<Points>,
+}
+
+impl Job for Kde {
+    type Output = (Vec<f64>, Option<f64>, Option<Vec<f64>>);
+    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<Self::Output, Failure> {
+        let kde = self.params.check()?.fit_with_progress::<B>(&self.x, progress)?;
+        let loo = match kde.rule() {
+            KdeBandwidth::CrossValidated { loo_log_lik } => Some(loo_log_lik),
+            _ => None,
+        };
+        let density = self.at.map(|q| kde.log_density::<B>(&q)).transpose()?;
+        Ok((kde.bandwidths().to_vec(), loo, density))
+    }
+}
+
+/// The Gaussian KDE baseline of seed 003's comparisons: fits the bandwidths of `x` (`rule`:
+/// "cv" — leave-one-out over `factors` × the column standard deviations —, "silverman", or
+/// "fixed" with `bandwidths`) and, given `at`, the log density there. Returns `(bandwidths,
+/// mean leave-one-out log-likelihood or None, log density at `at` or None)`.
+#[pyfunction]
+#[pyo3(signature = (x, at, *, rule, bandwidths, factors, backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn kde<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    at: Option<PyReadonlyArray2<'py, f64>>,
+    rule: &str,
+    bandwidths: Option<Vec<f64>>,
+    factors: Option<Vec<f64>>,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<KdeFit<'py>> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let bandwidth = match (rule, bandwidths) {
+        ("fixed", Some(h)) => Bandwidth::Fixed(h),
+        ("silverman", _) => Bandwidth::NormalReference,
+        ("cv", _) => match factors {
+            Some(factors) => Bandwidth::CrossValidated { factors },
+            None => KdeParams::default().bandwidth,
+        },
+        _ => {
+            return Err(Failure::Value(format!(
+                "bandwidth must be 'cv', 'silverman', a number or one number per feature; got '{rule}'"
+            ))
+            .into());
+        }
+    };
+    let job = Kde {
+        x: points("X", &x)?,
+        params: KdeParams { bandwidth },
+        at: at.map(|q| points("X", &q)).transpose()?,
+    };
+    let (h, loo, density) = exec.run(py, job)?;
+    Ok((array1(py, h), loo, density.map(|d| array1(py, d))))
 }

@@ -28,6 +28,7 @@ SKIPS = {}
         bke.MKLRegressor(frequencies=18),
         bke.MKLClassifier(frequencies=18),
         bke.KernelStudentT(lengthscale=1.0, alpha=30.0, beta=0.01, sigma0_sq=1.0, normalise=False),
+        bke.GaussianKDE(),
     ],
     ids=lambda e: type(e).__name__,
 )
