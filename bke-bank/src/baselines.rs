@@ -401,6 +401,47 @@ impl BaselineModel {
     }
 }
 
+/// Model files of the RKS and MKL baselines (kinds `baseline-regression`, `baseline-classification`;
+/// `kind` inside the model says RKS or MKL). Used by the Python package's save/load and pickling.
+impl bke_core::model_file::ModelFile for BaselineModel {
+    const KINDS: &'static [&'static str] = &["baseline-regression", "baseline-classification"];
+    const VERSION: u32 = 1;
+
+    fn kind(&self) -> &'static str {
+        match self.task {
+            Task::Regression => "baseline-regression",
+            Task::Classification => "baseline-classification",
+        }
+    }
+
+    /// Finite values, positive input scales and target scale, `M × d` frequencies and `2M` weights
+    /// (plus the intercept for classification).
+    fn validate(&self) -> Result<(), bke_core::CoreError> {
+        let bad = |m: &str| bke_core::CoreError::ModelFile(format!("invalid baseline model: {m}"));
+        let d = self.inputs.shift.len();
+        if d == 0 || self.inputs.scale.len() != d {
+            return Err(bad("the input standardisation needs one shift and one scale per input"));
+        }
+        if self.w.is_empty() || self.w.len() % d != 0 {
+            return Err(bad("the frequencies must be an M × d matrix with M ≥ 1"));
+        }
+        let intercept = usize::from(self.task == Task::Classification);
+        if self.beta.len() != 2 * (self.w.len() / d) + intercept {
+            return Err(bad("the weights must number 2M (plus the intercept for classification)"));
+        }
+        let values = [&self.inputs.shift, &self.w, &self.beta];
+        if values.iter().any(|v| v.iter().any(|x| !x.is_finite()))
+            || !(self.y_mean.is_finite() && self.chosen_prior.is_finite())
+        {
+            return Err(bad("every value must be finite"));
+        }
+        if self.inputs.scale.iter().chain([&self.y_scale]).any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(bad("the input and target scales must be finite and positive"));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,5 +504,22 @@ mod tests {
                 - beta[c] / 4.0;
             assert!(g.abs() < 1e-6, "gradient {c} = {g}");
         }
+    }
+
+    #[test]
+    fn model_file_round_trip_and_kind_check() {
+        use bke_core::Params;
+        use bke_core::model_file::{Saved, from_str, to_string};
+        let x = Points::from_1d("x", &(0..40).map(|i| i as f64 / 5.0).collect::<Vec<_>>()).unwrap();
+        let y: Vec<f64> = (0..40).map(|i| (i as f64 / 5.0).cos()).collect();
+        let p = BaselineParams { frequencies: 6, ..Default::default() };
+        let m = p.check().unwrap().fit::<Faer>(&Dataset::new(x, y).unwrap()).unwrap();
+        let text = to_string(&Saved::new(m.clone())).unwrap();
+        assert_eq!(from_str::<BaselineModel>(&text, "t").unwrap().model, m);
+        let err = from_str::<crate::BankModel>(&text, "t").unwrap_err().to_string();
+        assert!(err.contains("'baseline-regression' model"), "{err}");
+        let mut broken = m;
+        broken.beta.pop();
+        assert!(to_string(&Saved::new(broken)).unwrap_err().to_string().contains("2M"));
     }
 }

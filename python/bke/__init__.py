@@ -9,6 +9,29 @@ results never depend on ``n_jobs``). ``bke.dask`` fits the same models on Dask a
 
 from . import _bke
 from ._bke import __version__, backends
-from .embedding import KernelEmbedding, LogMarginal
+from .bank import (
+    BankClassifier,
+    BankRegressor,
+    MKLClassifier,
+    MKLRegressor,
+    RKSClassifier,
+    RKSRegressor,
+)
+from .density import GaussianKDE, KernelStudentT
+from .embedding import HyperSamples, KernelEmbedding, LogMarginal
 
-__all__ = ["__version__", "backends", "KernelEmbedding", "LogMarginal"]
+__all__ = [
+    "__version__",
+    "backends",
+    "KernelEmbedding",
+    "LogMarginal",
+    "HyperSamples",
+    "BankRegressor",
+    "BankClassifier",
+    "RKSRegressor",
+    "RKSClassifier",
+    "MKLRegressor",
+    "MKLClassifier",
+    "KernelStudentT",
+    "GaussianKDE",
+]

@@ -17,16 +17,21 @@ def as_points(x, name: str) -> np.ndarray:
     refused with a message that says how to reshape it (bke never guesses whether it holds one
     feature or one sample). NaN and infinity are reported by the Rust side with the row and column.
     """
+    if hasattr(x, "tocsr") or hasattr(x, "to_dense") and not hasattr(x, "__array__"):
+        raise TypeError(
+            f"{name} is a sparse matrix: sparse input is not supported (bke's kernels are dense); "
+            f"pass {name}.toarray()"
+        )
     a = np.asarray(x)
-    if a.dtype == object or np.iscomplexobj(a) or not (
-        np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_
-    ):
+    if np.iscomplexobj(a):
+        raise ValueError(f"Complex data not supported: {name} must hold real numbers; got dtype {a.dtype}")
+    if a.dtype != object and not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
         raise ValueError(f"{name} must hold real numbers; got an array of dtype {a.dtype}")
-    a = np.asarray(a, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)  # object arrays: numbers convert, anything else raises
     if a.ndim == 1:
         raise ValueError(
             f"{name} must be a 2-D array of shape (n_samples, n_features); got a 1-D array of "
-            f"shape {a.shape}. Use {name}.reshape(-1, 1) if it holds one feature, or "
+            f"shape {a.shape}. Reshape your data: {name}.reshape(-1, 1) if it holds one feature, or "
             f"{name}.reshape(1, -1) if it holds one sample."
         )
     if a.ndim != 2:
@@ -107,3 +112,11 @@ def _equal(a, b) -> bool:
         return bool(a == b)
     except Exception:
         return False
+
+
+try:
+    from sklearn.exceptions import NotFittedError
+except ImportError:  # pragma: no cover
+
+    class NotFittedError(ValueError, AttributeError):
+        """Raised when an estimator is used before ``fit`` (as scikit-learn's)."""

@@ -4,6 +4,7 @@ pseudolikelihood and its gradient, and the posterior of the kernel mean embeddin
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from . import _bke
 from ._validation import Params, as_points, as_vector, seed_from
 
-__all__ = ["KernelEmbedding", "LogMarginal"]
+__all__ = ["KernelEmbedding", "LogMarginal", "HyperSamples"]
 
 
 class LogMarginal(NamedTuple):
@@ -216,3 +217,58 @@ class KernelEmbedding(Params):
             X, as_points(at, "at"), cond, lengthscales=ls, tau2=t2, prior=str(self.prior),
             jacobian=bool(self.jacobian), backend=str(self.backend), n_jobs=self.n_jobs,
         )
+
+    def sample(
+        self,
+        X=None,
+        chains: int = 4,
+        draws: int = 1000,
+        warmup: int = 1000,
+        lengthscale_prior: str = "gamma:1,1",
+        tau2_prior: str = "gamma:1,1",
+        tau2: Optional[float] = None,
+        max_depth: int = 10,
+        target_accept: float = 0.8,
+        random_state=None,
+    ) -> "HyperSamples":
+        """NUTS draws of the posterior of θ (and τ² unless ``tau2`` fixes it) given the rows of
+        ``X`` (``bke embed sample``; seed 000 §5). Uses this estimator's ``num_landmarks`` /
+        ``landmarks``, ``ard``, ``prior`` and ``jacobian``; ``X`` defaults to the fitted data, the
+        seed to ``random_state`` (it also seeds the landmark hold-out). Returns a
+        :class:`HyperSamples`."""
+        if X is None:
+            self._check_fitted()
+        X = self.X_ if X is None else as_points(X, "X")
+        rs = self.random_state if random_state is None else random_state
+        r = _bke.embedding_sample(
+            X, num_landmarks=None if self.num_landmarks is None else int(self.num_landmarks),
+            landmarks=None if self.landmarks is None else as_points(self.landmarks, "landmarks"),
+            chains=int(chains), draws=int(draws), warmup=int(warmup), seed=seed_from(rs),
+            lengthscale_prior=str(lengthscale_prior), tau2_prior=str(tau2_prior),
+            tau2=None if tau2 is None else float(tau2), ard=bool(self.ard), prior=str(self.prior),
+            jacobian=bool(self.jacobian), max_depth=int(max_depth), target_accept=float(target_accept),
+            backend=str(self.backend), n_jobs=self.n_jobs,
+        )
+        return HyperSamples(
+            lengthscales=r["lengthscales"], tau2=r["tau2"], divergent=r["divergent"],
+            landmarks=r["landmarks"], landmark_indices=r["landmark_indices"],
+            diagnostics=json.loads(r["summary"]),
+        )
+
+
+class HyperSamples(NamedTuple):
+    """NUTS draws of the BKE hyperparameters (``KernelEmbedding.sample``)."""
+
+    #: Lengthscale draws, shape (chains, draws, k): k = 1, or n_features with ``ard=True``.
+    lengthscales: np.ndarray
+    #: τ² draws, shape (chains, draws) (constant when fixed).
+    tau2: np.ndarray
+    #: Whether each transition diverged, shape (chains, draws).
+    divergent: np.ndarray
+    #: The landmarks used.
+    landmarks: np.ndarray
+    #: Rows of ``X`` held out as landmarks (None for given landmarks).
+    landmark_indices: Optional[list]
+    #: The JSON of ``bke embed sample`` (summaries with R̂/ESS, divergences, warnings, E-BFMI,
+    #: step sizes, settings) as a dict.
+    diagnostics: dict

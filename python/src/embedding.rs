@@ -5,12 +5,15 @@
 
 use crate::convert::{ArrayPair, array1, array2, points, points_array};
 use crate::exec::{Exec, Failure, Job};
+use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams};
 use bke_core::embedding::{
     BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, FittedEmbedding, LengthscaleGrid,
     default_num_landmarks, marginal_pseudolikelihood,
 };
+use bke_core::nuts::NutsParams;
 use bke_core::{Params, Points, Predict, Progress};
 use bke_linalg::Backend;
+use numpy::PyArrayMethods;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -20,6 +23,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(embedding_fit, m)?)?;
     m.add_function(wrap_pyfunction!(embedding_log_marginal, m)?)?;
     m.add_function(wrap_pyfunction!(embedding_posterior, m)?)?;
+    m.add_function(wrap_pyfunction!(embedding_sample, m)?)?;
     Ok(())
 }
 
@@ -195,4 +199,76 @@ fn embedding_posterior<'py>(
     };
     let (mean, var) = exec.run(py, job)?;
     Ok((array1(py, mean), array1(py, var)))
+}
+
+struct SampleJob {
+    x: Points,
+    params: SampleParams,
+}
+
+impl Job for SampleJob {
+    type Output = HyperDraws;
+    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<HyperDraws, Failure> {
+        Ok(self.params.check()?.fit_with_progress::<B>(&self.x, progress)?)
+    }
+}
+
+/// NUTS draws of the BKE hyperparameters (`bke embed sample`; seed 000 §5): a dict with `summary`
+/// (the CLI's JSON as text, without `backend` and `seconds`), `lengthscales` (chains × draws × k),
+/// `tau2` (chains × draws), `divergent` (chains × draws), `landmarks` and `landmark_indices`.
+#[pyfunction]
+#[pyo3(signature = (x, *, num_landmarks, landmarks, chains, draws, warmup, seed, lengthscale_prior,
+    tau2_prior, tau2, ard, prior, jacobian, max_depth, target_accept, backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn embedding_sample<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    num_landmarks: Option<usize>,
+    landmarks: Option<PyReadonlyArray2<'py, f64>>,
+    chains: usize,
+    draws: usize,
+    warmup: usize,
+    seed: u64,
+    lengthscale_prior: &str,
+    tau2_prior: &str,
+    tau2: Option<f64>,
+    ard: bool,
+    prior: &str,
+    jacobian: bool,
+    max_depth: usize,
+    target_accept: f64,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let x = points("X", &x)?;
+    let params = SampleParams {
+        lengthscale_prior: HyperPrior::parse(lengthscale_prior).map_err(Failure::from)?,
+        tau2_prior: HyperPrior::parse(tau2_prior).map_err(Failure::from)?,
+        fixed_tau2: tau2,
+        ard,
+        prior: EmbeddingPrior::parse(prior).map_err(Failure::from)?,
+        jacobian,
+        num_landmarks: num_landmarks.unwrap_or_else(|| default_num_landmarks(x.len(), x.dim())),
+        landmarks: landmarks.map(|z| points("landmarks", &z)).transpose()?,
+        nuts: NutsParams { chains, warmup, draws, seed, max_depth, target_accept, ..NutsParams::default() },
+    };
+    let r = exec.run(py, SampleJob { x, params })?;
+    let (c, t, k) = (r.nuts.chains.len(), r.nuts.draws_per_chain(), r.num_lengthscales);
+    let per_dim: Vec<Vec<Vec<f64>>> = (0..k).map(|d| r.lengthscale(d)).collect();
+    let ls: Vec<f64> = (0..c)
+        .flat_map(|ci| (0..t).flat_map(|ti| per_dim.iter().map(move |v| v[ci][ti])).collect::<Vec<_>>())
+        .collect();
+    let tau2: Vec<f64> = r.tau2().concat();
+    let divergent: Vec<bool> = r.nuts.chains.iter().flat_map(|ch| ch.divergent.iter().copied()).collect();
+    let d = PyDict::new(py);
+    let summary =
+        serde_json::to_string(&r).map_err(|e| Failure::Runtime(format!("cannot encode the draws: {e}")))?;
+    d.set_item("summary", summary)?;
+    d.set_item("lengthscales", array1(py, ls).reshape([c, t, k])?)?;
+    d.set_item("tau2", array2(py, c, t, tau2)?)?;
+    d.set_item("divergent", numpy::PyArray1::from_vec(py, divergent).reshape([c, t])?)?;
+    d.set_item("landmarks", points_array(py, &r.landmarks)?)?;
+    d.set_item("landmark_indices", r.landmark_indices.clone())?;
+    Ok(d)
 }

@@ -41,6 +41,16 @@ impl From<CoreError> for Failure {
     }
 }
 
+impl From<bke_bank::BankError> for Failure {
+    fn from(e: bke_bank::BankError) -> Self {
+        match e {
+            bke_bank::BankError::Core(c) => c.into(),
+            bke_bank::BankError::Numerical { .. } => Failure::Runtime(e.to_string()),
+            _ => Failure::Value(e.to_string()),
+        }
+    }
+}
+
 impl From<LinalgError> for Failure {
     fn from(e: LinalgError) -> Self {
         Failure::Runtime(e.to_string())

@@ -14,6 +14,7 @@
 mod convert;
 mod embedding;
 mod exec;
+mod models;
 
 use pyo3::prelude::*;
 
@@ -29,5 +30,6 @@ fn _bke(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     embedding::register(m)?;
+    models::register(m)?;
     Ok(())
 }

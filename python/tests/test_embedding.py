@@ -69,3 +69,17 @@ def test_fitted_defaults_clone_and_pickle(ozone):
     assert bke.KernelEmbedding(**e.get_params()).fit(ozone).lengthscale_ == e.lengthscale_
     m1, v1 = e.posterior(ozone[:5], condition_on="landmarks")
     assert np.all(v1 >= 0) and m1.shape == (5,)
+
+
+def test_nuts_sample_equals_cli(ozone, cli, tmp_path):
+    x = ozone[:120]
+    path = write_csv(tmp_path / "x.csv", x)
+    expected = cli("embed", "sample", "--data", path, "--chains", 2, "--draws", 40, "--warmup", 40, "--seed", 7)
+    e = bke.KernelEmbedding(random_state=7)
+    s = e.sample(x, chains=2, draws=40, warmup=40)
+    assert s.lengthscales.shape == (2, 40, 1) and s.tau2.shape == (2, 40)
+    assert s.diagnostics["lengthscale"]["mean"] == pytest.approx(expected["lengthscale"]["mean"], rel=1e-12)
+    assert np.mean(s.lengthscales) == pytest.approx(expected["lengthscale"]["mean"], rel=1e-12)
+    assert np.mean(s.tau2) == pytest.approx(expected["tau2"]["mean"], rel=1e-12)
+    assert s.landmark_indices == expected["landmark_indices"]
+    assert s.diagnostics["divergences"] == int(s.divergent.sum()) == expected["divergences"]

@@ -1,4 +1,5 @@
-//! `cargo xtask test`: the README's test command. Runs `cargo test --workspace`, then builds the
+//! `cargo xtask test`: the README's test command. Runs `cargo test --workspace` (all but bke-py,
+//! whose tests are the pytest suite), then builds the
 //! Python package's wheel (maturin, from `python/`) into the virtual environment
 //! `target/python-venv` (made by `scripts/python-venv.sh` with the pinned packages of
 //! `python/requirements-test.txt`) and runs its pytest suite (`python/tests`) against the installed
@@ -30,7 +31,13 @@ pub fn test(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let flag = |f: &str| ours.iter().any(|a| a == f);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     if !flag("--python") {
-        run(Command::new(&cargo).args(["test", "--workspace"]), "cargo test --workspace")?;
+        // bke-py has no cargo tests (pytest tests it); leaving it out here means only maturin builds
+        // it, so the PyO3 crates are not rebuilt twice per run (maturin sets PYO3_* variables that
+        // plain cargo builds do not, and PyO3's build script reruns when they change).
+        run(
+            Command::new(&cargo).args(["test", "--workspace", "--exclude", "bke-py"]),
+            "cargo test --workspace --exclude bke-py",
+        )?;
     }
     run(Command::new(&cargo).args(["build", "--quiet", "-p", "bke-cli"]), "building the bke binary")?;
     let python = venv(root)?;
