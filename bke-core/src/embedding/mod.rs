@@ -69,6 +69,7 @@
 mod jacobian;
 mod learn;
 mod marginal;
+mod pass;
 mod posterior;
 mod prior;
 mod simd;
@@ -76,7 +77,7 @@ mod simd;
 mod tests;
 
 pub use learn::{FitOptions, FitResult, LengthscaleGrid, LocalOptimum, fit, hold_out_landmarks};
-pub use marginal::{MarginalLikelihood, marginal_pseudolikelihood};
+pub use marginal::{MarginalLikelihood, PartialStats, PseudolikelihoodPlan, marginal_pseudolikelihood};
 pub use posterior::BkePosterior;
 pub use prior::EmbeddingPrior;
 
