@@ -58,66 +58,36 @@ const GRAM_MIN_SCHUR_RATIO: f64 = 1e-4;
 const GRAM_MIN_PIVOT: f64 = 1e-280;
 
 /// Cholesky factor of the `D × D` Gram matrix `G` (lower triangle of `g`, row-major, overwritten by
-/// `L`); returns `½ log det G = Σ_j log L_jj`, or `None` when a Schur complement is below
-/// `GRAM_MIN_SCHUR_RATIO` of its diagonal entry (or tiny, or not finite): then the caller takes the
-/// Gram–Schmidt path. Left-looking, inner products with four accumulators (`D³/6` multiply-adds,
-/// not latency-bound).
-#[inline(always)]
-pub(crate) fn gram_factor(g: &mut [f64], dim: usize) -> Option<f64> {
-    // ½ log det G = ½ log Π_j L_jj², one logarithm per point unless the product leaves [1e-200, 1e200].
-    let (mut log_sum, mut prod) = (0.0, 1.0);
+/// `L`) and `L⁻¹` (lower, row-major, into `linv`); returns `½ log det G = Σ_j log L_jj`, or `None`
+/// when a Schur complement is below `GRAM_MIN_SCHUR_RATIO` of its diagonal entry (or tiny, or not
+/// finite): then the caller takes the Gram–Schmidt path.
+pub(crate) fn gram_factor(g: &mut [f64], dim: usize, linv: &mut [f64]) -> Option<f64> {
+    let mut half_logdet = 0.0;
     for j in 0..dim {
-        let (done, rest) = g.split_at_mut(j * dim);
-        let row_j = &mut rest[..dim];
-        let diag = row_j[j];
-        let s = diag - dot4(&row_j[..j], &row_j[..j]);
+        let diag = g[j * dim + j];
+        let s = diag - (0..j).map(|c| g[j * dim + c] * g[j * dim + c]).sum::<f64>();
         if !(s >= GRAM_MIN_SCHUR_RATIO * diag && s > GRAM_MIN_PIVOT && s.is_finite()) {
             return None;
         }
-        prod *= s;
-        if !(1e-200..=1e200).contains(&prod) {
-            log_sum += prod.ln();
-            prod = 1.0;
-        }
         let ljj = s.sqrt();
-        row_j[j] = ljj;
-        let _ = done;
-        let (row_j, below) = rest.split_at_mut(dim);
+        g[j * dim + j] = ljj;
+        half_logdet += ljj.ln();
         for i in j + 1..dim {
-            let row_i = &mut below[(i - j - 1) * dim..(i - j) * dim];
-            row_i[j] = (row_i[j] - dot4(&row_i[..j], &row_j[..j])) / ljj;
+            let t = g[i * dim + j] - (0..j).map(|c| g[i * dim + c] * g[j * dim + c]).sum::<f64>();
+            g[i * dim + j] = t / ljj;
         }
     }
-    Some(0.5 * (log_sum + prod.ln()))
-}
-
-/// `L⁻¹` (lower, row-major, into `linv`) of the lower factor `L` in `l` (small `D`).
-#[inline(always)]
-pub(crate) fn tri_inverse(l: &[f64], dim: usize, linv: &mut [f64]) {
     for j in 0..dim {
         for i in 0..j {
             linv[i * dim + j] = 0.0;
         }
-        linv[j * dim + j] = 1.0 / l[j * dim + j];
+        linv[j * dim + j] = 1.0 / g[j * dim + j];
         for i in j + 1..dim {
-            let t: f64 = (j..i).map(|c| l[i * dim + c] * linv[c * dim + j]).sum();
-            linv[i * dim + j] = -t / l[i * dim + i];
+            let t: f64 = (j..i).map(|c| g[i * dim + c] * linv[c * dim + j]).sum();
+            linv[i * dim + j] = -t / g[i * dim + i];
         }
     }
-}
-
-/// `Σ_i a_i b_i` with four independent accumulators combined in a fixed order.
-#[inline(always)]
-fn dot4(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let tail: f64 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in ca.zip(cb) {
-        for k in 0..4 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    ((acc[0] + acc[2]) + (acc[1] + acc[3])) + tail
+    Some(half_logdet)
 }
 
 /// Per-thread scratch for [`log_volume_raw`].
