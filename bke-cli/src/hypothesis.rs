@@ -9,7 +9,7 @@
 
 use crate::io;
 use anyhow::{Context, bail};
-use bke_core::embedding::{EmbeddingPrior, FitOptions};
+use bke_core::embedding::{EmbeddingParams, EmbeddingPrior};
 use bke_core::hypothesis::hsic::{HsicParams, HsicStatistic};
 use bke_core::hypothesis::mmd::{MmdParams, MmdStatistic};
 use bke_core::hypothesis::{
@@ -89,12 +89,12 @@ impl Selection {
         }
         Ok(match self.select.unwrap_or(Select::Median) {
             Select::Median => LengthscaleSelection::Median(self.median_convention.into()),
-            Select::Bkl => LengthscaleSelection::Bkl(Box::new(FitOptions {
+            Select::Bkl => LengthscaleSelection::Bkl(Box::new(EmbeddingParams {
                 num_landmarks: self.bkl_landmarks,
                 tau2: self.bkl_tau2,
                 prior: EmbeddingPrior::parse(&self.bkl_prior)?,
                 seed,
-                ..FitOptions::default()
+                ..EmbeddingParams::default()
             })),
         })
     }

@@ -7,6 +7,7 @@ mod bank;
 mod density;
 mod dme;
 mod embed;
+mod exec;
 mod hypothesis;
 #[allow(dead_code)] // shared by the command modules
 mod io;

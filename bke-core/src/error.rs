@@ -60,6 +60,12 @@ pub enum CoreError {
     /// A linear-algebra failure (e.g. a matrix that is not positive definite).
     #[error(transparent)]
     Linalg(#[from] LinalgError),
+    /// The caller asked to stop (see [`crate::Progress::cancelled`]).
+    #[error("cancelled")]
+    Cancelled,
+    /// A model file that cannot be read, written or used (the message names the file and why).
+    #[error("{0}")]
+    ModelFile(String),
 }
 
 /// Errors unless `value` is finite and strictly positive.

@@ -48,6 +48,15 @@ impl KernelFamily {
         }
     }
 
+    /// The family's spelling in every bke interface: [`KernelFamily::name`], with the rational
+    /// quadratic's shape appended (`rq:0.5`) unless it is 1.
+    pub fn spec(&self) -> String {
+        match *self {
+            KernelFamily::RationalQuadratic { alpha } if alpha != 1.0 => format!("rq:{alpha}"),
+            f => f.name().to_string(),
+        }
+    }
+
     /// `(f(r²), f'(r²))`.
     #[inline]
     pub fn profile(&self, r2: f64) -> (f64, f64) {
@@ -77,6 +86,35 @@ impl KernelFamily {
                 (f, -0.5 * f / b)
             }
         }
+    }
+}
+
+/// The one kernel-name parser of bke (CLI flags, model files, Python): `se` (also `rbf`,
+/// `gaussian`), `laplace` (also `exponential`, `matern12`), `matern32`, `matern52`, `rq` (α = 1) or
+/// `rq:ALPHA`. Case-insensitive. Inverse of [`KernelFamily::spec`].
+impl std::str::FromStr for KernelFamily {
+    type Err = CoreError;
+
+    fn from_str(s: &str) -> Result<Self, CoreError> {
+        let lower = s.trim().to_ascii_lowercase();
+        let bad = || CoreError::InvalidChoice {
+            what: format!("kernel '{s}'"),
+            reason: "use se, laplace, matern32, matern52, rq or rq:ALPHA (ALPHA > 0)".into(),
+        };
+        Ok(match lower.as_str() {
+            "se" | "rbf" | "gaussian" | "squared-exponential" => KernelFamily::SquaredExponential,
+            "laplace" | "exponential" | "matern12" => KernelFamily::Laplace,
+            "matern32" => KernelFamily::Matern32,
+            "matern52" => KernelFamily::Matern52,
+            "rq" => KernelFamily::RationalQuadratic { alpha: 1.0 },
+            other => {
+                let alpha: f64 = other.strip_prefix("rq:").ok_or_else(bad)?.parse().map_err(|_| bad())?;
+                if !(alpha.is_finite() && alpha > 0.0) {
+                    return Err(bad());
+                }
+                KernelFamily::RationalQuadratic { alpha }
+            }
+        })
     }
 }
 
@@ -317,6 +355,18 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn family_names_round_trip() {
+        for fam in families().into_iter().chain([KernelFamily::RationalQuadratic { alpha: 1.0 }]) {
+            assert_eq!(fam.spec().parse::<KernelFamily>().unwrap(), fam);
+        }
+        assert_eq!("RBF".parse::<KernelFamily>().unwrap(), KernelFamily::SquaredExponential);
+        for bad in ["", "rq:", "rq:-1", "rq:nan", "cubic"] {
+            let e = bad.parse::<KernelFamily>().unwrap_err().to_string();
+            assert!(e.contains("use se, laplace"), "{bad}: {e}");
         }
     }
 

@@ -17,14 +17,22 @@ pub mod bayes;
 pub mod density;
 pub mod embedding;
 mod error;
+pub mod estimator;
 pub mod hypothesis;
 pub mod kernel;
+pub mod model_file;
+pub mod numeric;
 pub mod nuts;
 pub mod optim;
 mod points;
+pub mod rff;
 pub mod special;
 
 pub use embedding::{BkeParams, BkePosterior, EmbeddingPrior, MarginalLikelihood, marginal_pseudolikelihood};
 pub use error::{CoreError, check_positive};
+pub use estimator::{
+    Dataset, Estimator, LogDensity, Params, Predict, Prediction, Progress, TwoSamples, Valid,
+};
+pub use hypothesis::median::{MedianConvention, median_distance};
 pub use kernel::{Kernel, KernelFamily};
 pub use points::Points;

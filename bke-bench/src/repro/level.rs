@@ -35,7 +35,7 @@ fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection)> {
         ("median (mooij)", LengthscaleSelection::Median(MedianConvention::Mooij)),
         (
             "BKL",
-            LengthscaleSelection::Bkl(Box::new(bke_core::embedding::FitOptions {
+            LengthscaleSelection::Bkl(Box::new(bke_core::embedding::EmbeddingParams {
                 num_landmarks: 40,
                 seed,
                 ..Default::default()

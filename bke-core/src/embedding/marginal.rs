@@ -217,7 +217,7 @@ impl PseudolikelihoodPlan {
             // The same message as for a full data set.
             validate_data_landmarks(z, z)?;
         }
-        params.check(dim)?;
+        params.validate_for_dim(dim)?;
         let ard = params.lengthscales.len() > 1;
         let ls = full_lengthscales(&params.lengthscales, dim);
         let landmarks = Landmarks::new(z.as_slice(), dim, &ls, ard, params.jacobian);
@@ -310,7 +310,7 @@ impl PseudolikelihoodPlan {
 /// [`PseudolikelihoodPlan`].
 ///
 /// Errors: empty `x` or `z`, dimension mismatch, `m < D`, invalid parameters (see
-/// [`BkeParams::check`]), or `R_zz + (τ²/n)I` not positive definite even after the eigenvalue
+/// [`BkeParams::validate_for_dim`]), or `R_zz + (τ²/n)I` not positive definite even after the eigenvalue
 /// fallback (practically impossible: its eigenvalues are `≥ τ²/n`).
 pub fn marginal_pseudolikelihood<B: Backend>(
     x: &Points,
@@ -318,7 +318,7 @@ pub fn marginal_pseudolikelihood<B: Backend>(
     params: &BkeParams,
 ) -> Result<MarginalLikelihood, CoreError> {
     validate_data_landmarks(x, z)?;
-    params.check(x.dim())?;
+    params.validate_for_dim(x.dim())?;
     let plan = PseudolikelihoodPlan::new(z, params)?;
     plan.finish::<B>(&plan.partial(x)?)
 }
@@ -360,7 +360,13 @@ impl DenseTerms {
 }
 
 /// Eq. (33) and its gradient from the statistics and the dense terms (see the module docs).
-fn combine(s: &PartialStats, dense: &DenseTerms, dr: &[Mat], params: &BkeParams, ls: &[f64]) -> MarginalLikelihood {
+fn combine(
+    s: &PartialStats,
+    dense: &DenseTerms,
+    dr: &[Mat],
+    params: &BkeParams,
+    ls: &[f64],
+) -> MarginalLikelihood {
     let (m, dim, gd) = (s.m, ls.len(), s.gd);
     let (nf, mf) = (s.n as f64, m as f64);
     let tau2 = params.tau2;

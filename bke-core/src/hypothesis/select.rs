@@ -1,6 +1,6 @@
 //! Kernel choice for the tests (seed 000 §2.4, §5): a fixed lengthscale, the median heuristic (either
 //! convention, [`MedianConvention::Muandet`] by default), or **BKL** — the lengthscale that maximises
-//! the BKE marginal pseudolikelihood (ML-II, [`crate::embedding::fit`]).
+//! the BKE marginal pseudolikelihood (ML-II, [`crate::embedding::EmbeddingParams`]).
 //!
 //! For the two-sample test BKL learns θ on the **pooled** sample `x ∪ y` (seed §5). The pooled sample
 //! is invariant under relabelling, so the chosen θ is the same for every permutation and the
@@ -9,7 +9,8 @@
 //! permuting `y` against `x`.
 
 use super::median::{MedianConvention, median_lengthscale};
-use crate::embedding::{FitOptions, fit};
+use crate::embedding::EmbeddingParams;
+use crate::estimator::Params;
 use crate::{CoreError, Points, check_positive};
 use bke_linalg::Backend;
 
@@ -23,7 +24,7 @@ pub enum LengthscaleSelection {
     /// ML-II on the BKE marginal pseudolikelihood with these options (isotropic; `ard` is ignored).
     /// When the options ask for at least as many held-out landmarks as there are points, `max(D, n/5)`
     /// landmarks are held out instead.
-    Bkl(Box<FitOptions>),
+    Bkl(Box<EmbeddingParams>),
 }
 
 impl Default for LengthscaleSelection {
@@ -34,10 +35,10 @@ impl Default for LengthscaleSelection {
 }
 
 impl LengthscaleSelection {
-    /// BKL with the default [`FitOptions`] (100 held-out landmarks, `τ² = 1`, Lebesgue prior measure,
+    /// BKL with the default [`EmbeddingParams`] (100 held-out landmarks, `τ² = 1`, Lebesgue prior measure,
     /// Jacobian term, 41-point scan around the median heuristic) and the given seed for the landmarks.
     pub fn bkl(seed: u64) -> Self {
-        LengthscaleSelection::Bkl(Box::new(FitOptions { seed, ..FitOptions::default() }))
+        LengthscaleSelection::Bkl(Box::new(EmbeddingParams { seed, ..EmbeddingParams::default() }))
     }
 
     /// "fixed", "median" or "bkl".
@@ -102,7 +103,7 @@ pub fn select_lengthscale<B: Backend>(
             if opts.landmarks.is_none() && opts.num_landmarks >= x.len() {
                 opts.num_landmarks = (x.len() / 5).max(x.dim()).max(1);
             }
-            let r = fit::<B>(x, &opts)?;
+            let r = opts.check()?.fit::<B>(x)?;
             let summary = BklSummary {
                 log_marginal: r.log_marginal,
                 local_optima: r.local_optima.iter().map(|o| (o.lengthscales[0], o.log_marginal)).collect(),

@@ -1,7 +1,7 @@
 //! The witness function `μ_P − μ_Q` with BKE posterior bands (seed 000 §2.2, §5, Fig. 2E and 3).
 //!
 //! For a fixed θ and τ², the BKE posteriors of `μ_P` (from `x`) and `μ_Q` (from `y`) are independent
-//! Gaussian processes (eq. (7)–(8), [`BkePosterior`]), so on a grid `g`
+//! Gaussian processes (eq. (7)–(8), [`crate::embedding::BkePosterior`]), so on a grid `g`
 //! `μ_P(g) − μ_Q(g) ~ N(m_P(g) − m_Q(g), v_P(g) + v_Q(g))` pointwise. The credible band at level `ℓ`
 //! is `mean ± z·sd` with `z = Φ⁻¹((1 + ℓ)/2)` (`ℓ = 0.8`: the seed's 80 % intervals). The empirical
 //! witness `(1/n) Σ_i k(x_i, g) − (1/m) Σ_j k(y_j, g)` is reported alongside.
@@ -10,7 +10,8 @@
 //! posterior draws over hyperparameter draws: [`witness_draws`] returns joint draws for one
 //! `(θ, τ²)`, which such a sampler can pool.
 
-use crate::embedding::{BkeParams, BkePosterior, EmbeddingPrior};
+use crate::embedding::{BkeParams, EmbeddingPrior};
+use crate::estimator::{Params, Predict};
 use crate::special::normal_quantile;
 use crate::{CoreError, Kernel, Points, check_positive};
 use bke_linalg::{Backend, Mat};
@@ -88,11 +89,11 @@ pub fn witness<B: Backend>(
     params.check()?;
     check_inputs(x, y, grid)?;
     let bke = params.bke();
-    let (mp, vp) = BkePosterior::fit::<B>(x, None, &bke)?.mean_and_variance::<B>(grid)?;
-    let (mq, vq) = BkePosterior::fit::<B>(y, None, &bke)?.mean_and_variance::<B>(grid)?;
+    let p = bke.check()?.fit::<B>(x)?.predict::<B>(grid)?;
+    let q = bke.check()?.fit::<B>(y)?.predict::<B>(grid)?;
     let z = normal_quantile(0.5 * (1.0 + params.level));
-    let mean: Vec<f64> = mp.iter().zip(&mq).map(|(a, b)| a - b).collect();
-    let sd: Vec<f64> = vp.iter().zip(&vq).map(|(a, b)| (a + b).sqrt()).collect();
+    let mean: Vec<f64> = p.mean.iter().zip(&q.mean).map(|(a, b)| a - b).collect();
+    let sd: Vec<f64> = p.variance.iter().zip(&q.variance).map(|(a, b)| (a + b).sqrt()).collect();
     let lower = mean.iter().zip(&sd).map(|(m, s)| m - z * s).collect();
     let upper = mean.iter().zip(&sd).map(|(m, s)| m + z * s).collect();
     let kernel = Kernel::se(params.lengthscale)?;
@@ -114,8 +115,8 @@ pub fn witness_draws<B: Backend>(
     params.check()?;
     check_inputs(x, y, grid)?;
     let bke = params.bke();
-    let mut p = BkePosterior::fit::<B>(x, None, &bke)?.sample::<B>(grid, draws, seed)?;
-    let q = BkePosterior::fit::<B>(y, None, &bke)?.sample::<B>(grid, draws, seed.wrapping_add(1))?;
+    let mut p = bke.check()?.fit::<B>(x)?.sample::<B>(grid, draws, seed)?;
+    let q = bke.check()?.fit::<B>(y)?.sample::<B>(grid, draws, seed.wrapping_add(1))?;
     for (a, b) in p.as_mut_slice().iter_mut().zip(q.as_slice()) {
         *a -= b;
     }

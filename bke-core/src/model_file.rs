@@ -1,0 +1,278 @@
+//! Model files: one self-describing JSON format for every fitted model of bke, written atomically.
+//!
+//! ```json
+//! {"format": "bke-model", "kind": "bank-regression", "version": 1, "bke_version": "0.2.0",
+//!  "columns": ["cement", "water"], "target": "compressive_strength", "model": { … }}
+//! ```
+//!
+//! - `kind` names the model ([`ModelFile::KINDS`]); a reader refuses another kind, naming both.
+//! - `version` is the layout of `model`; a reader refuses a newer version than it knows, naming
+//!   both, and reads older ones (files of bke 0.1, written before this envelope existed, are read by
+//!   [`ModelFile::from_legacy`]).
+//! - `columns` and `target` record what the model was fitted on, so a later prediction can pick the
+//!   same columns from a table.
+//! - Every model is validated in full on load ([`ModelFile::validate`]): finite values, positive
+//!   scales, consistent shapes — a hand-edited file fails with a message, not with `null`s later.
+//! - [`save`] writes a temporary file in the target's directory and renames it over the target, so
+//!   an interrupted or failed write leaves the old file (or none), never half of one
+//!   ([`write_atomic`], also used for every other output file of the CLI).
+
+use crate::CoreError;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The value of the `format` field.
+pub const FORMAT: &str = "bke-model";
+
+/// A fitted model that can be written to and read from a model file.
+pub trait ModelFile: Serialize + DeserializeOwned {
+    /// Every `kind` a file of this type may hold, e.g. `["bank-regression", "bank-classification"]`.
+    const KINDS: &'static [&'static str];
+    /// The newest layout version of `model` this build writes and reads.
+    const VERSION: u32;
+
+    /// The kind of this model (one of [`ModelFile::KINDS`]).
+    fn kind(&self) -> &'static str;
+
+    /// Errors unless the model can be used: finite values, positive scales, consistent shapes.
+    fn validate(&self) -> Result<(), CoreError>;
+
+    /// Reads a file written before the envelope existed (bke 0.1): `None` when `file` is not one.
+    fn from_legacy(file: &Value) -> Option<Result<Saved<Self>, String>> {
+        let _ = file;
+        None
+    }
+}
+
+/// A model with what its file records beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved<M> {
+    /// The input columns the model was fitted on (empty when unnamed).
+    pub columns: Vec<String>,
+    /// The target column, for supervised models.
+    pub target: Option<String>,
+    /// The model.
+    pub model: M,
+}
+
+impl<M> Saved<M> {
+    /// A model with no column names.
+    pub fn new(model: M) -> Self {
+        Self { columns: Vec::new(), target: None, model }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope<T> {
+    format: String,
+    kind: String,
+    version: u32,
+    #[serde(default)]
+    bke_version: String,
+    #[serde(default)]
+    columns: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    target: Option<String>,
+    model: T,
+}
+
+/// The model file's text (pretty JSON).
+pub fn to_string<M: ModelFile>(saved: &Saved<M>) -> Result<String, CoreError> {
+    saved.model.validate()?;
+    let env = Envelope {
+        format: FORMAT.into(),
+        kind: saved.model.kind().into(),
+        version: M::VERSION,
+        bke_version: env!("CARGO_PKG_VERSION").into(),
+        columns: saved.columns.clone(),
+        target: saved.target.clone(),
+        model: &saved.model,
+    };
+    serde_json::to_string_pretty(&env)
+        .map_err(|e| CoreError::ModelFile(format!("cannot encode the model: {e}")))
+}
+
+/// Reads a model from the text of a model file; `source` names it in errors (e.g. the path).
+pub fn from_str<M: ModelFile>(text: &str, source: &str) -> Result<Saved<M>, CoreError> {
+    let fail = |msg: String| CoreError::ModelFile(format!("{source}: {msg}"));
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| fail(format!("not a JSON model file ({e})")))?;
+    let wanted = kinds_phrase(M::KINDS);
+    let saved = match value.get("format").and_then(Value::as_str) {
+        Some(FORMAT) => {
+            let kind = value.get("kind").and_then(Value::as_str).unwrap_or("(none)").to_string();
+            if !M::KINDS.contains(&kind.as_str()) {
+                return Err(fail(format!("this is a '{kind}' model, but {wanted} model is needed")));
+            }
+            let version = value.get("version").and_then(Value::as_u64).unwrap_or(0);
+            if version > u64::from(M::VERSION) {
+                return Err(fail(format!(
+                    "this '{kind}' model has layout version {version}, newer than the {} this bke {} \
+                     reads: upgrade bke",
+                    M::VERSION,
+                    env!("CARGO_PKG_VERSION")
+                )));
+            }
+            let env: Envelope<M> =
+                serde_json::from_value(value).map_err(|e| fail(format!("malformed '{kind}' model: {e}")))?;
+            Saved { columns: env.columns, target: env.target, model: env.model }
+        }
+        _ => match M::from_legacy(&value) {
+            Some(r) => r.map_err(fail)?,
+            None => {
+                return Err(fail(format!(
+                    "not a bke model file (no \"format\": \"{FORMAT}\"); {wanted} model is needed"
+                )));
+            }
+        },
+    };
+    saved.model.validate().map_err(|e| fail(format!("invalid model: {e}")))?;
+    Ok(saved)
+}
+
+/// Writes the model file atomically ([`write_atomic`]).
+pub fn save<M: ModelFile>(saved: &Saved<M>, path: &Path) -> Result<(), CoreError> {
+    write_atomic(path, to_string(saved)?.as_bytes())
+}
+
+/// Reads and validates a model file.
+pub fn load<M: ModelFile>(path: &Path) -> Result<Saved<M>, CoreError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CoreError::ModelFile(format!("cannot read the model file {shown}: {e}")))?;
+    from_str(&text, &shown)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory that is synced and then
+/// renamed over `path`: readers see the old file or the new one, never a part. On any error the
+/// temporary file is removed and `path` is untouched.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let shown = path.display();
+    let fail = |what: &str, e: std::io::Error| CoreError::ModelFile(format!("cannot {what} {shown}: {e}"));
+    let name = path.file_name().ok_or_else(|| CoreError::ModelFile(format!("{shown} is not a file path")))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail("write", e)
+    })
+}
+
+fn kinds_phrase(kinds: &[&str]) -> String {
+    let quoted: Vec<String> = kinds.iter().map(|k| format!("'{k}'")).collect();
+    match quoted.as_slice() {
+        [] => "a".into(),
+        [one] => format!("a {one}"),
+        [rest @ .., last] => format!("a {} or {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Toy {
+        scale: f64,
+    }
+
+    impl ModelFile for Toy {
+        const KINDS: &'static [&'static str] = &["toy"];
+        const VERSION: u32 = 2;
+        fn kind(&self) -> &'static str {
+            "toy"
+        }
+        fn validate(&self) -> Result<(), CoreError> {
+            crate::check_positive("scale", self.scale)
+        }
+        fn from_legacy(file: &Value) -> Option<Result<Saved<Self>, String>> {
+            let s = file.get("old_scale")?.as_f64()?;
+            Some(Ok(Saved::new(Toy { scale: s })))
+        }
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Other;
+
+    impl ModelFile for Other {
+        const KINDS: &'static [&'static str] = &["other-a", "other-b"];
+        const VERSION: u32 = 1;
+        fn kind(&self) -> &'static str {
+            "other-a"
+        }
+        fn validate(&self) -> Result<(), CoreError> {
+            Ok(())
+        }
+    }
+
+    fn dir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("bke-model-file-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn round_trip_with_columns() {
+        let saved = Saved { columns: vec!["a".into()], target: Some("y".into()), model: Toy { scale: 0.5 } };
+        let text = to_string(&saved).unwrap();
+        assert!(text.contains("\"format\": \"bke-model\"") && text.contains("\"kind\": \"toy\""));
+        assert_eq!(from_str::<Toy>(&text, "m.json").unwrap(), saved);
+    }
+
+    #[test]
+    fn refuses_other_kind_and_newer_version_naming_both() {
+        let text = to_string(&Saved::new(Toy { scale: 1.0 })).unwrap();
+        let e = from_str::<Other>(&text, "m.json").unwrap_err().to_string();
+        assert!(e.contains("m.json") && e.contains("'toy'") && e.contains("'other-a' or 'other-b'"), "{e}");
+        let newer = text.replace("\"version\": 2", "\"version\": 3");
+        let e = from_str::<Toy>(&newer, "m.json").unwrap_err().to_string();
+        assert!(e.contains("version 3") && e.contains("the 2 this bke"), "{e}");
+    }
+
+    #[test]
+    fn validates_on_load_and_reads_legacy_files() {
+        let text = to_string(&Saved::new(Toy { scale: 1.0 })).unwrap().replace("1.0", "-1.0");
+        let e = from_str::<Toy>(&text, "m.json").unwrap_err().to_string();
+        assert!(e.contains("invalid model") && e.contains("scale"), "{e}");
+        assert_eq!(from_str::<Toy>(r#"{"old_scale": 3}"#, "old.json").unwrap().model.scale, 3.0);
+        let e = from_str::<Toy>(r#"{"x": 1}"#, "x.json").unwrap_err().to_string();
+        assert!(e.contains("not a bke model file"), "{e}");
+        assert!(from_str::<Toy>("{", "x.json").unwrap_err().to_string().contains("not a JSON"));
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_and_leaves_nothing_on_error() {
+        let d = dir();
+        let path = d.join("model.json");
+        save(&Saved::new(Toy { scale: 1.0 }), &path).unwrap();
+        save(&Saved::new(Toy { scale: 2.0 }), &path).unwrap();
+        assert_eq!(load::<Toy>(&path).unwrap().model.scale, 2.0);
+        // An invalid model is refused before anything is written: the old file stays whole.
+        assert!(save(&Saved::new(Toy { scale: f64::NAN }), &path).is_err());
+        assert_eq!(load::<Toy>(&path).unwrap().model.scale, 2.0);
+        // A write into a missing directory fails cleanly and leaves no temporary file behind.
+        assert!(write_atomic(&d.join("missing/model.json"), b"{}").is_err());
+        let litter: Vec<_> = std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()).collect();
+        assert_eq!(litter.len(), 1, "{litter:?}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,168 @@
+//! Small numerical helpers every model crate uses: constants, dot products, log-sum-exp, and the
+//! packing of positive hyperparameters on the log scale for unconstrained optimisers.
+
+use crate::{CoreError, Kernel};
+
+/// `ln(2π)`.
+pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// `Σ_i a_i b_i` over the common length.
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `log(eᵃ + eᵇ)`, exact when either is `−∞`.
+#[inline]
+pub fn log_add_exp(a: f64, b: f64) -> f64 {
+    if a == f64::NEG_INFINITY {
+        return b;
+    }
+    if b == f64::NEG_INFINITY {
+        return a;
+    }
+    let m = a.max(b);
+    m + ((a - m).exp() + (b - m).exp()).ln()
+}
+
+/// `log Σ_i exp(v_i)`, shifted by the maximum so nothing overflows; `−∞` for an empty slice or all
+/// `−∞`, `+∞` if any value is `+∞`.
+pub fn log_sum_exp(v: &[f64]) -> f64 {
+    let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !m.is_finite() {
+        return m;
+    }
+    m + v.iter().map(|a| (a - m).exp()).sum::<f64>().ln()
+}
+
+/// Positive hyperparameters packed as one vector of logarithms for an unconstrained optimiser, and
+/// read back in the same order with every value checked.
+///
+/// ```
+/// use bke_core::numeric::LogParams;
+/// let mut p = LogParams::default();
+/// p.push(0.5);
+/// p.extend(&[2.0, 3.0]);
+/// let v = p.into_vec();
+/// let mut r = LogParams::reader(&v);
+/// assert!((r.take("sigma").unwrap() - 0.5).abs() < 1e-15);
+/// assert_eq!(r.take_n("lengthscale", 2).unwrap().len(), 2);
+/// r.finish().unwrap();
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogParams(Vec<f64>);
+
+impl LogParams {
+    /// Appends `ln v`.
+    pub fn push(&mut self, v: f64) {
+        self.0.push(v.ln());
+    }
+
+    /// Appends `ln v` for each value.
+    pub fn extend(&mut self, vs: &[f64]) {
+        self.0.extend(vs.iter().map(|v| v.ln()));
+    }
+
+    /// Appends a kernel's log-hyperparameters ([`Kernel::log_params`]).
+    pub fn push_kernel(&mut self, k: &Kernel) {
+        self.0.extend(k.log_params());
+    }
+
+    /// The packed logarithms.
+    pub fn into_vec(self) -> Vec<f64> {
+        self.0
+    }
+
+    /// A reader of packed logarithms `p`.
+    pub fn reader(p: &[f64]) -> LogParamReader<'_> {
+        LogParamReader { rest: p, taken: 0 }
+    }
+}
+
+/// Reads log-scale parameters back in packing order (see [`LogParams`]).
+#[derive(Debug)]
+pub struct LogParamReader<'a> {
+    rest: &'a [f64],
+    taken: usize,
+}
+
+impl LogParamReader<'_> {
+    fn next_raw(&mut self, name: &str, k: usize) -> Result<&[f64], CoreError> {
+        if self.rest.len() < k {
+            return Err(CoreError::DimensionMismatch {
+                what: format!("log-parameter vector (reading {name})"),
+                expected: self.taken + k,
+                found: self.taken + self.rest.len(),
+            });
+        }
+        let (head, tail) = self.rest.split_at(k);
+        self.rest = tail;
+        self.taken += k;
+        Ok(head)
+    }
+
+    /// The next value `exp(p_i)`, which must be finite and positive.
+    pub fn take(&mut self, name: &str) -> Result<f64, CoreError> {
+        Ok(self.take_n(name, 1)?[0])
+    }
+
+    /// The next `k` values `exp(p_i)`.
+    pub fn take_n(&mut self, name: &str, k: usize) -> Result<Vec<f64>, CoreError> {
+        let vs: Vec<f64> = self.next_raw(name, k)?.iter().map(|v| v.exp()).collect();
+        for &v in &vs {
+            crate::check_positive(name, v)?;
+        }
+        Ok(vs)
+    }
+
+    /// The next kernel of the same family and shape as `like`.
+    pub fn kernel(&mut self, like: &Kernel) -> Result<Kernel, CoreError> {
+        let raw = self.next_raw("kernel hyperparameters", like.n_params())?;
+        like.with_log_params(raw)
+    }
+
+    /// Errors if values are left over.
+    pub fn finish(self) -> Result<(), CoreError> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(CoreError::DimensionMismatch {
+                what: "log-parameter vector".into(),
+                expected: self.taken,
+                found: self.taken + self.rest.len(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_sum_exp_is_stable() {
+        assert_eq!(log_sum_exp(&[]), f64::NEG_INFINITY);
+        assert!((log_sum_exp(&[1000.0, 1000.0]) - (1000.0 + 2f64.ln())).abs() < 1e-12);
+        assert!((log_add_exp(-1000.0, -1000.0) - (-1000.0 + 2f64.ln())).abs() < 1e-12);
+        assert_eq!(log_add_exp(f64::NEG_INFINITY, 3.0), 3.0);
+        assert!((LN_2PI - (2.0 * std::f64::consts::PI).ln()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn log_params_round_trip_and_check() {
+        let k = Kernel::se_ard(vec![0.5, 2.0]).unwrap();
+        let mut p = LogParams::default();
+        p.push_kernel(&k);
+        p.push(0.1);
+        let v = p.into_vec();
+        let mut r = LogParams::reader(&v);
+        assert_eq!(r.kernel(&k).unwrap().lengthscales().len(), 2);
+        assert!((r.take("sigma").unwrap() - 0.1).abs() < 1e-15);
+        r.finish().unwrap();
+        let mut short = LogParams::reader(&v[..1]);
+        assert!(short.kernel(&k).is_err());
+        let mut over = LogParams::reader(&[800.0]);
+        assert!(over.take("sigma").is_err());
+        assert!(LogParams::reader(&v).finish().is_err());
+    }
+}
