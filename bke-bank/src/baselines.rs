@@ -513,7 +513,7 @@ mod tests {
         let x = Points::from_1d("x", &(0..40).map(|i| i as f64 / 5.0).collect::<Vec<_>>()).unwrap();
         let y: Vec<f64> = (0..40).map(|i| (i as f64 / 5.0).cos()).collect();
         let p = BaselineParams { frequencies: 6, ..Default::default() };
-        let m = p.check().unwrap().fit::<Faer>(&Dataset::new(x, y).unwrap()).unwrap();
+        let m = p.check().unwrap().fit::<DefaultBackend>(&Dataset::new(x, y).unwrap()).unwrap();
         let text = to_string(&Saved::new(m.clone())).unwrap();
         assert_eq!(from_str::<BaselineModel>(&text, "t").unwrap().model, m);
         let err = from_str::<crate::BankModel>(&text, "t").unwrap_err().to_string();

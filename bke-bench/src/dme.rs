@@ -7,7 +7,7 @@
 //! target is under 0.5 s at `n = 2000` on 2 cores. To bound the run time, nalgebra (single-threaded)
 //! and the `alternative`/`full` rows stop at 2000/1000 unless `--all` is given.
 
-use crate::report::{Table, fmt_seconds, median_seconds};
+use crate::report::{GemmReference, Table, fmt_seconds, median_seconds};
 use bke_core::{Kernel, Points};
 use bke_dme::TaskData;
 use bke_dme::ttgp::{MarginalForm, TtgpParams, log_marginal};
@@ -54,12 +54,13 @@ impl WithBackend for Time<'_> {
 }
 
 /// Runs the suite.
-pub fn bench(sizes: &[usize], all: bool) -> anyhow::Result<Table> {
+pub fn bench(sizes: &[usize], all: bool, gemm: GemmReference) -> anyhow::Result<Table> {
     let threads = rayon::current_num_threads();
     let mut table = Table::new(
         "TTGP log marginal likelihood + gradient (seed 004 Thm 5.3)",
         &["form", "n", "m", "backend", "threads", "median", "target"],
-    );
+    )
+    .with_timing(gemm);
     for &size in sizes {
         let mut cases = vec![("map", MarginalForm::Map, size, size)];
         if all || size <= 2000 {
@@ -85,15 +86,19 @@ pub fn bench(sizes: &[usize], all: bool) -> anyhow::Result<Table> {
                 } else {
                     String::new()
                 };
-                table.push(vec![
-                    name.into(),
-                    n.to_string(),
-                    m.to_string(),
-                    kind.name().into(),
-                    kind_threads.to_string(),
-                    fmt_seconds(t),
-                    target,
-                ]);
+                table.push_timed(
+                    vec![
+                        name.into(),
+                        n.to_string(),
+                        m.to_string(),
+                        kind.name().into(),
+                        kind_threads.to_string(),
+                        fmt_seconds(t),
+                        target,
+                    ],
+                    t,
+                    None,
+                );
             }
         }
     }

@@ -56,6 +56,7 @@
 mod jacobian;
 mod learn;
 mod marginal;
+mod pass;
 mod posterior;
 mod prior;
 mod simd;
@@ -66,7 +67,7 @@ pub use learn::{
     EmbeddingParams, FittedEmbedding, LengthscaleGrid, LocalOptimum, MEDIAN_HEURISTIC_CONVENTION, ScanPoint,
     default_num_landmarks, hold_out_landmarks,
 };
-pub use marginal::{MarginalLikelihood, marginal_pseudolikelihood};
+pub use marginal::{MarginalLikelihood, PartialStats, PseudolikelihoodPlan, marginal_pseudolikelihood};
 pub use posterior::BkePosterior;
 pub use prior::EmbeddingPrior;
 
