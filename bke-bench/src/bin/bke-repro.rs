@@ -19,6 +19,11 @@ const REPROS: &[Repro] = &[
         bke_bench::repro::dme::run,
     ),
     (
+        "lfi-budget",
+        "issue 17: LFI (DME, DME --learn, KBR(b)) error vs simulation budget against exact posteriors (--smoke, --reps)",
+        bke_bench::repro::lfi_budget::run,
+    ),
+    (
         "bank-fig3",
         "BaNK seed 001 Fig. 3: learned spectral density and kernel",
         bke_bench::repro::bank_fig3::run,
