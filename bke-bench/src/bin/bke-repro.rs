@@ -24,6 +24,11 @@ const REPROS: &[Repro] = &[
         bke_bench::repro::lfi_budget::run,
     ),
     (
+        "kbr",
+        "seed 004 §7: DME vs kernel Bayes' rule posterior mean as δ → 0⁺, two priors, conjugate linear-Gaussian (--smoke)",
+        bke_bench::repro::kbr::run,
+    ),
+    (
         "bank-fig3",
         "BaNK seed 001 Fig. 3: learned spectral density and kernel",
         bke_bench::repro::bank_fig3::run,
