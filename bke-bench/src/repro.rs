@@ -11,5 +11,7 @@ pub mod dme;
 pub mod fig2c;
 pub mod fig2d;
 pub mod fig3;
+pub mod kbr;
 pub mod level;
+pub mod lfi_budget;
 pub mod witness;

@@ -11,6 +11,7 @@ use bke_core::{Dataset, Kernel, KernelFamily, Params, Points, Predict};
 use bke_dme::TaskData;
 use bke_dme::learn::{Learn, MultiStartOptions};
 use bke_dme::sparse::{SparseTtgpParams, sparse_log_marginal};
+use bke_dme::ttblr::{Ttblr, TtblrForm, TtblrLearn, TtblrParams};
 use bke_dme::ttgp::{MarginalForm, Ttgp, TtgpParams, log_marginal};
 use bke_linalg::{Backend, WithBackend};
 use clap::{Args, Subcommand};
@@ -110,9 +111,19 @@ struct FitArgs {
     /// Initial hyperparameters.
     #[command(flatten)]
     hyper: HyperArgs,
-    /// Marginal likelihood maximised: full, map or alternative (ignored with --inducing).
+    /// Marginal likelihood maximised: full, map or alternative (ignored with --inducing; full or
+    /// map with --model parametric).
     #[arg(long, default_value = "map")]
     form: String,
+    /// Model: gp (the TTGP, seed Thm 5.3) or parametric (the task-transformed Bayesian linear
+    /// regression on --features random Fourier frequencies of each kernel, Thm 5.3 (1), (3), (4);
+    /// cost linear in n and m; λ, ε give the prior scales β = σ/√(nλ), γ = σ/√(mε)).
+    #[arg(long, default_value = "gp")]
+    model: String,
+    /// Random Fourier frequencies per kernel for --model parametric (2 × N feature columns each),
+    /// drawn with --seed.
+    #[arg(long, default_value_t = 100)]
+    features: usize,
     /// Learn K inducing points jointly with the hyperparameters (§8.2, alternative form, k = ℓ);
     /// --x/--y are then not needed. Initial points: K rows of --ytilde drawn with --seed.
     #[arg(long)]
@@ -314,6 +325,12 @@ enum FitData {
     Sparse { tasks: Dataset, inducing: usize },
 }
 
+/// A fitted model of either kind, as `predict` reads it back.
+enum Fitted {
+    Gp(Ttgp),
+    Parametric(Ttblr),
+}
+
 struct FitJob {
     data: FitData,
     params: TtgpParams,
@@ -338,6 +355,11 @@ impl WithBackend for FitJob {
 }
 
 fn fit_cmd(a: FitArgs) -> anyhow::Result<Value> {
+    match a.model.trim().to_ascii_lowercase().as_str() {
+        "gp" => {}
+        "parametric" => return fit_parametric(a),
+        other => bail!("unknown --model '{other}'; use gp or parametric"),
+    }
     let form: MarginalForm = a.form.parse().context("--form")?;
     let d = load(&a.data, a.inducing.is_none())?;
     let m = d.y_tilde.len();
@@ -379,23 +401,100 @@ fn fit_cmd(a: FitArgs) -> anyhow::Result<Value> {
     }))
 }
 
+struct TtblrJob(TtblrParams, TaskData);
+
+impl WithBackend for TtblrJob {
+    type Output = anyhow::Result<Ttblr>;
+    fn run<B: Backend>(self) -> anyhow::Result<Ttblr> {
+        let bar = Bar::new("dme fit");
+        let model = self.0.check()?.fit_with_progress::<B>(&self.1, &bar)?;
+        bar.finish();
+        Ok(model)
+    }
+}
+
+/// `bke dme fit --model parametric`: the TTBLR with every hyperparameter learned.
+fn fit_parametric(a: FitArgs) -> anyhow::Result<Value> {
+    if a.inducing.is_some() {
+        bail!("--inducing applies to --model gp only (the parametric model is already linear in n and m)");
+    }
+    let form: TtblrForm = a.form.parse().context("--form (full or map with --model parametric)")?;
+    let data = load(&a.data, true)?.task_data()?;
+    let (n, m) = (data.n(), data.m());
+    let gp = build_params(&a.hyper, n, m, MarginalForm::Map)?;
+    let params = TtblrParams {
+        kernel_x: gp.kernel_x.clone(),
+        kernel_y: gp.kernel_y.clone(),
+        features: a.features,
+        seed: a.seed,
+        sigma: gp.sigma,
+        beta: gp.sigma / (n as f64 * gp.lambda).sqrt(),
+        gamma: gp.sigma / (m as f64 * gp.epsilon).sqrt(),
+        form,
+        learn: TtblrLearn::all(),
+        search: MultiStartOptions {
+            starts: a.starts,
+            spread: a.spread,
+            seed: a.seed,
+            lbfgs: LbfgsOptions { max_iter: a.max_iter, ..LbfgsOptions::default() },
+        },
+    };
+    let model = a.exec.run(TtblrJob(params, data))?;
+    let h = model.params();
+    if let Some(path) = &a.model_out {
+        let columns = a.data.x_cols.clone().unwrap_or_default();
+        model_file::save(&Saved { columns, target: a.data.z_col.clone(), model: model.clone() }, path)?;
+    }
+    Ok(json!({
+        "model": "parametric",
+        "hyperparameters": {
+            "kernel": h.kernel_x.family().spec(), "kernel_y": h.kernel_y.family().spec(),
+            "lengthscale_x": h.kernel_x.lengthscales(), "lengthscale_y": h.kernel_y.lengthscales(),
+            "sigma": h.sigma, "beta": h.beta, "gamma": h.gamma,
+            "lambda": h.lambda(n), "epsilon": h.epsilon(m), "features": h.features, "seed": h.seed,
+        },
+        "log_marginal": model.log_marginal(),
+        "form": a.form.trim().to_ascii_lowercase(),
+        "start_log_marginals": model.starts(),
+    }))
+}
+
 struct PredictJob {
-    model: Ttgp,
+    model: Fitted,
     at: Points,
 }
 
 impl WithBackend for PredictJob {
     type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let p = self.model.predict::<B>(&self.at)?;
-        Ok(json!({"mean": p.mean, "variance": p.variance, "log_marginal": self.model.log_marginal::<B>()?}))
+        let (p, log_marginal) = match &self.model {
+            Fitted::Gp(m) => (m.predict::<B>(&self.at)?, m.log_marginal::<B>()?),
+            Fitted::Parametric(m) => (m.predict::<B>(&self.at)?, m.log_marginal()),
+        };
+        Ok(json!({"mean": p.mean, "variance": p.variance, "log_marginal": log_marginal}))
     }
 }
 
+/// The model of a file written by `bke dme fit --model-out`: a TTBLR when its kind is `ttblr`,
+/// else a TTGP (bke 0.1 files included).
+fn load_model(path: &Path) -> anyhow::Result<(Fitted, usize)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the model file {}", path.display()))?;
+    let kind = serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("kind").cloned());
+    Ok(if kind.as_ref().and_then(Value::as_str) == Some("ttblr") {
+        let m = model_file::load::<Ttblr>(path)?.model;
+        let d = m.features().dim();
+        (Fitted::Parametric(m), d)
+    } else {
+        let m = model_file::load::<Ttgp>(path)?.model;
+        let d = m.data().x.dim();
+        (Fitted::Gp(m), d)
+    })
+}
+
 fn predict(a: PredictArgs) -> anyhow::Result<Value> {
-    let saved = model_file::load::<Ttgp>(&a.model)?;
+    let (model, dim) = load_model(&a.model)?;
     let at = read_cols(&a.at, a.at_cols.as_deref())?;
-    let dim = saved.model.data().x.dim();
     if at.dim() != dim {
         bail!(
             "--at {} has {} columns but the model's x has {dim}; choose columns with --at-cols",
@@ -403,7 +502,7 @@ fn predict(a: PredictArgs) -> anyhow::Result<Value> {
             at.dim(),
         );
     }
-    a.exec.run(PredictJob { model: saved.model, at })
+    a.exec.run(PredictJob { model, at })
 }
 
 #[cfg(test)]
@@ -506,6 +605,8 @@ mod tests {
             data: data_args(test, "ok"),
             hyper: hyper_args(),
             form: "map".into(),
+            model: "gp".into(),
+            features: 100,
             inducing,
             seed: 1,
             starts: 2,
@@ -551,6 +652,33 @@ mod tests {
         let at = write(T, "at.csv", "x", &[0.0]);
         let pred = predict(PredictArgs { model, at, at_cols: None, exec: ExecArgs::default() }).unwrap();
         assert!(pred["mean"][0].as_f64().unwrap().is_finite() && pred["log_marginal"].as_f64().is_some());
+    }
+
+    #[test]
+    fn parametric_fit_writes_a_ttblr_model_that_predict_reads_back() {
+        const T: &str = "parametric";
+        let model = dir(T).join("model.json");
+        let args =
+            FitArgs { model: "parametric".into(), features: 30, ..fit_args(T, Some(model.clone()), None) };
+        let out = fit_cmd(args).unwrap();
+        assert_eq!(out["model"], "parametric");
+        assert_eq!(out["start_log_marginals"].as_array().unwrap().len(), 2);
+        let at = write(T, "at.csv", "x", &[-0.5, 0.5]);
+        let pred =
+            predict(PredictArgs { model: model.clone(), at, at_cols: None, exec: ExecArgs::default() })
+                .unwrap();
+        assert!(
+            (pred["log_marginal"].as_f64().unwrap() - out["log_marginal"].as_f64().unwrap()).abs() < 1e-9
+        );
+        // The fitted f tracks z̃ = sin(0.8 ỹ) through x = 0.8 y + 0.05.
+        for (k, x) in [-0.5f64, 0.5].iter().enumerate() {
+            let want = (x - 0.05).sin();
+            assert!((pred["mean"][k].as_f64().unwrap() - want).abs() < 0.3, "{pred}");
+        }
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+        assert_eq!(file["kind"], "ttblr");
+        let bad = FitArgs { model: "spline".into(), ..fit_args(T, None, None) };
+        assert!(fit_cmd(bad).unwrap_err().to_string().contains("use gp or parametric"));
     }
 
     #[test]

@@ -19,6 +19,16 @@ const REPROS: &[Repro] = &[
         bke_bench::repro::dme::run,
     ),
     (
+        "lfi-budget",
+        "issue 17: LFI (DME, DME --learn, KBR(b)) error vs simulation budget against exact posteriors (--smoke, --reps)",
+        bke_bench::repro::lfi_budget::run,
+    ),
+    (
+        "kbr",
+        "seed 004 §7: DME vs kernel Bayes' rule posterior mean as δ → 0⁺, two priors, conjugate linear-Gaussian (--smoke)",
+        bke_bench::repro::kbr::run,
+    ),
+    (
         "bank-fig3",
         "BaNK seed 001 Fig. 3: learned spectral density and kernel",
         bke_bench::repro::bank_fig3::run,
