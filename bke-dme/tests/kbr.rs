@@ -6,7 +6,7 @@ mod common;
 use bke_core::{Kernel, Params, Points};
 use bke_dme::kbr::{EvidenceInverse, KbrParams, KbrVariant};
 use bke_dme::lfi::LfiData;
-use bke_linalg::{Faer, Mat};
+use bke_linalg::{DefaultBackend, Mat};
 use common::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -74,7 +74,7 @@ fn kbr_weights_match_the_dense_formulas() {
                 variant,
                 inverse,
             };
-            let post = params.check().unwrap().fit::<Faer>(&data).unwrap();
+            let post = params.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
             let emb = post.embedding();
             assert_eq!(emb.points(), points);
             let total: f64 = want.iter().sum();

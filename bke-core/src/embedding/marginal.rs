@@ -184,7 +184,7 @@ impl PartialStats {
 /// ```
 /// use bke_core::embedding::{BkeParams, PseudolikelihoodPlan, marginal_pseudolikelihood};
 /// use bke_core::Points;
-/// use bke_linalg::Faer;
+/// use bke_linalg::DefaultBackend;
 /// let x: Vec<f64> = (0..500).map(|i| (i as f64 * 0.37).sin() * 2.0).collect();
 /// let z = Points::from_1d("z", &[-1.5, 0.0, 1.0]).unwrap();
 /// let p = BkeParams::new(vec![0.8], 1.0);
@@ -193,8 +193,8 @@ impl PartialStats {
 /// for chunk in x.chunks(128) {
 ///     stats.merge(&plan.partial(&Points::from_1d("x", chunk).unwrap()).unwrap()).unwrap();
 /// }
-/// let streamed = plan.finish::<Faer>(&stats).unwrap();
-/// let whole = marginal_pseudolikelihood::<Faer>(&Points::from_1d("x", &x).unwrap(), &z, &p).unwrap();
+/// let streamed = plan.finish::<DefaultBackend>(&stats).unwrap();
+/// let whole = marginal_pseudolikelihood::<DefaultBackend>(&Points::from_1d("x", &x).unwrap(), &z, &p).unwrap();
 /// assert!((streamed.log_marginal - whole.log_marginal).abs() < 1e-10 * whole.log_marginal.abs());
 /// ```
 #[derive(Debug, Clone)]
