@@ -324,6 +324,7 @@ impl Estimator for EmbeddingParams {
         progress: &dyn Progress,
     ) -> Result<FittedEmbedding, CoreError> {
         x.check_len("data", 2)?;
+        super::check_data_scale(x, opts.jacobian)?;
         let (data, landmarks, landmark_indices) = match &opts.landmarks {
             Some(z) => (x.clone(), z.clone(), None),
             None => {
