@@ -21,6 +21,36 @@ fn data() -> (String, String, String) {
     (w("a.csv", &a), w("b.csv", &b), w("r.csv", &r))
 }
 
+/// Scratch files of the DME commands: x, y (12 rows), ỹ, z̃ (9 rows); simulations, prior samples
+/// and an observation for `bke lfi`.
+fn dme_data() -> [String; 7] {
+    let col = |name: &str, v: &[f64]| {
+        let body: Vec<String> = v.iter().map(f64::to_string).collect();
+        format!("{name}\n{}\n", body.join("\n"))
+    };
+    let y: Vec<f64> = (0..12).map(|i| -2.0 + 0.35 * i as f64).collect();
+    let x: Vec<f64> = y.iter().map(|v| 0.8 * v + 0.05).collect();
+    let yt: Vec<f64> = (0..9).map(|j| -1.9 + 0.45 * j as f64).collect();
+    let zt: Vec<f64> =
+        yt.iter().enumerate().map(|(j, v)| (0.8 * v).sin() + 0.1 * (7.3 * j as f64).sin()).collect();
+    let mut sims = String::from("theta,stat\n");
+    for i in 0..30 {
+        let t = 0.1 + 0.1 * i as f64;
+        sims.push_str(&format!("{t},{}\n", 2.0 * t + 0.1 * (i as f64 * 2.3).sin()));
+    }
+    let prior: Vec<f64> = (0..25).map(|i| 0.05 + 0.12 * i as f64).collect();
+    let w = |n: &str, t: String| common::write_in("threads", n, &t).display().to_string();
+    [
+        w("x.csv", col("x", &x)),
+        w("y.csv", col("y", &y)),
+        w("yt.csv", col("y", &yt)),
+        w("zt.csv", col("z", &zt)),
+        w("sims.csv", sims),
+        w("prior.csv", col("theta", &prior)),
+        w("obs.csv", col("stat", &[3.1])),
+    ]
+}
+
 /// Stdout of `bke args --threads t` with the wall-clock fields removed.
 fn stdout(args: &[&str], threads: &str) -> String {
     let out =
@@ -56,6 +86,17 @@ fn every_command_gives_identical_json_on_one_and_two_threads() {
     ];
     for args in &commands {
         assert_eq!(stdout(args, "1"), stdout(args, "2"), "{args:?}");
+    }
+    let [x, y, yt, zt, sims, prior, obs] = dme_data();
+    let dme = ["--x", &x, "--y", &y, "--ytilde", &yt, "--ztilde", &zt, "--lengthscale-x", "0.9"];
+    let lfi =
+        ["--simulations", &sims, "--theta-cols", "theta", "--stat-cols", "stat", "--prior-samples", &prior];
+    for args in [
+        [&["dme", "loglik"][..], &dme[..], &["--lengthscale-y", "0.7", "--sigma", "0.2"]].concat(),
+        [&["dme", "fit"][..], &dme[..]].concat(),
+        [&["lfi"][..], &lfi[..], &["--observed", &obs, "--herd", "10"]].concat(),
+    ] {
+        assert_eq!(stdout(&args, "1"), stdout(&args, "2"), "{args:?}");
     }
     // Commands writing model files: the JSON (minus the path) and the files themselves agree.
     let fit = |out: &str, t: &str| {
