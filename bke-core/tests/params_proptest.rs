@@ -8,7 +8,7 @@ use bke_core::embedding::{EmbeddingParams, EmbeddingPrior};
 use bke_core::hypothesis::mmd::{MmdParams, mmd_test};
 use bke_core::nuts::NutsParams;
 use bke_core::{BkeParams, Kernel, Params, Points};
-use bke_linalg::Faer;
+use bke_linalg::DefaultBackend as Faer;
 use proptest::prelude::*;
 
 /// Counts as a careless or hostile user types them.

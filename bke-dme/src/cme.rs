@@ -7,14 +7,14 @@
 //! ```
 //! use bke_core::{Kernel, Params, Points, TwoSamples};
 //! use bke_dme::cme::CmeParams;
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let y: Vec<f64> = (0..30).map(|i| -3.0 + 0.2 * i as f64).collect();
 //! let x: Vec<f64> = y.iter().map(|v| v.sin()).collect();
 //! let pairs = TwoSamples { x: Points::from_1d("x", &x)?, y: Points::from_1d("y", &y)? };
-//! let cme = CmeParams::default().check()?.fit::<Faer>(&pairs)?;
+//! let cme = CmeParams::default().check()?.fit::<DefaultBackend>(&pairs)?;
 //! // E[X² | Y = 1] = sin(1)².
 //! let f: Vec<f64> = x.iter().map(|v| v * v).collect();
-//! let e = cme.conditional_mean::<Faer>(&f, &Points::from_1d("y*", &[1.0])?)?;
+//! let e = cme.conditional_mean::<DefaultBackend>(&f, &Points::from_1d("y*", &[1.0])?)?;
 //! assert!((e[0] - 1f64.sin().powi(2)).abs() < 0.05);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -20,15 +20,15 @@
 //! use bke_core::{Kernel, Params, Points, Predict};
 //! use bke_dme::TaskData;
 //! use bke_dme::dme::DmeParams;
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! // x = y + noise; task pairs (ỹ, z̃ = sin ỹ): the DME recovers f = sin.
 //! let y: Vec<f64> = (0..30).map(|i| -3.0 + 0.2 * i as f64).collect();
 //! let x: Vec<f64> = y.iter().map(|v| v + 0.05).collect();
 //! let yt: Vec<f64> = (0..25).map(|j| -3.0 + 0.24 * j as f64).collect();
 //! let zt: Vec<f64> = yt.iter().map(|v| v.sin()).collect();
 //! let data = TaskData::new(Points::from_1d("x", &x)?, Points::from_1d("y", &y)?, Points::from_1d("ỹ", &yt)?, zt)?;
-//! let dme = DmeParams { lambda: 1e-4, epsilon: 1e-4, ..Default::default() }.check()?.fit::<Faer>(&data)?;
-//! let f = dme.predict::<Faer>(&Points::from_1d("x*", &[0.55])?)?;
+//! let dme = DmeParams { lambda: 1e-4, epsilon: 1e-4, ..Default::default() }.check()?.fit::<DefaultBackend>(&data)?;
+//! let f = dme.predict::<DefaultBackend>(&Points::from_1d("x*", &[0.55])?)?;
 //! assert!((f[0] - 0.5f64.sin()).abs() < 0.1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -424,7 +424,7 @@ impl Predict for ParametricDme {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     /// Lemma 5.2 / Def. 4.5: with `k(x, x') = φ(x)ᵀφ(x')` and `ℓ(y, y') = ψ(y)ᵀψ(y')` the parametric
     /// and the nonparametric (both forms) estimators agree.
@@ -440,13 +440,13 @@ mod tests {
         let (phi, psi, psit) =
             (fx.features(&p(&xs)).unwrap(), fy.features(&p(&ys)).unwrap(), fy.features(&p(&yt)).unwrap());
         let (lambda, epsilon) = (0.03, 0.02);
-        let w = parametric_weights::<Faer>(&phi, &psi, &psit, &z, lambda, epsilon).unwrap();
+        let w = parametric_weights::<DefaultBackend>(&phi, &psi, &psit, &z, lambda, epsilon).unwrap();
         let at = p(&[-1.5, -0.2, 0.4, 1.1]);
         let phis = fx.features(&at).unwrap();
-        let got = mv::<Faer>(&phis, Trans::No, &w).unwrap();
-        let gram = |a: &Mat, b: &Mat| mm::<Faer>(a, Trans::No, b, Trans::Yes).unwrap();
+        let got = mv::<DefaultBackend>(&phis, Trans::No, &w).unwrap();
+        let gram = |a: &Mat, b: &Mat| mm::<DefaultBackend>(a, Trans::No, b, Trans::Yes).unwrap();
         for form in [DmeForm::Standard, DmeForm::Alternative] {
-            let op = DmeOperator::from_grams::<Faer>(
+            let op = DmeOperator::from_grams::<DefaultBackend>(
                 &gram(&phi, &phi),
                 &gram(&psi, &psi),
                 &gram(&psi, &psit),
@@ -455,7 +455,7 @@ mod tests {
                 form,
             )
             .unwrap();
-            let alpha = op.alpha::<Faer>(&z).unwrap();
+            let alpha = op.alpha::<DefaultBackend>(&z).unwrap();
             let kstar = gram(&phi, &phis);
             for q in 0..4 {
                 let want: f64 = (0..30).map(|i| alpha[i] * kstar[(i, q)]).sum();

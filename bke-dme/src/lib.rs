@@ -25,7 +25,7 @@
 //! use bke_core::{Kernel, Params, Points, Predict};
 //! use bke_dme::TaskData;
 //! use bke_dme::ttgp::TtgpParams;
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! // Transformation pairs x = y + noise, task pairs (ỹ, z̃ = sin ỹ).
 //! let y: Vec<f64> = (0..20).map(|i| -3.0 + 0.3 * i as f64).collect();
 //! let x: Vec<f64> = y.iter().map(|v| v + 0.05).collect();
@@ -37,8 +37,8 @@
 //!     Points::from_1d("ỹ", &yt)?,
 //!     zt,
 //! )?;
-//! let gp = TtgpParams::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.1, 20, 15).check()?.fit::<Faer>(&data)?;
-//! let pred = gp.predict::<Faer>(&Points::from_1d("x*", &[0.5])?)?;
+//! let gp = TtgpParams::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.1, 20, 15).check()?.fit::<DefaultBackend>(&data)?;
+//! let pred = gp.predict::<DefaultBackend>(&Points::from_1d("x*", &[0.5])?)?;
 //! assert!((pred.mean[0] - 0.5f64.sin()).abs() < 0.2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

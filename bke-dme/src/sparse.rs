@@ -12,13 +12,13 @@
 //! use bke_core::{Dataset, Kernel, Params, Points, Predict};
 //! use bke_dme::sparse::SparseTtgpParams;
 //! use bke_dme::ttgp::TtgpParams;
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let y: Vec<f64> = (0..40).map(|j| -3.0 + 0.15 * j as f64).collect();
 //! let z: Vec<f64> = y.iter().map(|v| v.sin()).collect();
 //! let data = Dataset::new(Points::from_1d("ỹ", &y)?, z)?;
 //! let ttgp = TtgpParams::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.1, 8, 40);
-//! let model = SparseTtgpParams { ttgp, inducing: 8, ..Default::default() }.check()?.fit::<Faer>(&data)?;
-//! let p = model.predict::<Faer>(&Points::from_1d("x*", &[0.5])?)?;
+//! let model = SparseTtgpParams { ttgp, inducing: 8, ..Default::default() }.check()?.fit::<DefaultBackend>(&data)?;
+//! let p = model.predict::<DefaultBackend>(&Points::from_1d("x*", &[0.5])?)?;
 //! assert!((p.mean[0] - 0.5f64.sin()).abs() < 0.1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -9,7 +9,7 @@ use bke_core::{Kernel, Params, Points, Predict, TwoSamples};
 use bke_dme::TaskData;
 use bke_dme::cme::{Cme, CmeParams};
 use bke_dme::dme::{Dme, DmeForm, DmeParams, ParametricDmeParams, fourier_pair, parametric_weights};
-use bke_linalg::{Faer, Mat, Nalgebra};
+use bke_linalg::{DefaultBackend, Mat};
 use common::*;
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -21,12 +21,12 @@ fn pts(v: &[f64]) -> Points {
 
 fn fit_cme(x: &[f64], y: &[f64], kx: &Kernel, ky: &Kernel, lambda: f64) -> Result<Cme, bke_dme::DmeError> {
     let p = CmeParams { kernel_x: kx.clone(), kernel_y: ky.clone(), lambda };
-    p.check()?.fit::<Faer>(&TwoSamples { x: pts(x), y: pts(y) })
+    p.check()?.fit::<DefaultBackend>(&TwoSamples { x: pts(x), y: pts(y) })
 }
 
 fn fit_dme(data: &TaskData, kx: &Kernel, ky: &Kernel, lambda: f64, epsilon: f64, form: DmeForm) -> Dme {
     let p = DmeParams { kernel_x: kx.clone(), kernel_y: ky.clone(), lambda, epsilon, form };
-    p.check().unwrap().fit::<Faer>(data).unwrap()
+    p.check().unwrap().fit::<DefaultBackend>(data).unwrap()
 }
 
 #[test]
@@ -39,7 +39,7 @@ fn cme_matches_the_naive_formula() {
     let cme = fit_cme(&x, &y, &kx, &ky, lambda).unwrap();
     let at = pts(&[-1.0, 0.3, 2.0]);
     let f: Vec<f64> = x.iter().map(|v| v * v).collect();
-    let got = cme.conditional_mean::<Faer>(&f, &at).unwrap();
+    let got = cme.conditional_mean::<DefaultBackend>(&f, &at).unwrap();
     let mut p = ky.gram(&pts(&y)).unwrap();
     for i in 0..15 {
         p[(i, i)] += 15.0 * lambda;
@@ -56,7 +56,7 @@ fn cme_matches_the_naive_formula() {
             at.point(q)[0].sin().powi(2)
         );
     }
-    let emb = cme.embedding::<Faer>(&at, &pts(&[0.0, 0.5])).unwrap();
+    let emb = cme.embedding::<DefaultBackend>(&at, &pts(&[0.0, 0.5])).unwrap();
     let kxx = kx.cross_gram(&pts(&x), &pts(&[0.0, 0.5])).unwrap();
     for q in 0..3 {
         for r in 0..2 {
@@ -87,9 +87,9 @@ fn dme_forms_agree_with_the_naive_definition() {
     let (v_naive, _) = naive_solve(&g, &naive_mm(&a.transpose(), &kstar)); // m × q
     for form in [DmeForm::Standard, DmeForm::Alternative] {
         let dme = fit_dme(&data, &h.kernel_x, &h.kernel_y, h.lambda, h.epsilon, form);
-        let v = dme.embedding_weights::<Faer>(&at).unwrap();
-        let vn = dme.embedding_weights::<Nalgebra>(&at).unwrap();
-        let est = dme.predict::<Faer>(&at).unwrap();
+        let v = dme.embedding_weights::<DefaultBackend>(&at).unwrap();
+        let vn = dme.embedding_weights::<DefaultBackend>(&at).unwrap();
+        let est = dme.predict::<DefaultBackend>(&at).unwrap();
         for q in 0..3 {
             for j in 0..13 {
                 assert!((v[(j, q)] - v_naive[(j, q)]).abs() < 1e-9, "{form:?}");
@@ -100,7 +100,7 @@ fn dme_forms_agree_with_the_naive_definition() {
         }
         // The embedding as a function on Y: Σ_j v_j ℓ(ỹ_j, y').
         let ys = pts(&[0.1, -0.5]);
-        let emb = dme.embedding::<Faer>(&at, &ys).unwrap();
+        let emb = dme.embedding::<DefaultBackend>(&at, &ys).unwrap();
         let lt = h.kernel_y.cross_gram(&data.y_tilde, &ys).unwrap();
         for q in 0..3 {
             for r in 0..2 {
@@ -125,7 +125,7 @@ fn parametric_dme_matches_definition_4_5() {
         lambda,
         epsilon,
     };
-    let fitted = params.check().unwrap().fit::<Faer>(&data).unwrap();
+    let fitted = params.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
     let (fx, fy) = fourier_pair(&kx, &ky, (1, 1), 6, 7).unwrap();
     let (phi, psi, psit) =
         (fx.features(&data.x).unwrap(), fy.features(&data.y).unwrap(), fy.features(&data.y_tilde).unwrap());
@@ -145,12 +145,13 @@ fn parametric_dme_matches_definition_4_5() {
     for (i, wi) in fitted.weights().iter().enumerate() {
         assert!((wi - w[(i, 0)]).abs() < 1e-9 * w[(i, 0)].abs().max(1.0), "{wi} vs {}", w[(i, 0)]);
     }
-    let direct = parametric_weights::<Nalgebra>(&phi, &psi, &psit, &data.z_tilde, lambda, epsilon).unwrap();
+    let direct =
+        parametric_weights::<DefaultBackend>(&phi, &psi, &psit, &data.z_tilde, lambda, epsilon).unwrap();
     for (a, b) in direct.iter().zip(fitted.weights()) {
         assert!((a - b).abs() < 1e-9 * b.abs().max(1.0));
     }
     let at = pts(&[-1.5, 0.4]);
-    let pred = fitted.predict::<Faer>(&at).unwrap();
+    let pred = fitted.predict::<DefaultBackend>(&at).unwrap();
     let phis = fx.features(&at).unwrap();
     for q in 0..2 {
         let want: f64 = (0..12).map(|c| phis[(q, c)] * w[(c, 0)]).sum();
@@ -182,14 +183,14 @@ proptest! {
         let (kx, ky) = (Kernel::se(lx).unwrap(), Kernel::se(ly).unwrap());
         let at = pts(&[-1.0, 0.25, 1.5]);
         let cme = fit_cme(&y, &x, &ky, &kx, eps).unwrap();
-        let w = cme.weights::<Faer>(&at).unwrap();
-        let cm = cme.conditional_mean::<Faer>(&z, &at).unwrap();
+        let w = cme.weights::<DefaultBackend>(&at).unwrap();
+        let cm = cme.conditional_mean::<DefaultBackend>(&z, &at).unwrap();
         let mut errs = Vec::new();
         for lambda in [1e-3, 1e-10] {
             let data = TaskData::new(pts(&x), pts(&y), pts(&y), z.clone()).unwrap();
             let dme = fit_dme(&data, &kx, &ky, lambda, eps, DmeForm::Standard);
-            let v = dme.embedding_weights::<Faer>(&at).unwrap();
-            let est = dme.predict::<Faer>(&at).unwrap();
+            let v = dme.embedding_weights::<DefaultBackend>(&at).unwrap();
+            let est = dme.predict::<DefaultBackend>(&at).unwrap();
             let mut err: f64 = 0.0;
             for q in 0..3 {
                 for i in 0..n {

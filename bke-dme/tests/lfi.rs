@@ -11,7 +11,7 @@ use bke_core::hypothesis::mmd::mmd_statistic;
 use bke_core::{Kernel, Params, Points};
 use bke_dme::herding::{HerdingParams, PosteriorEmbedding, wasserstein1};
 use bke_dme::lfi::{LfiData, LfiHyperparameters, LfiLearnParams, LfiParams, q_bar};
-use bke_linalg::{Faer, Mat};
+use bke_linalg::{DefaultBackend, Mat};
 use common::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -60,7 +60,7 @@ fn exponential_gamma(n: usize, m: usize, seed: u64) -> LfiData {
 
 fn fit(data: &LfiData, learn: bool) -> bke_dme::lfi::LfiPosterior {
     let p = LfiParams { learn: learn.then(LfiLearnParams::default), ..Default::default() };
-    p.check().unwrap().fit::<Faer>(data).unwrap()
+    p.check().unwrap().fit::<DefaultBackend>(data).unwrap()
 }
 
 /// 200 herded samples over the prior samples, coordinate by coordinate.
@@ -92,7 +92,7 @@ fn q_bar_matches_its_definition_and_its_gradient_central_differences() {
             1e-2,
             1.0,
         );
-        let (q, g) = q_bar::<Faer>(&data, &h).unwrap();
+        let (q, g) = q_bar::<DefaultBackend>(&data, &h).unwrap();
         // Naive: mean(Aᵀκ) with κ_i = Π_d N(y_d; x_id, ε_d²).
         let mut p = h.theta_kernel().gram(&data.theta).unwrap();
         for i in 0..30 {
@@ -128,7 +128,7 @@ fn q_bar_matches_its_definition_and_its_gradient_central_differences() {
                 p[2].exp(),
                 1.0,
             );
-            q_bar::<Faer>(&data, &hh).unwrap().0
+            q_bar::<DefaultBackend>(&data, &hh).unwrap().0
         };
         for i in 0..p0.len() {
             let (mut a, mut b) = (p0.clone(), p0.clone());
@@ -152,7 +152,7 @@ fn posterior_embedding_is_the_normalised_standard_form_dme_at_the_observation() 
         delta: 0.1,
         learn: None,
     };
-    let post = params.check().unwrap().fit::<Faer>(&data).unwrap();
+    let post = params.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
     let kk = ks.gram(&data.stats).unwrap();
     let mut p = kt.gram(&data.theta).unwrap();
     for i in 0..25 {
@@ -324,7 +324,7 @@ fn bad_input_gives_clear_errors() {
     assert!(e.contains("epsilon"), "{e}");
     let data = conjugate(20, 20, &[0.5], 1);
     let wrong = LfiParams { epsilon: Some(vec![0.1, 0.2]), ..Default::default() };
-    let e = wrong.check().unwrap().fit::<Faer>(&data).unwrap_err().to_string();
+    let e = wrong.check().unwrap().fit::<DefaultBackend>(&data).unwrap_err().to_string();
     assert!(e.contains("epsilon (one, or one per statistic)"), "{e}");
     let _ = Mat::zeros(1, 1);
 }

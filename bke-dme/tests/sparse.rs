@@ -8,7 +8,7 @@ use bke_dme::TaskData;
 use bke_dme::learn::{Learn, MultiStartOptions};
 use bke_dme::sparse::{SparseTtgpParams, initial_inducing, sparse_log_marginal};
 use bke_dme::ttgp::{MarginalForm, TtgpParams, log_marginal_value};
-use bke_linalg::Faer;
+use bke_linalg::DefaultBackend;
 use common::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -37,12 +37,13 @@ fn sparse_marginal_is_the_dense_ttgp_marginal_with_x_equal_y_equal_u() {
     let (yt, z) = toy(1, 40, 2);
     let u = initial_inducing(&yt, 6, 3).unwrap();
     let h = hyp(2);
-    let r = sparse_log_marginal::<Faer>(&u, &yt, &z, &h).unwrap();
+    let r = sparse_log_marginal::<DefaultBackend>(&u, &yt, &z, &h).unwrap();
     let data = TaskData::new(u.clone(), u.clone(), yt.clone(), z.clone()).unwrap();
     let want = naive_log_density(&naive_covariance(&data, &h, false), &z);
     assert!((r.value - want).abs() < 1e-9 * want.abs(), "{} vs {want}", r.value);
     assert!(
-        (log_marginal_value::<Faer>(&data, &with_form(&h, MarginalForm::Map)).unwrap() - want).abs()
+        (log_marginal_value::<DefaultBackend>(&data, &with_form(&h, MarginalForm::Map)).unwrap() - want)
+            .abs()
             < 1e-9 * want.abs()
     );
 }
@@ -52,8 +53,8 @@ fn sparse_gradients_match_central_finite_differences() {
     let (yt, z) = toy(2, 30, 2);
     let u = initial_inducing(&yt, 5, 4).unwrap();
     let h = hyp(2);
-    let r = sparse_log_marginal::<Faer>(&u, &yt, &z, &h).unwrap();
-    let f = |h: &TtgpParams, u: &Points| sparse_log_marginal::<Faer>(u, &yt, &z, h).unwrap().value;
+    let r = sparse_log_marginal::<DefaultBackend>(&u, &yt, &z, &h).unwrap();
+    let f = |h: &TtgpParams, u: &Points| sparse_log_marginal::<DefaultBackend>(u, &yt, &z, h).unwrap().value;
     let step = 1e-5;
     let p = h.log_params();
     for i in 0..p.len() {
@@ -88,15 +89,16 @@ fn learning_inducing_points_improves_the_fit() {
     let u0 = initial_inducing(&yt, 5, 0).unwrap();
     let sparse = SparseTtgpParams { ttgp, inducing: 5, initial: Some(u0.clone()), ..Default::default() };
     let fixed_u = SparseTtgpParams { learn_inducing: false, ..sparse.clone() };
-    let fixed = fixed_u.check().unwrap().fit::<Faer>(&data).unwrap();
-    let learned = sparse.check().unwrap().fit::<Faer>(&data).unwrap();
+    let fixed = fixed_u.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
+    let learned = sparse.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
     assert_eq!(learned.params().kernel_x, learned.params().kernel_y);
     assert_eq!(learned.params().form, MarginalForm::Alternative);
     assert_eq!(fixed.data().x, u0);
     assert_eq!(learned.data().x, learned.data().y);
-    let (lf, ll) = (fixed.log_marginal::<Faer>().unwrap(), learned.log_marginal::<Faer>().unwrap());
+    let (lf, ll) =
+        (fixed.log_marginal::<DefaultBackend>().unwrap(), learned.log_marginal::<DefaultBackend>().unwrap());
     assert!(ll > lf, "{ll} vs {lf}");
-    let pred = learned.predict::<Faer>(&yt).unwrap();
+    let pred = learned.predict::<DefaultBackend>(&yt).unwrap();
     let rmse = (pred.mean.iter().zip(&z).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 60.0).sqrt();
     assert!(rmse < 0.2, "rmse {rmse}");
     let wrong = SparseTtgpParams { inducing: 4, ..sparse.clone() };

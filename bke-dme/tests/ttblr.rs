@@ -13,7 +13,7 @@ use bke_dme::ttblr::{
     FeatureData, Scales, Ttblr, TtblrForm, TtblrLearn, TtblrParams, feature_log_marginal,
     feature_log_marginal_value, log_marginal, weight_posterior,
 };
-use bke_linalg::{Faer, Mat, Nalgebra};
+use bke_linalg::{DefaultBackend, Mat};
 use common::*;
 
 fn features(data: &bke_dme::TaskData, kx: &Kernel, ky: &Kernel, count: usize) -> FeatureData {
@@ -61,12 +61,12 @@ fn marginal_likelihood_and_posterior_equal_the_dense_gaussian_ones() {
             let g2 = sc.gamma * sc.gamma;
             let cz = Mat::from_fn(sigma.nrows(), sigma.ncols(), |i, j| sigma[(i, j)] + g2 * dd[(i, j)]);
             let want = naive_log_density(&cz, &d.z_tilde);
-            let got = feature_log_marginal_value::<Faer>(&d, sc, form).unwrap();
+            let got = feature_log_marginal_value::<DefaultBackend>(&d, sc, form).unwrap();
             assert!((got - want).abs() < 1e-9 * want.abs().max(1.0), "{form:?}: {got} vs {want}");
-            let with_grad = feature_log_marginal::<Nalgebra>(&d, sc, form).unwrap().value;
+            let with_grad = feature_log_marginal::<DefaultBackend>(&d, sc, form).unwrap().value;
             assert!((with_grad - want).abs() < 1e-9 * want.abs().max(1.0));
             // w | z̃: cov(w, z̃) = γ²Dᵀ, cov(z̃) = C_z.
-            let post = weight_posterior::<Faer>(&d, sc, form).unwrap();
+            let post = weight_posterior::<DefaultBackend>(&d, sc, form).unwrap();
             let zm = Mat::from_fn(d.z_tilde.len(), 1, |i, _| d.z_tilde[i]);
             let (ciz, _) = naive_solve(&cz, &zm);
             let (cid, _) = naive_solve(&cz, &design);
@@ -84,9 +84,9 @@ fn marginal_likelihood_and_posterior_equal_the_dense_gaussian_ones() {
 }
 
 fn check_gradient(data: &bke_dme::TaskData, params: &TtblrParams) {
-    let (_, g) = log_marginal::<Faer>(data, params).unwrap();
+    let (_, g) = log_marginal::<DefaultBackend>(data, params).unwrap();
     let p0 = params.log_params();
-    let f = |p: &[f64]| log_marginal::<Faer>(data, &params.with_log_params(p).unwrap()).unwrap().0;
+    let f = |p: &[f64]| log_marginal::<DefaultBackend>(data, &params.with_log_params(p).unwrap()).unwrap().0;
     for i in 0..p0.len() {
         let (mut a, mut b) = (p0.clone(), p0.clone());
         a[i] += 1e-5;
@@ -143,7 +143,7 @@ fn map_limit_is_the_parametric_dme_with_lambda_and_epsilon_of_theorem_5_3() {
         form: TtblrForm::Map,
         ..Default::default()
     };
-    let ttblr = params.check().unwrap().fit::<Faer>(&data).unwrap();
+    let ttblr = params.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
     let (n, m) = (data.n(), data.m());
     let (lambda, epsilon) = (params.lambda(n), params.epsilon(m));
     assert!(
@@ -152,13 +152,13 @@ fn map_limit_is_the_parametric_dme_with_lambda_and_epsilon_of_theorem_5_3() {
     let dme = ParametricDmeParams { kernel_x: kx, kernel_y: ky, features: 8, seed: 11, lambda, epsilon }
         .check()
         .unwrap()
-        .fit::<Faer>(&data)
+        .fit::<DefaultBackend>(&data)
         .unwrap();
     for (a, b) in ttblr.posterior().mean.iter().zip(dme.weights()) {
         assert!((a - b).abs() < 1e-9 * b.abs().max(1.0), "{a} vs {b}");
     }
     let at = Points::from_1d("x*", &[-1.2, 0.1, 0.9]).unwrap();
-    let (p, q) = (ttblr.predict::<Faer>(&at).unwrap(), dme.predict::<Faer>(&at).unwrap());
+    let (p, q) = (ttblr.predict::<DefaultBackend>(&at).unwrap(), dme.predict::<DefaultBackend>(&at).unwrap());
     for (a, b) in p.mean.iter().zip(&q) {
         assert!((a - b).abs() < 1e-9 * b.abs().max(1.0));
     }
@@ -175,13 +175,13 @@ fn learning_increases_the_marginal_likelihood_and_model_files_round_trip() {
         sigma: 0.5,
         ..Default::default()
     };
-    let fixed = init.check().unwrap().fit::<Faer>(&data).unwrap();
+    let fixed = init.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
     let learn = TtblrParams {
         learn: TtblrLearn { beta: false, ..TtblrLearn::all() },
         search: MultiStartOptions { starts: 2, ..Default::default() },
         ..init.clone()
     };
-    let learned = learn.check().unwrap().fit::<Faer>(&data).unwrap();
+    let learned = learn.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
     assert!(
         learned.log_marginal() > fixed.log_marginal() + 1.0,
         "{} vs {}",
@@ -190,14 +190,15 @@ fn learning_increases_the_marginal_likelihood_and_model_files_round_trip() {
     );
     assert_eq!(learned.params().beta, 1.0);
     assert_eq!(learned.starts().len(), 2);
-    let (v, g) = log_marginal::<Faer>(&data, learned.params()).unwrap();
+    let (v, g) = log_marginal::<DefaultBackend>(&data, learned.params()).unwrap();
     assert!((v - learned.log_marginal()).abs() < 1e-9);
     assert!(g.iter().enumerate().all(|(i, g)| i == 3 || g.abs() < 1e-2), "{g:?}");
     let text = to_string(&Saved::new(learned.clone())).unwrap();
     assert!(text.contains("\"kind\": \"ttblr\""));
     let back = from_str::<Ttblr>(&text, "m.json").unwrap().model;
     let at = Points::from_1d("x*", &[-0.7, 0.4]).unwrap();
-    let (a, b) = (back.predict::<Faer>(&at).unwrap(), learned.predict::<Faer>(&at).unwrap());
+    let (a, b) =
+        (back.predict::<DefaultBackend>(&at).unwrap(), learned.predict::<DefaultBackend>(&at).unwrap());
     for (x, y) in a.mean.iter().zip(&b.mean).chain(a.variance.iter().zip(&b.variance)) {
         assert!((x - y).abs() < 1e-12 * y.abs().max(1.0));
     }

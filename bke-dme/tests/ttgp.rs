@@ -8,7 +8,7 @@ use bke_dme::dme::{DmeForm, DmeParams};
 use bke_dme::learn::{Learn, MultiStartOptions};
 use bke_dme::ttgp::{MarginalForm, TtgpParams, log_marginal, log_marginal_value, marginal_covariance};
 use bke_dme::{DmeError, TaskData};
-use bke_linalg::{Faer, Nalgebra};
+use bke_linalg::DefaultBackend;
 use common::*;
 
 const FORMS: [MarginalForm; 3] = [MarginalForm::Full, MarginalForm::Map, MarginalForm::Alternative];
@@ -22,12 +22,12 @@ fn marginal_likelihoods_equal_dense_gaussian_log_densities() {
         for form in FORMS {
             let want =
                 naive_log_density(&naive_covariance(&data, &h, form == MarginalForm::Full), &data.z_tilde);
-            let got = log_marginal_value::<Faer>(&data, &with_form(&h, form)).unwrap();
-            let with_grad = log_marginal::<Faer>(&data, &with_form(&h, form)).unwrap().value;
+            let got = log_marginal_value::<DefaultBackend>(&data, &with_form(&h, form)).unwrap();
+            let with_grad = log_marginal::<DefaultBackend>(&data, &with_form(&h, form)).unwrap().value;
             assert!((got - want).abs() < 1e-9 * want.abs().max(1.0), "{form:?}: {got} vs {want}");
             assert!((with_grad - want).abs() < 1e-9 * want.abs().max(1.0), "{form:?}: {with_grad} vs {want}");
             // The exported dense covariance is the same matrix.
-            let c = marginal_covariance::<Faer>(&data, &with_form(&h, form)).unwrap();
+            let c = marginal_covariance::<DefaultBackend>(&data, &with_form(&h, form)).unwrap();
             let cn = naive_covariance(&data, &h, form == MarginalForm::Full);
             let diff = c.as_slice().iter().zip(cn.as_slice()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             assert!(diff < 1e-10, "{form:?}: covariance differs by {diff}");
@@ -36,17 +36,19 @@ fn marginal_likelihoods_equal_dense_gaussian_log_densities() {
 }
 
 fn check_gradient(data: &TaskData, h: &TtgpParams, form: MarginalForm) {
-    let g = log_marginal::<Faer>(data, &with_form(h, form)).unwrap();
+    let g = log_marginal::<DefaultBackend>(data, &with_form(h, form)).unwrap();
     let p = h.log_params();
     let step = 1e-5;
     for i in 0..p.len() {
         let mut pp = p.clone();
         pp[i] += step;
         let fp =
-            log_marginal_value::<Faer>(data, &with_form(&h.with_log_params(&pp).unwrap(), form)).unwrap();
+            log_marginal_value::<DefaultBackend>(data, &with_form(&h.with_log_params(&pp).unwrap(), form))
+                .unwrap();
         pp[i] -= 2.0 * step;
         let fm =
-            log_marginal_value::<Faer>(data, &with_form(&h.with_log_params(&pp).unwrap(), form)).unwrap();
+            log_marginal_value::<DefaultBackend>(data, &with_form(&h.with_log_params(&pp).unwrap(), form))
+                .unwrap();
         let fd = (fp - fm) / (2.0 * step);
         let err = (g.gradient[i] - fd).abs() / fd.abs().max(1.0);
         assert!(
@@ -80,15 +82,15 @@ fn gradients_match_central_finite_differences() {
 fn alternative_form_equals_map_form_and_backends_agree() {
     let data = problem(7, 10, 25, 2, 1);
     let h = hyper(2, 1, true);
-    let map = log_marginal::<Faer>(&data, &with_form(&h, MarginalForm::Map)).unwrap();
-    let alt = log_marginal::<Faer>(&data, &with_form(&h, MarginalForm::Alternative)).unwrap();
+    let map = log_marginal::<DefaultBackend>(&data, &with_form(&h, MarginalForm::Map)).unwrap();
+    let alt = log_marginal::<DefaultBackend>(&data, &with_form(&h, MarginalForm::Alternative)).unwrap();
     assert!((map.value - alt.value).abs() < 1e-9 * map.value.abs());
     for (a, b) in map.gradient.iter().zip(&alt.gradient) {
         assert!((a - b).abs() < 1e-7 * a.abs().max(1.0), "{a} vs {b}");
     }
     for form in FORMS {
-        let f = log_marginal::<Faer>(&data, &with_form(&h, form)).unwrap();
-        let n = log_marginal::<Nalgebra>(&data, &with_form(&h, form)).unwrap();
+        let f = log_marginal::<DefaultBackend>(&data, &with_form(&h, form)).unwrap();
+        let n = log_marginal::<DefaultBackend>(&data, &with_form(&h, form)).unwrap();
         assert!((f.value - n.value).abs() < 1e-9 * f.value.abs());
         for (a, b) in f.gradient.iter().zip(&n.gradient) {
             assert!((a - b).abs() < 1e-7 * a.abs().max(1.0), "{form:?}: {a} vs {b}");
@@ -110,8 +112,8 @@ fn alternative_form_survives_a_singular_k() {
     )
     .unwrap();
     let h = hyper(1, 1, false);
-    let map = log_marginal_value::<Faer>(&data, &with_form(&h, MarginalForm::Map)).unwrap();
-    let alt = log_marginal_value::<Faer>(&data, &with_form(&h, MarginalForm::Alternative)).unwrap();
+    let map = log_marginal_value::<DefaultBackend>(&data, &with_form(&h, MarginalForm::Map)).unwrap();
+    let alt = log_marginal_value::<DefaultBackend>(&data, &with_form(&h, MarginalForm::Alternative)).unwrap();
     assert!((map - alt).abs() < 1e-8 * map.abs(), "{map} vs {alt}");
 }
 
@@ -129,12 +131,12 @@ fn predictive_mean_is_the_dme_and_variance_matches_the_dense_posterior() {
     }
     .check()
     .unwrap()
-    .fit::<Faer>(&data)
+    .fit::<DefaultBackend>(&data)
     .unwrap();
-    let want_mean = dme.predict::<Faer>(&at).unwrap();
+    let want_mean = dme.predict::<DefaultBackend>(&at).unwrap();
     for form in FORMS {
-        let gp = with_form(&h, form).check().unwrap().fit::<Faer>(&data).unwrap();
-        let pred = gp.predict::<Faer>(&at).unwrap();
+        let gp = with_form(&h, form).check().unwrap().fit::<DefaultBackend>(&data).unwrap();
+        let pred = gp.predict::<DefaultBackend>(&at).unwrap();
         // Dense oracle: f* | z̃ with cov(f*, z̃) = γ² k*ᵀ A and cov(z̃) = C.
         let (n, m) = (data.n(), data.m());
         let c = naive_covariance(&data, &h, form == MarginalForm::Full);
@@ -157,13 +159,13 @@ fn predictive_mean_is_the_dme_and_variance_matches_the_dense_posterior() {
                 assert!((pred.mean[q] - want_mean[q]).abs() < 1e-9, "{form:?}: TTGP mean is not the DME");
             }
         }
-        let cov = gp.predict_covariance::<Faer>(&at).unwrap();
+        let cov = gp.predict_covariance::<DefaultBackend>(&at).unwrap();
         for q in 0..at.len() {
             assert!((cov[(q, q)] - pred.variance[q]).abs() < 1e-10);
         }
         assert!(
-            (gp.log_marginal::<Faer>().unwrap()
-                - log_marginal_value::<Faer>(&data, &with_form(&h, form)).unwrap())
+            (gp.log_marginal::<DefaultBackend>().unwrap()
+                - log_marginal_value::<DefaultBackend>(&data, &with_form(&h, form)).unwrap())
             .abs()
                 < 1e-10
         );
@@ -194,7 +196,7 @@ fn bad_input_gives_clear_errors() {
     ] {
         let mut h = hyper(1, 1, false);
         f(&mut h);
-        let e = log_marginal::<Faer>(&data, &with_form(&h, MarginalForm::Map)).unwrap_err();
+        let e = log_marginal::<DefaultBackend>(&data, &with_form(&h, MarginalForm::Map)).unwrap_err();
         assert!(e.to_string().contains(name) && e.to_string().contains("positive"), "{e}");
     }
     assert!(Kernel::se(-1.0).is_err());
@@ -202,15 +204,15 @@ fn bad_input_gives_clear_errors() {
     let mut h = hyper(1, 1, false);
     h.kernel_x = Kernel::se_ard(vec![1.0, 1.0]).unwrap();
     assert!(matches!(
-        log_marginal::<Faer>(&data, &with_form(&h, MarginalForm::Map)),
+        log_marginal::<DefaultBackend>(&data, &with_form(&h, MarginalForm::Map)),
         Err(DmeError::Core(CoreError::DimensionMismatch { .. }))
     ));
 }
 
 /// The learned hyperparameters of a fitted TTGP.
 fn learned(data: &TaskData, p: &TtgpParams) -> (TtgpParams, f64, usize) {
-    let gp = p.check().unwrap().fit::<Faer>(data).unwrap();
-    (gp.params().clone(), gp.log_marginal::<Faer>().unwrap(), gp.starts().len())
+    let gp = p.check().unwrap().fit::<DefaultBackend>(data).unwrap();
+    (gp.params().clone(), gp.log_marginal::<DefaultBackend>().unwrap(), gp.starts().len())
 }
 
 #[test]
@@ -223,11 +225,11 @@ fn fit_increases_the_marginal_likelihood_deterministically() {
         ..init.clone()
     };
     let (h, lm, starts) = learned(&data, &p);
-    let l0 = log_marginal_value::<Faer>(&data, &init).unwrap();
+    let l0 = log_marginal_value::<DefaultBackend>(&data, &init).unwrap();
     assert!(lm > l0 + 5.0, "{lm} vs initial {l0}");
     assert_eq!(starts, 3);
     // The reported value is the value at the reported hyperparameters, and a local optimum.
-    let at = log_marginal::<Faer>(&data, &h).unwrap();
+    let at = log_marginal::<DefaultBackend>(&data, &h).unwrap();
     assert!((at.value - lm).abs() < 1e-9);
     // λ is tied to σ (λ = σ²/n): stationarity holds for ∂/∂log σ + 2 ∂/∂log λ and the others.
     assert!((h.lambda - h.sigma.powi(2) / 25.0).abs() < 1e-12 * h.lambda);
@@ -247,7 +249,7 @@ fn fit_increases_the_marginal_likelihood_deterministically() {
     let (h2, _, _) = learned(&data, &frozen);
     assert_eq!(h2.sigma, init.sigma);
     assert!(h2.lambda != init.lambda);
-    let at2 = log_marginal::<Faer>(&data, &h2).unwrap();
+    let at2 = log_marginal::<DefaultBackend>(&data, &h2).unwrap();
     assert!(at2.gradient.iter().enumerate().all(|(i, g)| i == 2 || g.abs() < 1e-2), "{:?}", at2.gradient);
     // Without anything to learn, the model is conditioned at the given values.
     let (h3, lm3, starts3) = learned(&data, &init);
@@ -262,7 +264,7 @@ fn model_files_round_trip_refuse_other_kinds_and_read_bke_0_1_files() {
     let data = problem(12, 8, 7, 1, 1);
     let mut h = hyper(1, 1, false);
     h.kernel_y = Kernel::new(KernelFamily::RationalQuadratic { alpha: 0.7 }, vec![0.6]).unwrap();
-    let gp = with_form(&h, MarginalForm::Full).check().unwrap().fit::<Faer>(&data).unwrap();
+    let gp = with_form(&h, MarginalForm::Full).check().unwrap().fit::<DefaultBackend>(&data).unwrap();
     let saved = Saved { columns: vec!["x".into()], target: Some("z".into()), model: gp.clone() };
     let text = to_string(&saved).unwrap();
     assert!(text.contains("\"kind\": \"ttgp\"") && text.contains("\"alpha_y\": 0.7"), "{text}");
@@ -271,7 +273,10 @@ fn model_files_round_trip_refuse_other_kinds_and_read_bke_0_1_files() {
     assert_eq!(back.model.params(), gp.params());
     assert_eq!(back.model.data(), gp.data());
     let at = Points::from_1d("x*", &[-0.3, 0.8]).unwrap();
-    assert_eq!(back.model.predict::<Faer>(&at).unwrap(), gp.predict::<Faer>(&at).unwrap());
+    assert_eq!(
+        back.model.predict::<DefaultBackend>(&at).unwrap(),
+        gp.predict::<DefaultBackend>(&at).unwrap()
+    );
     let other = text.replace("\"kind\": \"ttgp\"", "\"kind\": \"density\"");
     let e = from_str::<Ttgp>(&other, "m.json").unwrap_err().to_string();
     assert!(e.contains("'density'") && e.contains("'ttgp'"), "{e}");
@@ -283,7 +288,7 @@ fn model_files_round_trip_refuse_other_kinds_and_read_bke_0_1_files() {
     let old = from_str::<Ttgp>(legacy, "old.json").unwrap().model;
     assert_eq!(old.params().form, MarginalForm::Map);
     assert_eq!(old.params().kernel_x.lengthscales(), &[0.9]);
-    assert!(old.log_marginal::<Faer>().unwrap().is_finite());
+    assert!(old.log_marginal::<DefaultBackend>().unwrap().is_finite());
     let bad = legacy.replace("\"sigma\": 0.3", "\"sigma\": -0.3");
     assert!(from_str::<Ttgp>(&bad, "bad.json").unwrap_err().to_string().contains("sigma"));
 }

@@ -54,7 +54,7 @@ fn gpr_nll(x: &Points, y: &[f64], p: &[f64]) -> Option<(f64, Vec<f64>)> {
     B::cholesky_solve_vec_in_place(c.as_ref(), &mut alpha).ok()?;
     let nll = 0.5 * y.iter().zip(&alpha).map(|(a, b)| a * b).sum::<f64>()
         + 0.5 * B::cholesky_logdet(c.as_ref())
-        + 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+        + 0.5 * n as f64 * bke_core::numeric::LN_2PI;
     let mut cinv = Mat::identity(n);
     B::cholesky_solve_in_place(c.as_ref(), cinv.as_mut()).ok()?;
     let mut grad = [0.0; 3];
