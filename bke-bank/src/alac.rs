@@ -67,6 +67,7 @@ impl bke_core::Params for AlacParams {
     type Error = BankError;
     fn validate(&self) -> Result<(), BankError> {
         check_count("frequencies", self.frequencies)?;
+        crate::error::check_features(self.frequencies, 1, 1, 1)?;
         check_count("components", self.components)?;
         check_count("restarts", self.restarts)?;
         check_count("max_iterations", self.max_iterations)?;

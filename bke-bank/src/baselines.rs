@@ -96,6 +96,7 @@ impl bke_core::Params for BaselineParams {
             .into());
         }
         check_count("frequencies", self.frequencies)?;
+        crate::error::check_features(self.frequencies, 1, 1, 1)?;
         check_count("newton_iterations", self.newton_iterations)?;
         if let Some(l) = self.lengthscale {
             crate::error::check_positive("lengthscale", l)?;

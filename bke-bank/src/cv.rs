@@ -257,10 +257,10 @@ fn cross_validate<B: Backend>(
     progress: &dyn Progress,
 ) -> Result<CvResult, BankError> {
     let (x, y, folds, task) = (data.x(), data.y(), params.folds, params.task);
-    if x.len() < 2 * folds {
+    if x.len() / 2 < folds {
         return Err(BankError::TooFewRows {
             what: format!("{folds}-fold cross-validation (2 rows per fold)"),
-            needed: 2 * folds,
+            needed: folds.saturating_mul(2),
             found: x.len(),
         });
     }

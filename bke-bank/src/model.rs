@@ -188,7 +188,10 @@ impl BankModel {
         };
         let xs = self.inputs.apply(x);
         let t = x.len();
-        let f = 2 * self.frequencies;
+        let f = self
+            .frequencies
+            .checked_mul(2)
+            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
         let mut mean = vec![0.0; t];
         let mut second = vec![0.0; t];
         let mut mu = vec![0.0; t];
@@ -222,7 +225,10 @@ impl BankModel {
         };
         let xs = self.inputs.apply(x);
         let t = x.len();
-        let f = 2 * self.frequencies;
+        let f = self
+            .frequencies
+            .checked_mul(2)
+            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
         let mut p = vec![0.0; t];
         let mut eta = vec![0.0; t];
         for s in samples {
@@ -367,7 +373,10 @@ impl BankModel {
     }
 
     fn validate_samples(&self) -> Result<usize, CoreError> {
-        let f = 2 * self.frequencies;
+        let f = self
+            .frequencies
+            .checked_mul(2)
+            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
         match &self.samples {
             Samples::Regression(v) => {
                 for s in v {

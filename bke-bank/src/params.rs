@@ -28,7 +28,7 @@
 //! above), not a different model per `M`.
 
 use crate::dpmix::{GammaPrior, MixtureParams};
-use crate::error::{BankError, check_count, check_positive, invalid, mismatch};
+use crate::error::{BankError, check_count, check_features, check_positive, invalid, mismatch};
 use crate::evidence::{LogNormalPrior, NigParams};
 use crate::priors::InvGammaPrior;
 use serde::{Deserialize, Serialize};
@@ -331,6 +331,7 @@ impl bke_core::Params for BankParams {
                 format!("must be smaller than iterations = {}", self.iterations),
             ));
         }
+        check_features(self.frequencies, self.samples, 1, 1)?;
         self.prior.validate()
     }
 }

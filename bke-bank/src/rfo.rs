@@ -56,6 +56,7 @@ impl bke_core::Params for RfoParams {
     type Error = BankError;
     fn validate(&self) -> Result<(), BankError> {
         check_count("frequencies", self.frequencies)?;
+        crate::error::check_features(self.frequencies, 1, 1, 1)?;
         check_count("components", self.components)?;
         check_count("max_iterations", self.max_iterations)?;
         check_count("prior_variances (count)", self.prior_variances.len())?;

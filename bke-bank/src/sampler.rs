@@ -112,6 +112,7 @@ fn fit<B: Backend>(
         check_labels(y)?;
     }
     let d = x.dim();
+    crate::error::check_features(params.frequencies, params.samples, x.len(), d)?;
     params.check_dim(d)?;
     let m = params.frequencies;
     let inputs = if params.standardize_inputs { Standardizer::fit(x) } else { Standardizer::identity(d) };

@@ -117,7 +117,7 @@ pub fn process_cpu_seconds() -> Option<f64> {
 
 /// Resets `VmHWM` to the current RSS (Linux ≥ 4.0). Returns whether it worked.
 pub fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+    bke_core::model_file::write_atomic("/proc/self/clear_refs", "5").is_ok()
 }
 
 struct Time<'a> {

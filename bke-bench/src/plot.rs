@@ -243,7 +243,7 @@ impl Plot {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(path, self.to_svg())
+        bke_core::model_file::write_atomic(path, self.to_svg()).map_err(std::io::Error::other)
     }
 }
 

@@ -197,8 +197,8 @@ impl Table {
     pub fn emit(&self, dir: &Path, stem: &str) -> anyhow::Result<()> {
         print!("{}", self.to_text());
         std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join(format!("{stem}.csv")), self.to_csv())?;
-        std::fs::write(dir.join(format!("{stem}.md")), self.to_markdown())?;
+        bke_core::model_file::write_atomic(dir.join(format!("{stem}.csv")), self.to_csv())?;
+        bke_core::model_file::write_atomic(dir.join(format!("{stem}.md")), self.to_markdown())?;
         println!("wrote {}/{stem}.csv and {stem}.md\n", dir.display());
         Ok(())
     }

@@ -8,6 +8,7 @@ mod density;
 mod dme;
 mod embed;
 mod exec;
+mod finite;
 mod hypothesis;
 #[allow(dead_code)] // shared by the command modules
 mod io;

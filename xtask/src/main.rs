@@ -6,12 +6,14 @@
 //! cargo xtask setup              install system packages the optional backends need (libopenblas-dev)
 //! cargo xtask bench <suite>      run a benchmark suite (linalg, bkl, tests, bank, dme) for every compiled backend
 //! cargo xtask repro [name|all]   run paper reproductions; without a name, list them
+//! cargo xtask fuzz [--seconds N] run the cargo-fuzz targets of fuzz/ (nightly + cargo-fuzz)
 //! ```
 //!
 //! Heavy work runs in the release-built `bke-bench` binaries; xtask only decides features and paths.
 //! The OpenBLAS backend is compiled in whenever the system library is present.
 
 mod demo;
+mod fuzz;
 mod python;
 
 use anyhow::{Context, bail};
@@ -28,9 +30,10 @@ fn main() -> anyhow::Result<()> {
         Some("test") => python::test(&root, &args[1..]),
         Some("bench") => run_tool("bke-bench", &args[1..], &root),
         Some("repro") => run_tool("bke-repro", &args[1..], &root),
+        Some("fuzz") => fuzz::run(&root, &args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  test               cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg, bkl, tests, bank, dme\n  repro [name|all]   paper reproductions (no name: list them)"
+                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  test               cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg, bkl, tests, bank, dme\n  repro [name|all]   paper reproductions (no name: list them)\n  fuzz [--seconds N] fuzz targets (nightly + cargo-fuzz)"
             );
             bail!("no command given")
         }

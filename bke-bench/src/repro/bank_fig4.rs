@@ -138,7 +138,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
             p.seconds_per_fit
         )?;
     }
-    std::fs::write(dir.join("fig4.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("fig4.csv"), csv)?;
     if !by_m.is_empty() {
         plot(
             &by_m,

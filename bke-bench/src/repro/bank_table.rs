@@ -245,10 +245,10 @@ pub fn run_with(out: &Path, s: &Settings, dir: &str) -> anyhow::Result<()> {
                 writeln!(csv, "{},{},{f},{v}", row.spec.name, m.name())?;
             }
         }
-        std::fs::write(dir.join("folds.csv"), &csv)?;
+        bke_core::model_file::write_atomic(dir.join("folds.csv"), &csv)?;
         rows.push(row);
         for (stem, t) in tables(&rows, s) {
-            std::fs::write(dir.join(format!("{stem}.md")), t.to_markdown())?;
+            bke_core::model_file::write_atomic(dir.join(format!("{stem}.md")), t.to_markdown())?;
         }
     }
     for (stem, t) in tables(&rows, s) {

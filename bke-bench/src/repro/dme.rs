@@ -216,8 +216,8 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
         }
         let _ = writeln!(csv, ",{},{}", cascade[i], impute[i]);
     }
-    std::fs::write(dir.join("fig3.csv"), csv)?;
-    std::fs::write(dir.join("fig3.txt"), rows.join("\n") + "\n")?;
+    bke_core::model_file::write_atomic(dir.join("fig3.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("fig3.txt"), rows.join("\n") + "\n")?;
     let band = |p: &Prediction, name: &str| {
         Series::band(
             name,
@@ -330,8 +330,8 @@ fn fig4(dir: &Path) -> anyhow::Result<()> {
         }
         csv.push('\n');
     }
-    std::fs::write(dir.join("fig4.csv"), csv)?;
-    std::fs::write(dir.join("fig4.txt"), lines.join("\n") + "\n")?;
+    bke_core::model_file::write_atomic(dir.join("fig4.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("fig4.txt"), lines.join("\n") + "\n")?;
     let pts = |xs: &[f64], ys: &[f64]| xs.iter().copied().zip(ys.iter().copied()).collect::<Vec<_>>();
     let mut plot = Plot::new("Fig. 4: sparse representation learning (5 inducing points)", "x", "f(x)")
         .with(Series::markers("data", pts(&yt, &zt)))
@@ -431,8 +431,8 @@ fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
     println!("  {msg}");
     lines.push(msg);
     println!("  (seed Fig. 5 shows the posteriors graphically; it reports no distance)");
-    std::fs::write(dir.join("lfi_exponential_gamma.csv"), csv)?;
-    std::fs::write(dir.join("lfi_exponential_gamma.txt"), lines.join("\n") + "\n")?;
+    bke_core::model_file::write_atomic(dir.join("lfi_exponential_gamma.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("lfi_exponential_gamma.txt"), lines.join("\n") + "\n")?;
     // Histogram-like densities on a grid for the plot.
     let (lo, hi) = (0.3f64, 3.0f64);
     let bins = 40;

@@ -199,7 +199,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         rayon::current_num_threads()
     ));
     table.emit(out, "fig2c")?;
-    std::fs::write(out.join("fig2c_data.csv"), csv)?;
+    bke_core::model_file::write_atomic(out.join("fig2c_data.csv"), csv)?;
     let plot =
         Plot::new("seed 000 Fig. 2C: type-II error vs ε (α = 0.05)", "ε (eigenvalue ratio)", "type-II error")
             .with(Series::line("median heuristic", med_pts))

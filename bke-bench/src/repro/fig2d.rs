@@ -64,7 +64,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         writeln!(csv, "{t},{},{},{}", ml.log_marginal, ml.log_gaussian, ml.log_jacobian)?;
         curve.push((t, ml.log_marginal));
     }
-    std::fs::write(out.join("fig2d.csv"), csv)?;
+    bke_core::model_file::write_atomic(out.join("fig2d.csv"), csv)?;
     let r = EmbeddingParams { num_landmarks: m, seed: 0, ..EmbeddingParams::default() }
         .check()?
         .fit::<Faer>(&x)?;
@@ -123,7 +123,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
             )?;
         }
     }
-    std::fs::write(out.join("fig2d_summary.csv"), summary)?;
+    bke_core::model_file::write_atomic(out.join("fig2d_summary.csv"), summary)?;
     println!("  wrote {}/fig2d.csv, fig2d.svg, fig2d_summary.csv", out.display());
     Ok(())
 }

@@ -95,7 +95,7 @@ fn one(
             xs[i], w.mean[i], w.median[i], w.lower[i], w.upper[i], w.prob_positive[i]
         )?;
     }
-    std::fs::write(out.join(format!("fig3_{setting}_n{n}.csv")), csv)?;
+    bke_core::model_file::write_atomic(out.join(format!("fig3_{setting}_n{n}.csv")), csv)?;
     let th = draws.lengthscale_summary(0);
     let title = format!(
         "seed Fig. 3 ({setting}): witness posterior, n = {n}, lengthscale median {:.3}, 80% band",
@@ -169,7 +169,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    std::fs::write(out.join("fig3_summary.csv"), summary)?;
+    bke_core::model_file::write_atomic(out.join("fig3_summary.csv"), summary)?;
     println!("  wrote {}/fig3_*.csv, fig3_*.svg, fig3_summary.csv", out.display());
     Ok(())
 }

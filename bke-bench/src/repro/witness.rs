@@ -48,7 +48,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
                 grid_x[i], w.mean[i], w.lower[i], w.upper[i], w.sd[i], w.empirical[i]
             )?;
         }
-        std::fs::write(out.join(format!("witness_n{n}.csv")), csv)?;
+        bke_core::model_file::write_atomic(out.join(format!("witness_n{n}.csv")), csv)?;
         let plot = Plot::new(
             &format!("witness μ_P − μ_Q, n = {n}, θ = {:.3} (BKL), 80 % band", sel.lengthscale),
             "x",

@@ -266,6 +266,7 @@ impl Estimator for SampleParams {
         x: &Points,
         progress: &dyn Progress,
     ) -> Result<HyperDraws, CoreError> {
+        crate::embedding::check_data_scale(x, params.jacobian)?;
         let (data, landmarks, landmark_indices) = match &params.landmarks {
             Some(z) => (x.clone(), z.clone(), None),
             None => {

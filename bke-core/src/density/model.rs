@@ -253,7 +253,8 @@ pub struct DensitySummary {
     pub normalised: bool,
     /// `log Z_B`, when normalised.
     pub log_z: Option<f64>,
-    /// Estimated relative error of `Z_B`, when normalised.
+    /// Estimated relative error of `Z_B`, when normalised and the estimate is finite (`None`/`null`
+    /// when the quadrature could not estimate it).
     pub normaliser_rel_err: Option<f64>,
     /// The normalisation box, when normalised.
     pub domain: Option<Domain>,
@@ -274,7 +275,7 @@ impl KernelStudentT<Kernel> {
             cv_log_lik: self.cv_log_lik,
             normalised: norm.is_some(),
             log_z: norm.map(|n| n.log_z),
-            normaliser_rel_err: norm.map(|n| n.rel_err),
+            normaliser_rel_err: norm.and_then(|n| n.rel_err.is_finite().then_some(n.rel_err)),
             domain: norm.map(|n| n.domain.clone()),
         }
     }

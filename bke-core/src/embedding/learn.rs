@@ -20,6 +20,7 @@
 //! runs into the search box; the seed fixes `τ² = 1` for ML-II and learns `τ²` only under a prior.
 
 use super::{BkeParams, BkePosterior, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
+use crate::budget::Bytes;
 use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, Valid};
 use crate::numeric::LogParams;
 use crate::optim::{LbfgsOptions, minimize};
@@ -150,7 +151,9 @@ impl Params for EmbeddingParams {
                 reason: "need at least one start".into(),
             });
         }
-        Ok(())
+        let grid_points = self.grid.map_or(self.grid_points, |g| g.points);
+        let setting = format!("grid_points = {grid_points}");
+        crate::budget::check(&setting, Bytes::f64s(grid_points).times(4))
     }
 }
 
@@ -174,13 +177,28 @@ pub struct LocalOptimum {
     pub at_boundary: bool,
 }
 
-/// One point of the lengthscale scan.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// One point of the lengthscale scan. JSON: `{"lengthscale", "log_marginal"}`, or
+/// `{"lengthscale", "failed": true}` where the objective was not finite there (JSON has no `−∞`).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScanPoint {
     /// The isotropic lengthscale.
     pub lengthscale: f64,
     /// The log marginal pseudolikelihood at the initial `τ²` (`−∞` where it failed).
     pub log_marginal: f64,
+}
+
+impl Serialize for ScanPoint {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ScanPoint", 2)?;
+        st.serialize_field("lengthscale", &self.lengthscale)?;
+        if self.log_marginal.is_finite() {
+            st.serialize_field("log_marginal", &self.log_marginal)?;
+        } else {
+            st.serialize_field("failed", &true)?;
+        }
+        st.end()
+    }
 }
 
 /// The result of ML-II ([`EmbeddingParams`]): the learned hyperparameters, every local optimum, the
@@ -307,6 +325,7 @@ impl Estimator for EmbeddingParams {
         progress: &dyn Progress,
     ) -> Result<FittedEmbedding, CoreError> {
         x.check_len("data", 2)?;
+        super::check_data_scale(x, opts.jacobian)?;
         let (data, landmarks, landmark_indices) = match &opts.landmarks {
             Some(z) => (x.clone(), z.clone(), None),
             None => {

@@ -197,6 +197,35 @@ impl PartialStats {
 /// let whole = marginal_pseudolikelihood::<DefaultBackend>(&Points::from_1d("x", &x).unwrap(), &z, &p).unwrap();
 /// assert!((streamed.log_marginal - whole.log_marginal).abs() < 1e-10 * whole.log_marginal.abs());
 /// ```
+
+impl MarginalLikelihood {
+    /// The value itself when it and its gradient are finite, else an error saying why they are
+    /// not: a `−∞` log-Jacobian means the landmarks' feature map loses rank at some data point
+    /// (a constant or duplicated column, landmarks that do not span the input dimensions), a
+    /// non-finite value otherwise means the lengthscale is far from the data's scale (e.g. data
+    /// near 1e200). Inside optimisers and samplers a non-finite value is simply rejected; reports
+    /// (the CLI, Python) call this.
+    pub fn finite(self) -> Result<Self, CoreError> {
+        let grads_ok =
+            self.grad_log_lengthscale.iter().all(|g| g.is_finite()) && self.grad_log_tau2.is_finite();
+        if self.log_marginal.is_finite() && grads_ok {
+            return Ok(self);
+        }
+        let reason = if !self.log_jacobian.is_finite() {
+            "the log-Jacobian Σ log γ(x_i) is not finite: the landmarks' feature map is rank-deficient at \
+             some data point (a constant or duplicated column, or landmarks that do not span the input \
+             dimensions); drop such columns, choose other landmarks, or leave the Jacobian out"
+        } else {
+            "the data are far from the lengthscale's scale (kernel values underflow or overflow); \
+             standardise the columns or choose a lengthscale on the data's scale"
+        };
+        Err(CoreError::NonFiniteResult {
+            what: format!("the log marginal pseudolikelihood ({}) or its gradient", self.log_marginal),
+            reason: reason.into(),
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct PseudolikelihoodPlan {
     params: BkeParams,

@@ -182,6 +182,46 @@ pub(crate) fn full_lengthscales(ls: &[f64], dim: usize) -> Vec<f64> {
     if ls.len() == 1 { vec![ls[0]; dim] } else { ls.to_vec() }
 }
 
+/// Largest magnitude of a data value for which squared distances (and so kernel values and the
+/// median heuristic) stay finite with room to spare.
+const MAX_ABS_VALUE: f64 = 1e150;
+
+/// Errors on data the model cannot use, naming the column: values beyond ±1e150 (squared
+/// distances overflow: standardise the columns), and, when the log-Jacobian is included, a
+/// constant column (the feature map's Jacobian is then rank-deficient everywhere: the log-Jacobian
+/// is −∞).
+pub(crate) fn check_data_scale(x: &Points, jacobian: bool) -> Result<(), CoreError> {
+    for k in 0..x.dim() {
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for p in x.iter() {
+            lo = lo.min(p[k]);
+            hi = hi.max(p[k]);
+        }
+        if lo.abs().max(hi.abs()) > MAX_ABS_VALUE {
+            return Err(CoreError::NonFiniteResult {
+                what: "the kernel on the data".into(),
+                reason: format!(
+                    "column {} has values up to {:e}, so squared distances overflow; standardise the \
+                     columns (subtract the mean, divide by the standard deviation) first",
+                    k + 1,
+                    lo.abs().max(hi.abs())
+                ),
+            });
+        }
+        if jacobian && x.len() > 1 && lo == hi {
+            return Err(CoreError::NonFiniteResult {
+                what: "the log-Jacobian of the pseudolikelihood".into(),
+                reason: format!(
+                    "column {} is constant (every value is {lo}), so the density of the data is \
+                     degenerate; drop the column, or leave the Jacobian term out",
+                    k + 1
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Errors on empty data or landmarks, mismatched dimensions, or fewer landmarks than dimensions.
 pub(crate) fn validate_data_landmarks(x: &Points, z: &Points) -> Result<(), CoreError> {
     x.check_len("data", 1)?;

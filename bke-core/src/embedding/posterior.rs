@@ -1,6 +1,7 @@
 //! The BKE posterior of the embedding `μ_θ` (seed 000 eq. (7)–(8), §4.2). See the [module docs](super).
 
 use super::{BkeParams, EmbeddingPrior, full_lengthscales};
+use crate::budget::Bytes;
 use crate::estimator::{Predict, Prediction};
 use crate::{CoreError, Points};
 use bke_linalg::{Backend, JitterOptions, Mat, Trans};
@@ -39,6 +40,8 @@ impl BkePosterior {
         x.check_dim("conditioning points", w.dim())?;
         params.validate_for_dim(x.dim())?;
         let (n, p, dim) = (x.len(), w.len(), x.dim());
+        let setting = format!("{p} conditioning points (a {p} × {p} matrix, factorised)");
+        crate::budget::check(&setting, Bytes::f64s(p).times(p).times(2))?;
         let ls = full_lengthscales(&params.lengthscales, dim);
         let kernel = params.kernel()?;
         let mu_hat: Vec<f64> = (0..p)
@@ -123,6 +126,9 @@ impl BkePosterior {
     /// Joint posterior covariance `R_qq − R_qw A⁻¹ R_wq` of the embedding at the query points.
     pub fn covariance<B: Backend>(&self, q: &Points) -> Result<Mat, CoreError> {
         self.check_query(q)?;
+        let (p, nq) = (self.at.len(), q.len());
+        let setting = format!("{nq} query points (a {nq} × {nq} joint covariance)");
+        crate::budget::check(&setting, Bytes::f64s(nq).times(nq.saturating_add(p)).times(2))?;
         let mut v = r_matrix(&self.prior, &self.ls, &self.at, q);
         B::solve_lower_in_place(self.chol.as_ref(), v.as_mut())?;
         let mut c = r_matrix(&self.prior, &self.ls, q, q);
@@ -148,6 +154,8 @@ impl BkePosterior {
     /// on every backend. `ε` column `j` comes from ChaCha8 seeded with `seed`, stream `j`, so draw `j`
     /// is the same whatever `draws` and however the work is scheduled.
     pub fn sample<B: Backend>(&self, q: &Points, draws: usize, seed: u64) -> Result<Mat, CoreError> {
+        let setting = format!("draws = {draws} at {} query points", q.len());
+        crate::budget::check(&setting, Bytes::f64s(q.len()).times(draws.saturating_add(4 * q.len())))?;
         let mean = self.mean(q)?;
         let cov = self.covariance::<B>(q)?;
         let k = q.len();

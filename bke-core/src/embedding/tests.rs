@@ -523,3 +523,17 @@ fn fitted_embedding_predicts_with_the_landmark_posterior() {
     let e = p3.fit::<DefaultBackend>(&x).unwrap_err().to_string();
     assert!(e.contains("lengthscales") && e.contains("expected 2"), "{e}");
 }
+
+#[test]
+fn constant_columns_and_overflowing_scales_are_named_errors() {
+    use crate::Params;
+    use crate::embedding::EmbeddingParams;
+    let rows: Vec<Vec<f64>> = (0..20).map(|i| vec![(i as f64 * 0.7).sin(), 5.0]).collect();
+    let x = Points::from_rows("x", &rows).unwrap();
+    let e = EmbeddingParams::default().check().unwrap().fit::<DefaultBackend>(&x).unwrap_err().to_string();
+    assert!(e.contains("column 2 is constant"), "{e}");
+    let big: Vec<Vec<f64>> = (0..20).map(|i| vec![(i as f64 * 0.7).sin() * 1e200, i as f64]).collect();
+    let x = Points::from_rows("x", &big).unwrap();
+    let e = EmbeddingParams::default().check().unwrap().fit::<DefaultBackend>(&x).unwrap_err().to_string();
+    assert!(e.contains("column 1 has values up to") && e.contains("standardise"), "{e}");
+}

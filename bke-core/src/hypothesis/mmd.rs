@@ -328,14 +328,11 @@ fn gamma_moments(k: &Mat, n: usize) -> (f64, f64) {
     let trace: f64 = (0..big_n).map(|i| k[(i, i)]).sum();
     let tr_c = trace - total / nf;
     let g = total / (nf * nf);
-    let fro2: f64 = (0..big_n)
-        .into_par_iter()
-        .map(|j| {
-            let col = k.col(j);
-            let cj = r[j] / nf;
-            col.iter().zip(&r).map(|(v, ri)| (v - ri / nf - cj + g).powi(2)).sum::<f64>()
-        })
-        .sum();
+    let fro2 = crate::numeric::ordered_sum((0..big_n).into_par_iter().map(|j| {
+        let col = k.col(j);
+        let cj = r[j] / nf;
+        col.iter().zip(&r).map(|(v, ri)| (v - ri / nf - cj + g).powi(2)).sum::<f64>()
+    }));
     let c = nf / (n as f64 * m as f64 * (nf - 1.0));
     (c * tr_c, 2.0 * c * c * fro2)
 }

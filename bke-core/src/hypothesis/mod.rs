@@ -168,7 +168,9 @@ pub fn check_draws(draws: usize) -> Result<(), CoreError> {
             "must be at least 1 (1000 is a good default; the smallest attainable p-value is 1/(1 + B))",
         ));
     }
-    Ok(())
+    // The null sample and a batch of resampled statistics per draw.
+    let setting = format!("permutations / bootstrap draws = {draws}");
+    crate::budget::check(&setting, crate::budget::Bytes::f64s(draws).times(4))
 }
 
 pub(crate) fn choice(what: &str, reason: &str) -> CoreError {
