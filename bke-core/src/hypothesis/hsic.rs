@@ -101,6 +101,8 @@ pub struct HsicParams {
     pub seed: u64,
     /// How each variable's kernel(s) are chosen. Default: the median heuristic.
     pub selection: LengthscaleSelection,
+    /// Another single-kernel rule for `y` (e.g. its own fixed lengthscale); `None`: `selection`.
+    pub selection_y: Option<LengthscaleSelection>,
 }
 
 impl Default for HsicParams {
@@ -112,11 +114,16 @@ impl Default for HsicParams {
             alpha: 0.05,
             seed: 0,
             selection: LengthscaleSelection::default(),
+            selection_y: None,
         }
     }
 }
 
 impl HsicParams {
+    fn selection_y(&self) -> &LengthscaleSelection {
+        self.selection_y.as_ref().unwrap_or(&self.selection)
+    }
+
     fn min_points(&self) -> usize {
         let null_needs = match self.null {
             NullDistribution::Gamma => 6,
@@ -146,6 +153,15 @@ impl Params for HsicParams {
             }
         }
         self.selection.validate(TestKind::Independence)?;
+        if let Some(sy) = &self.selection_y {
+            sy.validate(TestKind::Independence)?;
+            if sy.is_aggregated() || self.selection.is_aggregated() {
+                return Err(choice(
+                    "a separate selection for y with an aggregated test",
+                    "aggregated tests choose both variables' collections by one rule: leave selection_y unset",
+                ));
+            }
+        }
         if self.selection.is_aggregated() && !self.null.is_resampling() {
             return Err(choice(
                 &format!(
@@ -186,7 +202,7 @@ impl Estimator for HsicParams {
         progress.update("choosing kernels", 0, 2);
         let x_kernels = select_kernels::<B>(&data.x, &params.selection, TestKind::Independence, progress)?;
         progress.update("choosing kernels", 1, 2);
-        let y_kernels = select_kernels::<B>(&data.y, &params.selection, TestKind::Independence, progress)?;
+        let y_kernels = select_kernels::<B>(&data.y, params.selection_y(), TestKind::Independence, progress)?;
         progress.update("choosing kernels", 2, 2);
         Ok(FittedHsic { params: params.clone(), x_kernels, y_kernels, data: data.clone() })
     }
