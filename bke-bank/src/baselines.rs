@@ -14,11 +14,11 @@
 //! Laplace-approximate evidence on a log-grid) for classification.
 
 use crate::classification::{sigmoid, softplus};
-use crate::error::{BankError, check_labels, check_targets};
+use crate::error::{BankError, check_count, check_labels, invalid, mismatch};
 use crate::evidence::NigParams;
 use crate::features::{Standardizer, feature_matrix, target_moments};
-use crate::model::Task;
-use bke_core::Points;
+use crate::params::Task;
+use bke_core::{Dataset, Estimator, Points, Predict, Prediction, Progress, Valid};
 use bke_linalg::{Backend, Mat, Trans};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -33,11 +33,19 @@ pub enum Baseline {
     Rks,
     /// Multiple kernel learning with random features: Laplace, RBF and Cauchy kernels at 3 scales.
     Mkl,
+    /// A la Carte (fitted by [`crate::alac::AlacParams`]).
+    Alac,
+    /// Random-frequency optimisation (fitted by [`crate::rfo::RfoParams`]).
+    Rfo,
 }
 
-/// Parameters of the baselines.
+/// Parameters of the RKS and MKL baselines.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaselineParams {
+    /// RKS or MKL. Default RKS.
+    pub kind: Baseline,
+    /// Regression or classification. Default regression.
+    pub task: Task,
     /// Number of frequencies `M` (`2M` features). Default `128`.
     pub frequencies: usize,
     /// Base lengthscale (standardised units; `None`: the median pairwise distance). Default `None`.
@@ -61,6 +69,8 @@ pub struct BaselineParams {
 impl Default for BaselineParams {
     fn default() -> Self {
         Self {
+            kind: Baseline::Rks,
+            task: Task::Regression,
             frequencies: 128,
             lengthscale: None,
             scales: vec![0.5, 1.0, 2.0],
@@ -74,16 +84,19 @@ impl Default for BaselineParams {
     }
 }
 
-impl BaselineParams {
-    /// Validates the parameters.
-    pub fn check(&self) -> Result<(), BankError> {
-        if self.frequencies == 0 || self.newton_iterations == 0 {
-            return Err(BankError::InvalidParameter {
-                name: "frequencies / newton_iterations".into(),
-                value: 0.0,
-                reason: "must be at least 1".into(),
-            });
+impl bke_core::Params for BaselineParams {
+    type Error = BankError;
+
+    fn validate(&self) -> Result<(), BankError> {
+        if !matches!(self.kind, Baseline::Rks | Baseline::Mkl) {
+            return Err(bke_core::CoreError::InvalidChoice {
+                what: format!("baseline kind {:?}", self.kind),
+                reason: "BaselineParams fits RKS or MKL; use AlacParams or RfoParams".into(),
+            }
+            .into());
         }
+        check_count("frequencies", self.frequencies)?;
+        check_count("newton_iterations", self.newton_iterations)?;
         if let Some(l) = self.lengthscale {
             crate::error::check_positive("lengthscale", l)?;
         }
@@ -97,13 +110,26 @@ impl BaselineParams {
             crate::error::check_positive("candidate prior variance", p)?;
         }
         if self.scales.is_empty() || self.precisions.is_empty() || self.prior_variances.is_empty() {
-            return Err(BankError::InvalidParameter {
-                name: "baseline grids".into(),
-                value: 0.0,
-                reason: "scales, precisions and prior variances need at least one value".into(),
-            });
+            return Err(invalid(
+                "baseline grids",
+                0.0,
+                "scales, precisions and prior variances need at least one value",
+            ));
         }
         self.nig.check()
+    }
+}
+
+impl Estimator for BaselineParams {
+    type Data = Dataset;
+    type Fitted = BaselineModel;
+
+    fn fit_valid<B: Backend>(
+        params: &Valid<Self>,
+        data: &Dataset,
+        _progress: &dyn Progress,
+    ) -> Result<BaselineModel, BankError> {
+        fit_baseline::<B>(data.x(), data.y(), params)
     }
 }
 
@@ -128,24 +154,10 @@ pub struct BaselineModel {
     pub chosen_prior: f64,
 }
 
-/// Median pairwise Euclidean distance of (up to 1000 of) the rows of `x` (column-major `N × d`).
-pub fn median_distance(x: &Mat) -> f64 {
-    let n = x.nrows().min(1000);
-    let step = (x.nrows() / n.max(1)).max(1);
-    let rows: Vec<usize> = (0..n).map(|i| i * step).collect();
-    let mut dist = Vec::with_capacity(n * (n - 1) / 2);
-    for a in 0..rows.len() {
-        for b in a + 1..rows.len() {
-            let d2: f64 = (0..x.ncols()).map(|k| (x[(rows[a], k)] - x[(rows[b], k)]).powi(2)).sum();
-            dist.push(d2.sqrt());
-        }
-    }
-    if dist.is_empty() {
-        return 1.0;
-    }
-    dist.sort_by(f64::total_cmp);
-    let m = dist[dist.len() / 2];
-    if m > 0.0 { m } else { 1.0 }
+/// The median pairwise distance of the (standardised) inputs ([`bke_core::median_distance`]), or 1
+/// when more than half the pairs coincide.
+pub(crate) fn median_or_one(x: &Mat) -> f64 {
+    Points::from_mat("inputs", x).ok().and_then(|p| bke_core::median_distance(&p).ok()).unwrap_or(1.0)
 }
 
 /// The baseline's frequencies (row-major `M × d`) for base lengthscale `ell`.
@@ -160,7 +172,7 @@ pub fn baseline_frequencies(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut w = vec![0.0; m * d];
     match kind {
-        Baseline::Rks => {
+        Baseline::Rks | Baseline::Alac | Baseline::Rfo => {
             for v in &mut w {
                 *v = rng.sample::<f64, _>(StandardNormal) / ell;
             }
@@ -191,28 +203,22 @@ pub fn baseline_frequencies(
 }
 
 /// Fits a baseline with backend `B`.
-pub fn fit_baseline<B: Backend>(
+fn fit_baseline<B: Backend>(
     x: &Points,
     y: &[f64],
-    task: Task,
-    kind: Baseline,
     params: &BaselineParams,
 ) -> Result<BaselineModel, BankError> {
-    params.check()?;
-    if y.len() != x.len() {
-        return Err(BankError::ShapeMismatch { what: "targets".into(), expected: x.len(), found: y.len() });
-    }
+    let (task, kind) = (params.task, params.kind);
     if x.len() < 2 {
         return Err(BankError::TooFewRows { what: "fitting a baseline".into(), needed: 2, found: x.len() });
     }
-    check_targets(y)?;
     if task == Task::Classification {
         check_labels(y)?;
     }
     let d = x.dim();
     let inputs = if params.standardize_inputs { Standardizer::fit(x) } else { Standardizer::identity(d) };
     let xs = inputs.apply(x);
-    let ell = params.lengthscale.unwrap_or_else(|| median_distance(&xs));
+    let ell = params.lengthscale.unwrap_or_else(|| median_or_one(&xs));
     let w = baseline_frequencies(kind, params.frequencies, d, ell, &params.scales, params.seed);
     let phi = feature_matrix(&xs, &w);
     match task {
@@ -361,16 +367,28 @@ pub fn logistic_map<B: Backend>(
     Ok((beta, ev))
 }
 
+impl Predict for BaselineModel {
+    type Output = Prediction;
+    type Error = BankError;
+
+    /// Regression: the posterior mean (variance 0: the baselines are point estimates);
+    /// classification: `p = P(y = 1 | x)` and `p(1 − p)`.
+    fn predict<B: Backend>(&self, x: &Points) -> Result<Prediction, BankError> {
+        let mean = self.predict_mean::<B>(x)?;
+        let variance = match self.task {
+            Task::Regression => vec![0.0; mean.len()],
+            Task::Classification => mean.iter().map(|p| p * (1.0 - p)).collect(),
+        };
+        Ok(Prediction { mean, variance })
+    }
+}
+
 impl BaselineModel {
     /// Regression: predictive means; classification: `P(y = 1 | x)`.
-    pub fn predict<B: Backend>(&self, x: &Points) -> Result<Vec<f64>, BankError> {
+    pub fn predict_mean<B: Backend>(&self, x: &Points) -> Result<Vec<f64>, BankError> {
         let d = self.inputs.shift.len();
         if x.dim() != d {
-            return Err(BankError::ShapeMismatch {
-                what: "prediction inputs (columns)".into(),
-                expected: d,
-                found: x.dim(),
-            });
+            return Err(mismatch("prediction inputs (columns)", d, x.dim()));
         }
         let phi = feature_matrix(&self.inputs.apply(x), &self.w);
         let f = phi.ncols();
@@ -410,8 +428,9 @@ mod tests {
     fn ridge_matches_dense_solution_and_logistic_is_stationary() {
         let x = Points::from_1d("x", &(0..80).map(|i| i as f64 / 10.0).collect::<Vec<_>>()).unwrap();
         let y: Vec<f64> = (0..80).map(|i| (i as f64 / 10.0).sin()).collect();
+        use bke_core::Params;
         let p = BaselineParams { frequencies: 10, ..Default::default() };
-        let m = fit_baseline::<Faer>(&x, &y, Task::Regression, Baseline::Rks, &p).unwrap();
+        let m = p.check().unwrap().fit::<Faer>(&Dataset::new(x.clone(), y.clone()).unwrap()).unwrap();
         // dense check of the posterior mean at the chosen λ
         let xs = m.inputs.apply(&x);
         let phi = feature_matrix(&xs, &m.w);
@@ -428,7 +447,7 @@ mod tests {
         for (u, v) in b.iter().zip(&m.beta) {
             assert!((u - v).abs() < 1e-8 * u.abs().max(1.0));
         }
-        let pred = m.predict::<Faer>(&x).unwrap();
+        let pred = m.predict_mean::<Faer>(&x).unwrap();
         let mse: f64 = pred.iter().zip(&y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 80.0;
         assert!(mse < 0.01, "{mse}");
         // logistic: gradient of the log posterior vanishes at the MAP

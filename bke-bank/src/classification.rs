@@ -1,5 +1,6 @@
 //! BaNK classification (seed 001 §3.3.2): logistic likelihood `y_i ~ Bernoulli(σ(φ(x_i)ᵀβ + β₀))`,
-//! `β ~ N(0, s² I)`, `β₀ ~ N(0, s²)`.
+//! `β ~ N(0, s² I)`, `β₀ ~ N(0, v₀)`. With the `1/√M` feature scaling `s²` is the prior variance of
+//! the latent function `φ(x)ᵀβ` for every `M`.
 //!
 //! The evidence has no closed form, so `W_j` is moved **jointly** with its two weights
 //! `β_j* = (β_j^cos, β_j^sin)` (eq. 14) by an independence Metropolis–Hastings step with proposal
@@ -10,16 +11,23 @@
 //! `[p(Y|W_j*, β_j**) p(β_j**) Lap(β_j* | W_j)] / [p(Y|W_j, β_j*) p(β_j*) Lap(β_j** | W_j*)]`.
 //! The intercept is refreshed by the same move in one dimension each sweep. Cost per sweep
 //! `O(MN(d + Newton iterations))`, linear in `M` (seed §3.4).
+//!
+//! **Learning `s²`** (an extension of the seed, which fixes it): with `s² ~ IG(a, b)`,
+//! [`ClassificationState::resample_weight_variance`] makes a Gibbs draw
+//! `s² | β ~ IG(a + 2M/2, b + ½‖β‖²)` followed by Metropolis–Hastings *rescaling* moves
+//! `(β, s²) → (√c β, c s²)`, `log c ~ N(0, τ²)`, which move the scale of the latent function along
+//! the ridge the Gibbs draw crawls along. The map has Jacobian `c^{M+1}` and
+//! `N(√cβ | 0, cs²I) = c^{−M} N(β | 0, s²I)`, so the acceptance ratio is
+//! `p(y | √cβ) / p(y | β) · IG(cs²) / IG(s²) · c`.
 
-use crate::error::BankError;
+use crate::error::{BankError, mismatch};
 use crate::features::fill_features;
-use crate::model::BankParams;
+use crate::priors::InvGammaPrior;
 use crate::regression::SweepStats;
+use bke_core::numeric::LN_2PI;
 use bke_linalg::Mat;
 use rand::Rng;
 use rand_distr::StandardNormal;
-
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// The logistic function `σ(t) = 1/(1 + e^{−t})`, evaluated without overflow.
 pub fn sigmoid(t: f64) -> f64 {
@@ -193,20 +201,25 @@ pub struct ClassificationState {
     beta: Vec<f64>,
     eta: Vec<f64>,
     s2: f64,
+    v0: f64,
     newton: usize,
     /// Sweep counters.
     pub stats: SweepStats,
 }
 
 impl ClassificationState {
-    /// The state for inputs `x` (column-major `N × d`), labels `y ∈ {0,1}` and initial frequencies
-    /// `w` (row-major `M × d`); weights start at zero.
-    pub fn new(x: Mat, y: Vec<f64>, w: Vec<f64>, params: &BankParams) -> Result<Self, BankError> {
+    /// The state for inputs `x` (column-major `N × d`), labels `y ∈ {0,1}`, initial frequencies
+    /// `w` (row-major `M × d`), weight prior variance `s2`, intercept prior variance `v0` and
+    /// `newton` iterations per Laplace approximation; weights start at zero.
+    pub fn new(x: Mat, y: Vec<f64>, w: Vec<f64>, s2: f64, v0: f64, newton: usize) -> Result<Self, BankError> {
         let (n, d) = (x.nrows(), x.ncols());
         if y.len() != n {
-            return Err(BankError::ShapeMismatch { what: "labels".into(), expected: n, found: y.len() });
+            return Err(mismatch("labels", n, y.len()));
         }
         crate::error::check_labels(&y)?;
+        crate::error::check_positive("weight prior variance", s2)?;
+        crate::error::check_positive("intercept prior variance", v0)?;
+        crate::error::check_count("newton_iterations", newton)?;
         let m = w.len() / d.max(1);
         Ok(Self {
             x,
@@ -216,20 +229,54 @@ impl ClassificationState {
             w,
             beta: vec![0.0; 2 * m + 1],
             eta: vec![0.0; n],
-            s2: params.weight_prior_variance,
-            newton: params.newton_iterations,
+            s2,
+            v0,
+            newton,
             stats: SweepStats::default(),
         })
+    }
+
+    /// The current prior variance `s²` of the weights.
+    pub fn weight_variance(&self) -> f64 {
+        self.s2
+    }
+
+    /// Gibbs draw of `s² | β` and two rescaling moves (module docs). Returns the new `s²`.
+    pub fn resample_weight_variance<R: Rng>(&mut self, prior: &InvGammaPrior, rng: &mut R) -> f64 {
+        let f = 2 * self.m;
+        let ss: f64 = self.beta[..f].iter().map(|b| b * b).sum();
+        self.s2 = InvGammaPrior { shape: prior.shape + 0.5 * f as f64, scale: prior.scale + 0.5 * ss }
+            .sample(rng)
+            .max(1e-12);
+        let b0 = self.beta[f];
+        let ll_now: f64 = self.y.iter().zip(&self.eta).map(|(y, e)| y * e - softplus(*e)).sum();
+        let mut ll = ll_now;
+        let mut cand = vec![0.0; self.eta.len()];
+        for tau in [0.3, 0.1] {
+            let log_c = tau * rng.sample::<f64, _>(StandardNormal);
+            let root = (0.5 * log_c).exp();
+            for (c, e) in cand.iter_mut().zip(&self.eta) {
+                *c = b0 + root * (e - b0);
+            }
+            let ll_new: f64 = self.y.iter().zip(&cand).map(|(y, e)| y * e - softplus(*e)).sum();
+            let s2_new = self.s2 * log_c.exp();
+            let lr = ll_new - ll + prior.log_density(s2_new) - prior.log_density(self.s2) + log_c;
+            if rng.random::<f64>().ln() < lr {
+                self.s2 = s2_new;
+                for b in &mut self.beta[..f] {
+                    *b *= root;
+                }
+                std::mem::swap(&mut self.eta, &mut cand);
+                ll = ll_new;
+            }
+        }
+        self.s2
     }
 
     /// Replaces the labels (same length, 0/1); `η` does not depend on them.
     pub fn set_labels(&mut self, y: Vec<f64>) -> Result<(), BankError> {
         if y.len() != self.y.len() {
-            return Err(BankError::ShapeMismatch {
-                what: "labels".into(),
-                expected: self.y.len(),
-                found: y.len(),
-            });
+            return Err(mismatch("labels", self.y.len(), y.len()));
         }
         crate::error::check_labels(&y)?;
         self.y = y;
@@ -256,16 +303,19 @@ impl ClassificationState {
         &self.beta
     }
 
-    /// `log p(y | W, β) + log p(β)`.
+    /// `log p(y | W, β) + log p(β | s²)`.
     pub fn log_joint(&self) -> f64 {
         let ll: f64 = self.y.iter().zip(&self.eta).map(|(y, e)| y * e - softplus(*e)).sum();
-        let n = self.beta.len() as f64;
-        ll - self.beta.iter().map(|b| b * b).sum::<f64>() / (2.0 * self.s2)
-            - 0.5 * n * (LN_2PI + self.s2.ln())
+        let f = 2 * self.m;
+        let b0 = self.beta[f];
+        ll - self.beta[..f].iter().map(|b| b * b).sum::<f64>() / (2.0 * self.s2)
+            - 0.5 * f as f64 * (LN_2PI + self.s2.ln())
+            - b0 * b0 / (2.0 * self.v0)
+            - 0.5 * (LN_2PI + self.v0.ln())
     }
 
-    fn log_prior(&self, b: &[f64]) -> f64 {
-        -b.iter().map(|v| v * v).sum::<f64>() / (2.0 * self.s2)
+    fn log_prior(b: &[f64], var: f64) -> f64 {
+        -b.iter().map(|v| v * v).sum::<f64>() / (2.0 * var)
     }
 
     /// One sweep: the intercept move, then the joint `(W_j, β_j)` move for `j = 0..M` with the
@@ -273,11 +323,7 @@ impl ClassificationState {
     pub fn sweep<R: Rng>(&mut self, proposals: &[f64], rng: &mut R) -> Result<usize, BankError> {
         let (n, m, d) = (self.y.len(), self.m, self.d);
         if proposals.len() != m * d {
-            return Err(BankError::ShapeMismatch {
-                what: "proposals (values)".into(),
-                expected: m * d,
-                found: proposals.len(),
-            });
+            return Err(mismatch("proposals (values)", m * d, proposals.len()));
         }
         let f = 2 * m;
         // Intercept: independence MH with the 1-D Laplace proposal.
@@ -285,11 +331,11 @@ impl ClassificationState {
             let ones = vec![1.0; n];
             let b0 = self.beta[f];
             let o: Vec<f64> = self.eta.iter().map(|e| e - b0).collect();
-            let lap = Laplace::fit(&self.y, &o, &[&ones], self.s2, self.newton);
+            let lap = Laplace::fit(&self.y, &o, &[&ones], self.v0, self.newton);
             let cand = lap.sample(rng);
-            let lr = log_likelihood(&self.y, &o, &[&ones], &cand[..1]) + self.log_prior(&cand[..1])
+            let lr = log_likelihood(&self.y, &o, &[&ones], &cand[..1]) + Self::log_prior(&cand[..1], self.v0)
                 - log_likelihood(&self.y, &o, &[&ones], &[b0])
-                - self.log_prior(&[b0])
+                - Self::log_prior(&[b0], self.v0)
                 + lap.log_density(&[b0])
                 - lap.log_density(&cand[..1]);
             if rng.random::<f64>().ln() < lr {
@@ -316,9 +362,9 @@ impl ClassificationState {
             let lap_cur = Laplace::fit(&self.y, &o, &cc, self.s2, self.newton);
             let lap_new = Laplace::fit(&self.y, &o, &nc, self.s2, self.newton);
             let bn = lap_new.sample(rng);
-            let lr = log_likelihood(&self.y, &o, &nc, &bn) + self.log_prior(&bn)
+            let lr = log_likelihood(&self.y, &o, &nc, &bn) + Self::log_prior(&bn, self.s2)
                 - log_likelihood(&self.y, &o, &cc, &bj)
-                - self.log_prior(&bj)
+                - Self::log_prior(&bj, self.s2)
                 + lap_cur.log_density(&bj)
                 - lap_new.log_density(&bn);
             self.stats.proposals += 1;

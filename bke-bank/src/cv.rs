@@ -1,13 +1,18 @@
 //! K-fold cross-validation of BaNK and the baselines (seed 001 §4.2, 4.3): regression is scored by the
 //! mean squared error on **standardised** targets (the whole target column is standardised once, as in
 //! the seed's tables), classification by the error rate (threshold ½ on the predictive probability).
-//! Folds come from a seeded shuffle; the standard error is `sd(fold scores)/√K`.
+//! Folds come from a seeded shuffle; the standard error is `sd(fold scores)/√K`. Every method sees
+//! the same folds, so two results can be compared with paired tests ([`crate::compare`]).
 
-use crate::baselines::{Baseline, BaselineParams, fit_baseline};
-use crate::error::{BankError, check_labels, check_targets};
+use crate::alac::AlacParams;
+use crate::baselines::{Baseline, BaselineParams};
+use crate::error::{BankError, check_labels, invalid};
 use crate::features::target_moments;
-use crate::model::{BankParams, Task, fit};
-use bke_core::Points;
+use crate::gbdt::GbdtParams;
+use crate::gp::GpArdParams;
+use crate::params::{BankParams, Task};
+use crate::rfo::RfoParams;
+use bke_core::{Dataset, Estimator, Params, Points, Predict, Progress, Valid};
 use bke_linalg::Backend;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -24,21 +29,40 @@ pub enum Method {
     Rks,
     /// Multiple kernel learning with random features.
     Mkl,
+    /// A la Carte (regression only).
+    Alac,
+    /// Random-frequency optimisation (classification only).
+    Rfo,
+    /// Gradient-boosted trees.
+    Gbdt,
+    /// Exact GP with ARD (regression only).
+    Gp,
 }
 
 impl Method {
-    /// Parses `bank`, `rks` or `mkl`.
-    pub fn parse(s: &str) -> Result<Method, BankError> {
-        match s.to_ascii_lowercase().as_str() {
-            "bank" => Ok(Method::Bank),
-            "rks" => Ok(Method::Rks),
-            "mkl" => Ok(Method::Mkl),
-            _ => Err(BankError::InvalidParameter {
-                name: format!("method '{s}'"),
-                value: f64::NAN,
-                reason: "must be one of bank, rks, mkl".into(),
-            }),
+    /// Every method, in table order.
+    pub const ALL: [Method; 7] =
+        [Method::Rks, Method::Mkl, Method::Alac, Method::Rfo, Method::Gbdt, Method::Gp, Method::Bank];
+
+    /// Whether the method handles `task`.
+    pub fn supports(self, task: Task) -> bool {
+        match self {
+            Method::Alac | Method::Gp => task == Task::Regression,
+            Method::Rfo => task == Task::Classification,
+            _ => true,
         }
+    }
+
+    /// Parses a method name (see [`Method::name`]).
+    pub fn parse(s: &str) -> Result<Method, BankError> {
+        let names: Vec<&str> = Self::ALL.iter().map(|m| m.name()).collect();
+        Self::ALL.into_iter().find(|m| m.name() == s.to_ascii_lowercase()).ok_or_else(|| {
+            bke_core::CoreError::InvalidChoice {
+                what: format!("method '{s}'"),
+                reason: format!("must be one of {}", names.join(", ")),
+            }
+            .into()
+        })
     }
 
     /// The method's name.
@@ -47,6 +71,10 @@ impl Method {
             Method::Bank => "bank",
             Method::Rks => "rks",
             Method::Mkl => "mkl",
+            Method::Alac => "alac",
+            Method::Rfo => "rfo",
+            Method::Gbdt => "gbdt",
+            Method::Gp => "gp",
         }
     }
 }
@@ -62,6 +90,141 @@ pub struct CvResult {
     pub stderr: f64,
     /// Per-fold scores.
     pub folds: Vec<f64>,
+    /// The method.
+    pub method: Method,
+    /// The task.
+    pub task: Task,
+    /// The method's number of frequencies (0 for methods without random features).
+    pub frequencies: usize,
+    /// The held-out prediction of every row (standardised target or probability), in row order.
+    #[serde(skip)]
+    pub predictions: Vec<f64>,
+    /// The standardised target or label of every row, in row order.
+    #[serde(skip)]
+    pub targets: Vec<f64>,
+}
+
+/// Parameters of a cross-validation: the method, the folds, and each method's parameters (their
+/// `task` and `seed` are replaced by the cross-validation's; fold `f` fits with seed `seed + f`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CvParams {
+    /// The method.
+    pub method: Option<Method>,
+    /// The task.
+    pub task: Task,
+    /// Number of folds (at least 2). Default 5.
+    pub folds: usize,
+    /// Seed of the fold shuffle and of the fits.
+    pub seed: u64,
+    /// BaNK's parameters.
+    pub bank: BankParams,
+    /// RKS/MKL parameters.
+    pub baseline: BaselineParams,
+    /// A la Carte parameters.
+    pub alac: AlacParams,
+    /// RFO parameters.
+    pub rfo: RfoParams,
+    /// Gradient-boosting parameters.
+    pub gbdt: GbdtParams,
+    /// GP-ARD parameters.
+    pub gp: GpArdParams,
+}
+
+impl CvParams {
+    /// Five folds of `method` with default parameters.
+    pub fn new(method: Method, task: Task) -> Self {
+        Self { method: Some(method), task, folds: 5, ..Default::default() }
+    }
+
+    fn method(&self) -> Method {
+        self.method.unwrap_or(Method::Bank)
+    }
+
+    fn frequencies(&self) -> usize {
+        match self.method() {
+            Method::Bank => self.bank.frequencies,
+            Method::Rks | Method::Mkl => self.baseline.frequencies,
+            Method::Alac => self.alac.frequencies,
+            Method::Rfo => self.rfo.frequencies,
+            Method::Gbdt | Method::Gp => 0,
+        }
+    }
+
+    /// Fits the method on `train` (fold `fold`) and predicts at `test`: the predictive mean of the
+    /// standardised target, or `P(y = 1)`.
+    fn fit_predict<B: Backend>(
+        &self,
+        fold: usize,
+        train: &Dataset,
+        test: &Points,
+        progress: &dyn Progress,
+    ) -> Result<Vec<f64>, BankError> {
+        let seed = self.seed.wrapping_add(fold as u64);
+        let task = self.task;
+        Ok(match self.method() {
+            Method::Bank => {
+                let p = BankParams { seed, task, ..self.bank.clone() };
+                p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+            }
+            Method::Rks | Method::Mkl => {
+                let kind = if self.method() == Method::Rks { Baseline::Rks } else { Baseline::Mkl };
+                let p = BaselineParams { seed, task, kind, ..self.baseline.clone() };
+                p.check()?.fit::<B>(train)?.predict::<B>(test)?.mean
+            }
+            Method::Alac => {
+                let p = AlacParams { seed, ..self.alac.clone() };
+                p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+            }
+            Method::Rfo => {
+                let p = RfoParams { seed, ..self.rfo.clone() };
+                p.check()?.fit::<B>(train)?.predict::<B>(test)?.mean
+            }
+            Method::Gbdt => {
+                let p = GbdtParams { task, ..self.gbdt.clone() };
+                p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+            }
+            Method::Gp => self.gp.check()?.fit::<B>(train)?.predict::<B>(test)?.mean,
+        })
+    }
+}
+
+impl Params for CvParams {
+    type Error = BankError;
+
+    fn validate(&self) -> Result<(), BankError> {
+        if self.folds < 2 {
+            return Err(invalid("folds", self.folds as f64, "cross-validation needs at least 2 folds"));
+        }
+        let m = self.method();
+        if !m.supports(self.task) {
+            return Err(bke_core::CoreError::InvalidChoice {
+                what: format!("method '{}' for {:?}", m.name(), self.task),
+                reason: "alac and gp are regression methods, rfo is a classification method".into(),
+            }
+            .into());
+        }
+        match m {
+            Method::Bank => self.bank.validate(),
+            Method::Rks | Method::Mkl => self.baseline.validate(),
+            Method::Alac => self.alac.validate(),
+            Method::Rfo => self.rfo.validate(),
+            Method::Gbdt => self.gbdt.validate(),
+            Method::Gp => self.gp.validate(),
+        }
+    }
+}
+
+impl Estimator for CvParams {
+    type Data = Dataset;
+    type Fitted = CvResult;
+
+    fn fit_valid<B: Backend>(
+        params: &Valid<Self>,
+        data: &Dataset,
+        progress: &dyn Progress,
+    ) -> Result<CvResult, BankError> {
+        cross_validate::<B>(params, data, progress)
+    }
 }
 
 /// The test indices of each of `k` folds of `n` rows (seeded shuffle, sizes differing by at most 1).
@@ -71,31 +234,29 @@ pub fn fold_indices(n: usize, k: usize, seed: u64) -> Vec<Vec<usize>> {
     (0..k).map(|f| idx.iter().enumerate().filter(|(i, _)| i % k == f).map(|(_, &v)| v).collect()).collect()
 }
 
-/// Runs `folds`-fold cross-validation of `method`. `on_step` is called after every BaNK iteration and
-/// after every baseline fold (for progress bars). The frequencies count and seed of `bank` and
-/// `baseline` are used as given; fold `f` fits with seed `seed + f`.
-#[allow(clippy::too_many_arguments)]
-pub fn cross_validate<B: Backend>(
-    x: &Points,
-    y: &[f64],
-    task: Task,
-    method: Method,
+/// Reports each fold's progress as one stage of the whole cross-validation.
+struct FoldProgress<'a> {
+    inner: &'a dyn Progress,
+    fold: usize,
     folds: usize,
-    bank: &BankParams,
-    baseline: &BaselineParams,
-    seed: u64,
-    mut on_step: impl FnMut(),
+}
+
+impl Progress for FoldProgress<'_> {
+    fn update(&self, stage: &str, done: u64, total: u64) {
+        let (f, k) = (self.fold as u64, self.folds as u64);
+        self.inner.update(&format!("fold {}/{k}: {stage}", f + 1), f * total + done, k * total);
+    }
+    fn cancelled(&self) -> bool {
+        self.inner.cancelled()
+    }
+}
+
+fn cross_validate<B: Backend>(
+    params: &CvParams,
+    data: &Dataset,
+    progress: &dyn Progress,
 ) -> Result<CvResult, BankError> {
-    if folds < 2 {
-        return Err(BankError::InvalidParameter {
-            name: "folds".into(),
-            value: folds as f64,
-            reason: "cross-validation needs at least 2 folds".into(),
-        });
-    }
-    if y.len() != x.len() {
-        return Err(BankError::ShapeMismatch { what: "targets".into(), expected: x.len(), found: y.len() });
-    }
+    let (x, y, folds, task) = (data.x(), data.y(), params.folds, params.task);
     if x.len() < 2 * folds {
         return Err(BankError::TooFewRows {
             what: format!("{folds}-fold cross-validation (2 rows per fold)"),
@@ -103,7 +264,6 @@ pub fn cross_validate<B: Backend>(
             found: x.len(),
         });
     }
-    check_targets(y)?;
     let ys: Vec<f64> = match task {
         Task::Regression => {
             let (m, s) = target_moments(y);
@@ -114,44 +274,24 @@ pub fn cross_validate<B: Backend>(
             y.to_vec()
         }
     };
-    let parts = fold_indices(x.len(), folds, seed);
+    let all = Dataset::new(x.clone(), ys.clone())?;
+    let mut predictions = vec![0.0; x.len()];
     let mut scores = Vec::with_capacity(folds);
-    for (f, test) in parts.iter().enumerate() {
+    for (f, test) in fold_indices(x.len(), folds, params.seed).iter().enumerate() {
+        progress.checkpoint()?;
         let mut is_test = vec![false; x.len()];
         for &i in test {
             is_test[i] = true;
         }
         let train: Vec<usize> = (0..x.len()).filter(|&i| !is_test[i]).collect();
-        let (xtr, xte) = (x.select(&train), x.select(test));
-        let ytr: Vec<f64> = train.iter().map(|&i| ys[i]).collect();
+        let fp = FoldProgress { inner: progress, fold: f, folds };
+        let pred = params.fit_predict::<B>(f, &all.select(&train), &x.select(test), &fp)?;
+        fp.update("done", 1, 1);
+        for (&i, &p) in test.iter().zip(&pred) {
+            predictions[i] = p;
+        }
         let yte: Vec<f64> = test.iter().map(|&i| ys[i]).collect();
-        let pred = match method {
-            Method::Bank => {
-                let p = BankParams { seed: bank.seed.wrapping_add(f as u64), ..bank.clone() };
-                let model = fit::<B>(&xtr, &ytr, task, &p, |_| on_step())?;
-                match task {
-                    Task::Regression => model.predict_regression::<B>(&xte)?.mean,
-                    Task::Classification => model.predict_probability::<B>(&xte)?,
-                }
-            }
-            Method::Rks | Method::Mkl => {
-                let kind = if method == Method::Rks { Baseline::Rks } else { Baseline::Mkl };
-                let p = BaselineParams { seed: baseline.seed.wrapping_add(f as u64), ..baseline.clone() };
-                let model = fit_baseline::<B>(&xtr, &ytr, task, kind, &p)?;
-                on_step();
-                model.predict::<B>(&xte)?
-            }
-        };
-        let score = match task {
-            Task::Regression => {
-                pred.iter().zip(&yte).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / yte.len() as f64
-            }
-            Task::Classification => {
-                pred.iter().zip(&yte).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64
-                    / yte.len() as f64
-            }
-        };
-        scores.push(score);
+        scores.push(score(task, &pred, &yte));
     }
     let k = scores.len() as f64;
     let mean = scores.iter().sum::<f64>() / k;
@@ -161,7 +301,23 @@ pub fn cross_validate<B: Backend>(
         mean,
         stderr: sd / k.sqrt(),
         folds: scores,
+        method: params.method(),
+        task,
+        frequencies: params.frequencies(),
+        predictions,
+        targets: ys,
     })
+}
+
+/// Mean squared error (regression) or error rate at threshold ½ (classification).
+pub fn score(task: Task, pred: &[f64], y: &[f64]) -> f64 {
+    let n = y.len().max(1) as f64;
+    match task {
+        Task::Regression => pred.iter().zip(y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / n,
+        Task::Classification => {
+            pred.iter().zip(y).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64 / n
+        }
+    }
 }
 
 #[cfg(test)]
@@ -182,35 +338,19 @@ mod tests {
     fn cv_runs_and_rejects_too_few_rows() {
         let xs: Vec<f64> = (0..60).map(|i| i as f64 / 6.0).collect();
         let y: Vec<f64> = xs.iter().map(|x| x.sin()).collect();
-        let x = Points::from_1d("x", &xs).unwrap();
-        let bp = BaselineParams { frequencies: 20, ..Default::default() };
-        let r = cross_validate::<Faer>(
-            &x,
-            &y,
-            Task::Regression,
-            Method::Rks,
-            5,
-            &BankParams::default(),
-            &bp,
-            1,
-            || {},
-        )
-        .unwrap();
+        let data = Dataset::new(Points::from_1d("x", &xs).unwrap(), y.clone()).unwrap();
+        let mut p = CvParams::new(Method::Rks, Task::Regression);
+        p.baseline.frequencies = 20;
+        p.seed = 1;
+        let r = p.check().unwrap().fit::<Faer>(&data).unwrap();
         assert_eq!(r.folds.len(), 5);
         assert!(r.mean < 0.05, "{r:?}");
-        let small = x.select(&[0, 1, 2, 3, 4, 5, 6, 7, 8]);
-        let e = cross_validate::<Faer>(
-            &small,
-            &y[..9],
-            Task::Regression,
-            Method::Rks,
-            5,
-            &BankParams::default(),
-            &bp,
-            1,
-            || {},
-        )
-        .unwrap_err();
+        // the held-out predictions reproduce the fold scores
+        let again = score(Task::Regression, &r.predictions, &r.targets);
+        assert!((again - r.mean).abs() < 0.02);
+        let small = data.select(&[0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        let e = p.check().unwrap().fit::<Faer>(&small).unwrap_err();
         assert!(e.to_string().contains("5-fold") && e.to_string().contains("needs at least 10"), "{e}");
+        assert!(Method::parse("nope").unwrap_err().to_string().contains("bank"));
     }
 }

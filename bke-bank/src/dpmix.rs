@@ -11,15 +11,20 @@
 //! * **NIW posterior** (§3.2): `κ_k = κ₀ + m_k`, `ν_k = ν₀ + m_k`, `μ̃_k = (κ₀μ₀ + m_k W̄_k)/κ_k`,
 //!   `Ψ_k = Ψ₀ + Σ_{j∈k}(W_j − W̄_k)(W_j − W̄_k)ᵀ + κ₀m_k/κ_k (W̄_k − μ₀)(W̄_k − μ₀)ᵀ`;
 //!   `Σ_k ~ W⁻¹(Ψ_k, ν_k)` (Bartlett decomposition), `μ_k ~ N(μ̃_k, Σ_k/κ_k)`.
+//! * **The base scale** `Ψ₀ = ψ₀ I` may carry a hyperprior `ψ₀ ~ Gamma(a_ψ, rate b_ψ)` (an extension
+//!   of the seed, which fixes `Ψ₀`): given the components it is conjugate,
+//!   `ψ₀ | Σ_{1..K} ~ Gamma(a_ψ + Kν₀d/2, b_ψ + ½ Σ_k tr Σ_k⁻¹)`, since
+//!   `W⁻¹(Σ | ψ₀I, ν₀) ∝ ψ₀^{ν₀d/2} exp(−½ψ₀ tr Σ⁻¹)` as a function of `ψ₀` ([`Mixture::draw_psi0`]).
 
-use crate::error::{BankError, check_positive};
+use crate::error::{BankError, check_positive, invalid, mismatch};
+pub use crate::priors::GammaPrior;
+use crate::priors::gamma_draw;
 use crate::small;
+use bke_core::numeric::LN_2PI;
 use bke_core::special::ln_gamma;
 use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
-
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// Hyperparameters of the DP mixture: the concentration `α` and the Normal-inverse-Wishart base
 /// measure `NIW(μ₀, κ₀, Ψ₀, ν₀)` (with `Ψ₀ = ψ₀ I`).
@@ -54,23 +59,15 @@ impl MixtureParams {
         check_positive("NIW psi0", self.psi0)?;
         if let Some(m) = &self.mu0 {
             if m.len() != d {
-                return Err(BankError::ShapeMismatch { what: "NIW mu0".into(), expected: d, found: m.len() });
+                return Err(mismatch("NIW mu0", d, m.len()));
             }
             if let Some(&v) = m.iter().find(|v| !v.is_finite()) {
-                return Err(BankError::InvalidParameter {
-                    name: "NIW mu0".into(),
-                    value: v,
-                    reason: "must be finite".into(),
-                });
+                return Err(invalid("NIW mu0", v, "must be finite"));
             }
         }
         let nu0 = self.nu0(d);
         if !(nu0.is_finite() && nu0 > d as f64 - 1.0) {
-            return Err(BankError::InvalidParameter {
-                name: "NIW nu0".into(),
-                value: nu0,
-                reason: format!("must exceed d - 1 = {}", d as f64 - 1.0),
-            });
+            return Err(invalid("NIW nu0", nu0, format!("must exceed d - 1 = {}", d as f64 - 1.0)));
         }
         Ok(())
     }
@@ -86,8 +83,10 @@ impl MixtureParams {
     }
 }
 
-/// One mixture component `N(μ, Σ)` with its Cholesky factor cached.
+/// One mixture component `N(μ, Σ)` with its Cholesky factor cached (rebuilt, and `Σ` checked, when
+/// it is read from JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ComponentData")]
 pub struct Component {
     /// Mean `μ_k` (length `d`).
     pub mean: Vec<f64>,
@@ -99,16 +98,26 @@ pub struct Component {
     logdet: f64,
 }
 
+/// The serialised form of a [`Component`].
+#[derive(Deserialize)]
+struct ComponentData {
+    mean: Vec<f64>,
+    cov: Vec<f64>,
+}
+
+impl TryFrom<ComponentData> for Component {
+    type Error = BankError;
+    fn try_from(c: ComponentData) -> Result<Self, BankError> {
+        Component::new(c.mean, c.cov)
+    }
+}
+
 impl Component {
     /// A component from its mean and covariance; errors if `Σ` is not positive definite.
     pub fn new(mean: Vec<f64>, cov: Vec<f64>) -> Result<Self, BankError> {
         let d = mean.len();
         if cov.len() != d * d {
-            return Err(BankError::ShapeMismatch {
-                what: "component covariance".into(),
-                expected: d * d,
-                found: cov.len(),
-            });
+            return Err(mismatch("component covariance", d * d, cov.len()));
         }
         let chol = small::chol(&cov, d).ok_or_else(|| BankError::Numerical {
             what: "mixture component".into(),
@@ -118,18 +127,26 @@ impl Component {
         Ok(Self { mean, cov, chol, logdet })
     }
 
-    /// Rebuilds the cached factor (after deserialisation).
-    pub(crate) fn refresh(&mut self) -> Result<(), BankError> {
-        *self = Self::new(std::mem::take(&mut self.mean), std::mem::take(&mut self.cov))?;
-        Ok(())
-    }
-
     /// `log N(w | μ, Σ)`.
     pub fn log_density(&self, w: &[f64]) -> f64 {
         let d = self.mean.len();
         let mut r: Vec<f64> = w.iter().zip(&self.mean).map(|(a, b)| a - b).collect();
         small::forward(&self.chol, d, &mut r);
         -0.5 * (d as f64 * LN_2PI + self.logdet + r.iter().map(|v| v * v).sum::<f64>())
+    }
+
+    /// `tr Σ⁻¹ = ‖L⁻¹‖²_F`.
+    pub fn trace_inverse(&self) -> f64 {
+        let d = self.mean.len();
+        let mut total = 0.0;
+        let mut e = vec![0.0; d];
+        for c in 0..d {
+            e.fill(0.0);
+            e[c] = 1.0;
+            small::forward(&self.chol, d, &mut e);
+            total += e.iter().map(|v| v * v).sum::<f64>();
+        }
+        total
     }
 
     /// Draws `w ~ N(μ, Σ)` into `out`.
@@ -170,15 +187,20 @@ impl Mixture {
         })
     }
 
-    /// Rebuilds cached factors after deserialisation and checks consistency.
-    pub(crate) fn refresh(&mut self) -> Result<(), BankError> {
-        for c in &mut self.components {
-            c.refresh()?;
+    /// Checks the consistency of a mixture read from JSON (assignments, counts, dimensions).
+    pub(crate) fn validate(&self) -> Result<(), bke_core::CoreError> {
+        let mut counts = vec![0; self.components.len()];
+        for &z in &self.assignments {
+            if z >= counts.len() {
+                return Err(crate::error::bad_model("mixture assignments do not match its components"));
+            }
+            counts[z] += 1;
         }
-        if self.counts.len() != self.components.len()
-            || self.assignments.iter().any(|&z| z >= self.components.len())
-        {
-            return Err(BankError::InvalidModel("mixture assignments do not match its components".into()));
+        if counts != self.counts || self.components.iter().any(|c| c.mean.len() != self.dim) {
+            return Err(crate::error::bad_model("mixture counts or dimensions are inconsistent"));
+        }
+        if self.components.iter().any(|c| c.mean.iter().any(|v| !v.is_finite())) {
+            return Err(crate::error::bad_model("a mixture component mean is not finite"));
         }
         Ok(())
     }
@@ -259,6 +281,18 @@ impl Mixture {
             self.components[k] = niw_posterior_draw(p, d, &members, rng)?;
         }
         Ok(())
+    }
+}
+
+impl Mixture {
+    /// Draws the base scale `ψ₀` from its conditional given the components (module docs):
+    /// `Gamma(a_ψ + Kν₀d/2, b_ψ + ½ Σ_k tr Σ_k⁻¹)`.
+    pub fn draw_psi0<R: Rng>(&self, p: &MixtureParams, prior: &GammaPrior, rng: &mut R) -> f64 {
+        let d = self.dim as f64;
+        let k = self.components.len() as f64;
+        let shape = prior.shape + 0.5 * k * p.nu0(self.dim) * d;
+        let rate = prior.rate + 0.5 * self.components.iter().map(Component::trace_inverse).sum::<f64>();
+        gamma_draw(shape, rate, rng)
     }
 }
 

@@ -1,4 +1,5 @@
-//! The error type of bke-bank.
+//! The error type of bke-bank: BaNK-specific failures beside [`CoreError`] (which carries invalid
+//! parameters, shape mismatches, non-finite values, linear-algebra failures and model-file problems).
 
 use bke_core::CoreError;
 use bke_linalg::LinalgError;
@@ -7,34 +8,6 @@ use bke_linalg::LinalgError;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BankError {
-    /// A hyperparameter is outside its domain.
-    #[error("invalid {name} = {value}: {reason}")]
-    InvalidParameter {
-        /// The parameter.
-        name: String,
-        /// Its value.
-        value: f64,
-        /// What it must satisfy.
-        reason: String,
-    },
-    /// Inputs and targets (or two inputs) do not fit together.
-    #[error("shape mismatch: {what} has {found}, expected {expected}")]
-    ShapeMismatch {
-        /// Which input.
-        what: String,
-        /// What was expected.
-        expected: usize,
-        /// What was given.
-        found: usize,
-    },
-    /// A target value is NaN or ±∞.
-    #[error("target value {value} at row {row} is not finite; remove or impute that row")]
-    NonFiniteTarget {
-        /// Zero-based row.
-        row: usize,
-        /// The value.
-        value: f64,
-    },
     /// A classification label is not 0 or 1.
     #[error("classification labels must be 0 or 1, but row {row} has {value}; recode the target column")]
     BadLabel {
@@ -54,32 +27,48 @@ pub enum BankError {
         found: usize,
     },
     /// A numerical failure that persisted after the sampler's own recovery (refactorisation).
-    #[error("numerical failure in {what}: {detail} (try a larger prior precision or standardised inputs)")]
+    #[error("numerical failure in {what}: {detail} (try standardised inputs or fix the prior precision)")]
     Numerical {
         /// Where.
         what: String,
         /// What happened.
         detail: String,
     },
-    /// A model read from JSON is inconsistent.
-    #[error("invalid model: {0}")]
-    InvalidModel(String),
-    /// An error from bke-core (validation of points).
+    /// Validation, shapes, linear algebra, model files (bke-core).
     #[error(transparent)]
     Core(#[from] CoreError),
-    /// A linear-algebra error.
-    #[error(transparent)]
-    Linalg(#[from] LinalgError),
+}
+
+impl From<LinalgError> for BankError {
+    fn from(e: LinalgError) -> Self {
+        BankError::Core(CoreError::Linalg(e))
+    }
+}
+
+/// `CoreError::InvalidParameter` for `name = value` with `reason`.
+pub(crate) fn invalid(name: &str, value: f64, reason: impl Into<String>) -> BankError {
+    BankError::Core(CoreError::InvalidParameter { name: name.into(), value, reason: reason.into() })
+}
+
+/// `CoreError::DimensionMismatch` for `what`.
+pub(crate) fn mismatch(what: &str, expected: usize, found: usize) -> BankError {
+    BankError::Core(CoreError::DimensionMismatch { what: what.into(), expected, found })
+}
+
+/// An inconsistent model (e.g. a hand-edited model file).
+pub(crate) fn bad_model(msg: impl Into<String>) -> CoreError {
+    CoreError::ModelFile(format!("invalid BaNK model: {}", msg.into()))
 }
 
 /// Errors unless `value` is finite and strictly positive.
 pub(crate) fn check_positive(name: &str, value: f64) -> Result<(), BankError> {
-    if !(value.is_finite() && value > 0.0) {
-        return Err(BankError::InvalidParameter {
-            name: name.into(),
-            value,
-            reason: "must be finite and strictly positive".into(),
-        });
+    Ok(bke_core::check_positive(name, value)?)
+}
+
+/// Errors unless `v ≥ 1`.
+pub(crate) fn check_count(name: &str, v: usize) -> Result<(), BankError> {
+    if v == 0 {
+        return Err(invalid(name, 0.0, "must be at least 1"));
     }
     Ok(())
 }
@@ -87,7 +76,7 @@ pub(crate) fn check_positive(name: &str, value: f64) -> Result<(), BankError> {
 /// Errors on the first non-finite target.
 pub(crate) fn check_targets(y: &[f64]) -> Result<(), BankError> {
     match y.iter().position(|v| !v.is_finite()) {
-        Some(row) => Err(BankError::NonFiniteTarget { row, value: y[row] }),
+        Some(row) => Err(CoreError::NonFinite { what: "targets".into(), row, col: 0, value: y[row] }.into()),
         None => Ok(()),
     }
 }

@@ -1,5 +1,6 @@
 //! The conjugate Normal–inverse-gamma evidence of Bayesian linear regression on the random features
-//! (seed 001 eq. 11, in the standard form of DESIGN.md §3.3).
+//! (seed 001 eq. (11), in its standard conjugate form; the seed's `Λ₀ = σ_ε⁻² I` is a typo for a
+//! prior precision that does not involve the noise twice).
 //!
 //! With `β | σ² ~ N(0, σ² Λ₀⁻¹)`, `Λ₀ = λ₀ I`, `σ² ~ IG(a₀, b₀)` and `y | β, σ² ~ N(Φβ, σ² I)`:
 //! `Λ_n = ΦᵀΦ + Λ₀`, `μ_n = Λ_n⁻¹ Φᵀy`, `a_n = a₀ + N/2`, `b_n = b₀ + ½(yᵀy − μ_nᵀΛ_nμ_n)` and
@@ -7,13 +8,14 @@
 //! Given the lower factor `L` of `Λ_n`, `μ_nᵀΛ_nμ_n = ‖L⁻¹Φᵀy‖²` and `log|Λ_n| = 2 Σ log L_ii`.
 
 use crate::error::{BankError, check_positive};
+pub use crate::priors::LogNormalPrior;
+use bke_core::numeric::LN_2PI;
 use bke_core::special::ln_gamma;
 use bke_linalg::{Backend, MatRef, Trans};
 use serde::{Deserialize, Serialize};
 
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
-
-/// Hyperparameters of the Normal–inverse-gamma prior on the feature weights and the noise.
+/// The Normal–inverse-gamma prior on the feature weights and the noise at given values (the sampler's
+/// current state; [`crate::BankParams`] says which are learned).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct NigParams {
     /// Inverse-gamma shape `a₀ > 0` of the noise variance. Default `1`.
@@ -22,13 +24,13 @@ pub struct NigParams {
     /// tenth of a standardised target's).
     pub b0: f64,
     /// Prior precision `λ₀ > 0` of the weights relative to the noise: `β | σ² ~ N(0, σ²/λ₀ I)`.
-    /// With the `1/√M` feature scaling the prior signal variance is `σ²/λ₀`. Default `0.1`.
+    /// With the `1/√M` feature scaling the prior signal variance is `σ²/λ₀` for every `M`. Default `1`.
     pub prior_precision: f64,
 }
 
 impl Default for NigParams {
     fn default() -> Self {
-        Self { a0: 1.0, b0: 0.1, prior_precision: 0.1 }
+        Self { a0: 1.0, b0: 0.1, prior_precision: 1.0 }
     }
 }
 

@@ -3,40 +3,12 @@
 //! `φ(x) = M^{-1/2} [cos(ω₁ᵀx), …, cos(ω_Mᵀx), sin(ω₁ᵀx), …, sin(ω_Mᵀx)]ᵀ`, so that
 //! `φ(x)ᵀφ(y) = M⁻¹ Σ_j cos(ω_jᵀ(x − y))` approximates `k(x − y) = E_ω cos(ωᵀ(x − y))` (Bochner).
 //! The feature matrix `Φ` (`N × 2M`, column-major) has the cosines of frequency `j` in column `j` and the
-//! sines in column `M + j`.
+//! sines in column `M + j`; it is filled by [`bke_core::rff::fill_features`].
 
 use bke_core::Points;
+pub use bke_core::rff::fill_features;
 use bke_linalg::Mat;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-
-/// Fills `out` (`N × 2P`) with the features of the `P` frequencies `w` (row-major `P × d`) at the
-/// inputs `x` (`N × d`, column-major), scaled by `1/√m_total`: column `p` holds `cos(ω_pᵀx)/√M`,
-/// column `P + p` holds `sin(ω_pᵀx)/√M`. Columns are computed in parallel (deterministically).
-pub fn fill_features(x: &Mat, w: &[f64], m_total: usize, out: &mut Mat) {
-    let (n, d) = (x.nrows(), x.ncols());
-    let p = w.len() / d.max(1);
-    debug_assert_eq!(out.nrows(), n);
-    debug_assert_eq!(out.ncols(), 2 * p);
-    let scale = 1.0 / (m_total as f64).sqrt();
-    let (cos_part, sin_part) = out.as_mut_slice().split_at_mut(n * p);
-    cos_part.par_chunks_mut(n.max(1)).zip(sin_part.par_chunks_mut(n.max(1))).enumerate().for_each(
-        |(q, (cc, sc))| {
-            let wq = &w[q * d..(q + 1) * d];
-            cc.fill(0.0);
-            for (k, &wk) in wq.iter().enumerate() {
-                for (t, &xv) in cc.iter_mut().zip(x.col(k)) {
-                    *t += wk * xv;
-                }
-            }
-            for (c, s) in cc.iter_mut().zip(sc.iter_mut()) {
-                let (sv, cv) = c.sin_cos();
-                *c = cv * scale;
-                *s = sv * scale;
-            }
-        },
-    );
-}
 
 /// The full feature matrix `Φ` (`N × 2M`) of the frequencies `w` (row-major `M × d`).
 pub fn feature_matrix(x: &Mat, w: &[f64]) -> Mat {

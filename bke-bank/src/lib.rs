@@ -7,23 +7,24 @@
 //! for regression, or joint `(W_j, β_j)` moves with a 2-D Laplace proposal (§3.3.2) for classification.
 //!
 //! ```
-//! use bke_bank::{BankParams, Task, fit};
-//! use bke_core::Points;
+//! use bke_bank::{BankParams, Task};
+//! use bke_core::{Dataset, Params, Points, Predict};
 //! use bke_linalg::DefaultBackend as B;
 //!
 //! let xs: Vec<f64> = (0..200).map(|i| i as f64 / 40.0).collect();
 //! let y: Vec<f64> = xs.iter().map(|x| (1.5 * x).sin()).collect();
-//! let x = Points::from_1d("x", &xs).unwrap();
-//! let params = BankParams { frequencies: 16, iterations: 20, seed: 1, ..Default::default() };
-//! let model = fit::<B>(&x, &y, Task::Regression, &params, |_| {}).unwrap();
-//! let pred = model.predict_regression::<B>(&x).unwrap();
+//! let data = Dataset::new(Points::from_1d("x", &xs)?, y.clone())?;
+//! let params = BankParams { task: Task::Regression, frequencies: 16, iterations: 20, seed: 1, ..Default::default() };
+//! let model = params.check()?.fit::<B>(&data)?;
+//! let pred = model.predict::<B>(data.x())?;
 //! let mse: f64 = pred.mean.iter().zip(&y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 200.0;
 //! assert!(mse < 0.05, "mse {mse}");
 //! // The learned kernel: k(t) on a grid, and the spectral mixture (weights, means, covariances).
-//! let (k_features, k_mixture) = model.kernel(&Points::from_1d("t", &[0.0, 0.5, 1.0]).unwrap()).unwrap();
+//! let (k_features, k_mixture) = model.kernel(&Points::from_1d("t", &[0.0, 0.5, 1.0])?)?;
 //! assert!((k_features[0] - 1.0).abs() < 1e-12 && (k_mixture[0] - 1.0).abs() < 1e-12);
 //! let spectrum = model.spectral_mixture();
 //! assert!((spectrum.weights.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+//! # Ok::<(), bke_bank::BankError>(())
 //! ```
 //!
 //! Modules:
@@ -34,7 +35,12 @@
 //!   Cholesky update + downdate on acceptance, drift-checked refactorisation) and its refactorising
 //!   reference;
 //! * [`classification`]: the logistic model and its Laplace-proposal moves;
-//! * [`model`]: parameters, the fitting driver, prediction (Student-t mixture) and the learned kernel;
+//! * [`params`]: the parameters, which hyperparameters are learned, their data-driven defaults, and
+//!   what the prior on `f` is as `M` grows;
+//! * [`priors`]: the hyperpriors of the learned hyperparameters;
+//! * [`slice`](mod@slice): univariate slice sampling (the `log λ₀` update);
+//! * [`sampler`]: the fitting driver and one sweep of each task;
+//! * [`model`]: the fitted model, prediction (Student-t mixture), the learned kernel, the model file;
 //! * [`baselines`]: RKS and MKL with random features (§4.2);
 //! * [`cv`]: K-fold cross-validation.
 //!
@@ -43,14 +49,24 @@
 mod error;
 mod small;
 
+pub mod alac;
 pub mod baselines;
 pub mod classification;
+pub mod compare;
 pub mod cv;
 pub mod dpmix;
 pub mod evidence;
 pub mod features;
+pub mod gbdt;
+pub mod gp;
 pub mod model;
+pub mod params;
+pub mod priors;
 pub mod regression;
+pub mod rfo;
+pub mod sampler;
+pub mod slice;
 
 pub use error::BankError;
-pub use model::{BankModel, BankParams, SweepMethod, Task, fit};
+pub use model::BankModel;
+pub use params::{BankParams, BankPrior, SweepMethod, Task};

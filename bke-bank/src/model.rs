@@ -1,150 +1,27 @@
-//! BaNK fitting and prediction: the sampler parameters, the Gibbs/MH driver (seed 001 §3), the fitted
-//! models and the learned kernel (eq. 4, 5).
+//! The fitted BaNK model: the retained states of the chain (seed 001 §3), the posterior predictive
+//! (a mixture over states), the learned kernel (eq. 4, 5) and the model file.
 //!
-//! One iteration (a *sweep*) is: Gibbs for every `Z_j` (eq. 8), an NIW posterior draw for every
-//! component (§3.2), then one MH pass over the frequencies — regression: eq. 12 with the evidence of
-//! eq. 11 ([`crate::regression`]); classification: the joint `(W_j, β_j)` moves of §3.3.2
-//! ([`crate::classification`]). Everything is driven by one seeded ChaCha8 stream; parallel parts
-//! draw no random numbers, so results do not depend on the thread count.
+//! **Prediction.** Regression state `s` gives a Student-t predictive with `2a_n` degrees of freedom,
+//! location `φ(x)ᵀμ_n` and squared scale `(b_n/a_n)(1 + φ(x)ᵀΛ_n⁻¹φ(x))`; the model averages the
+//! retained states (`BankParams::samples`, evenly spaced after burn-in), so [`Predict`] returns the
+//! mixture's mean and variance. Classification averages `σ(φ(x)ᵀβ + β₀)` over the states;
+//! [`Predict`] returns that probability as the mean of the 0/1 target and `p(1 − p)` as its variance.
+//!
+//! **Model file** ([`ModelFile`], kinds `bank-regression` and `bank-classification`): the
+//! serialised [`BankModel`]. Files written by the bke 0.1 CLI (`{columns, target, model}` with the
+//! fixed-hyperparameter layout of the parameters) still load: their hyperparameters read as fixed.
 
-use crate::classification::ClassificationState;
-use crate::dpmix::{Mixture, MixtureParams};
-use crate::error::{BankError, check_labels, check_targets};
-use crate::evidence::NigParams;
-use crate::features::{Standardizer, feature_matrix, target_moments};
-use crate::regression::{RegressionState, SweepStats};
-use bke_core::Points;
+use crate::classification::sigmoid;
+use crate::dpmix::Mixture;
+use crate::error::{BankError, bad_model, mismatch};
+use crate::features::{Standardizer, feature_matrix};
+use crate::params::{BankParams, Resolved, Task};
+use crate::regression::SweepStats;
+use bke_core::model_file::{ModelFile, Saved};
+use bke_core::{CoreError, Points, Predict, Prediction};
 use bke_linalg::{Backend, Mat, Trans};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
-
-/// Regression or (binary, 0/1 labels) classification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Task {
-    /// Gaussian likelihood, conjugate NIG evidence (§3.3.1).
-    Regression,
-    /// Logistic likelihood, joint `(W_j, β_j)` MH with a Laplace proposal (§3.3.2).
-    Classification,
-}
-
-/// How the regression sweep evaluates the evidence of a proposal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SweepMethod {
-    /// Bulk Gram rows, Woodbury evaluation, rank-2 update + downdate on acceptance: `O(NM²)` a sweep.
-    LowRank,
-    /// Rebuild and refactorise `Λ_n` per proposal: `O(NM³ + M⁴)` a sweep (reference only).
-    Refactorise,
-}
-
-/// Parameters of a BaNK fit. Frequencies live in the space of the standardised inputs unless
-/// `standardize_inputs` is off; the exported kernel is always in the original units.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BankParams {
-    /// Number of frequencies `M` (`2M` features). Default `128`.
-    pub frequencies: usize,
-    /// MCMC iterations (sweeps). Default `100`.
-    pub iterations: usize,
-    /// Burn-in sweeps discarded (`None`: half of `iterations`). Default `None`.
-    pub burn_in: Option<usize>,
-    /// Number of post-burn-in states retained (evenly spaced) for prediction. Default `10`.
-    pub samples: usize,
-    /// DP-mixture hyperparameters.
-    pub mixture: MixtureParams,
-    /// Regression evidence hyperparameters.
-    pub nig: NigParams,
-    /// Classification: prior variance `s²` of each weight, `β ~ N(0, s² I)`. Default `10`.
-    pub weight_prior_variance: f64,
-    /// Classification: Newton iterations of each 2-D Laplace approximation. Default `12`.
-    pub newton_iterations: usize,
-    /// Initial frequencies `W_j ~ N(0, s² I)` with `s = init_scale` (standardised units). Default `1`.
-    pub init_scale: f64,
-    /// Standardise inputs (per column) before learning. Default `true`.
-    pub standardize_inputs: bool,
-    /// Proposals per bulk Gram-row product in the regression sweep. Default `64`.
-    pub block: usize,
-    /// Refactorise `Λ_n` (and check the drift) every this many sweeps. Default `1` (`O(M³)`, small
-    /// beside the sweep's `O(NM²)`).
-    pub refactor_every: usize,
-    /// Regression sweep method. Default [`SweepMethod::LowRank`].
-    pub method: SweepMethod,
-    /// Seed of the random stream. Default `0`.
-    pub seed: u64,
-}
-
-impl Default for BankParams {
-    fn default() -> Self {
-        Self {
-            frequencies: 128,
-            iterations: 100,
-            burn_in: None,
-            samples: 10,
-            mixture: MixtureParams::default(),
-            nig: NigParams::default(),
-            weight_prior_variance: 10.0,
-            newton_iterations: 12,
-            init_scale: 1.0,
-            standardize_inputs: true,
-            block: 64,
-            refactor_every: 1,
-            method: SweepMethod::LowRank,
-            seed: 0,
-        }
-    }
-}
-
-fn positive_count(name: &str, v: usize) -> Result<(), BankError> {
-    if v == 0 {
-        return Err(BankError::InvalidParameter {
-            name: name.into(),
-            value: 0.0,
-            reason: "must be at least 1".into(),
-        });
-    }
-    Ok(())
-}
-
-impl BankParams {
-    /// Validates the parameters for inputs in `d` dimensions.
-    pub fn check(&self, d: usize) -> Result<(), BankError> {
-        positive_count("frequencies", self.frequencies)?;
-        positive_count("iterations", self.iterations)?;
-        positive_count("samples", self.samples)?;
-        positive_count("block", self.block)?;
-        positive_count("refactor_every", self.refactor_every)?;
-        positive_count("newton_iterations", self.newton_iterations)?;
-        if self.burn_in() >= self.iterations {
-            return Err(BankError::InvalidParameter {
-                name: "burn_in".into(),
-                value: self.burn_in() as f64,
-                reason: format!("must be smaller than iterations = {}", self.iterations),
-            });
-        }
-        crate::error::check_positive("init_scale", self.init_scale)?;
-        crate::error::check_positive("weight_prior_variance", self.weight_prior_variance)?;
-        self.mixture.check(d)?;
-        self.nig.check()
-    }
-
-    /// The burn-in actually used.
-    pub fn burn_in(&self) -> usize {
-        self.burn_in.unwrap_or(self.iterations / 2)
-    }
-
-    /// The iterations whose states are retained: `samples` evenly spaced after burn-in, ending at the
-    /// last iteration.
-    pub fn retained_iterations(&self) -> Vec<usize> {
-        let b = self.burn_in();
-        let post = self.iterations - b;
-        let k = self.samples.min(post);
-        let mut v: Vec<usize> = (1..=k).map(|i| b + (i * post) / k - 1).collect();
-        v.dedup();
-        v
-    }
-}
+use serde_json::Value;
 
 /// The frequencies and mixture of one retained state (shared by both tasks).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,6 +30,9 @@ pub struct SpectralSample {
     pub w: Vec<f64>,
     /// The DP-mixture state.
     pub mixture: Mixture,
+    /// The DP base scale `ψ₀` of this state (absent in bke 0.1 files, where it was fixed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi0: Option<f64>,
 }
 
 /// A retained regression state: the frequencies and the conjugate posterior of the weights and noise.
@@ -168,6 +48,9 @@ pub struct RegressionSample {
     pub an: f64,
     /// `b_n`.
     pub bn: f64,
+    /// The prior precision `λ₀` of this state (absent in bke 0.1 files, where it was fixed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_precision: Option<f64>,
 }
 
 /// A retained classification state: frequencies and weights.
@@ -177,6 +60,9 @@ pub struct ClassificationSample {
     pub spectral: SpectralSample,
     /// Weights `β` (length `2M`) and the intercept last (length `2M + 1`).
     pub beta: Vec<f64>,
+    /// The weight prior variance `s²` of this state (absent in bke 0.1 files, where it was fixed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_variance: Option<f64>,
 }
 
 /// The retained states of either task.
@@ -198,6 +84,15 @@ pub struct FitStats {
     pub components: Vec<usize>,
     /// Regression: log evidence after each iteration; classification: log joint density of `(y, β)`.
     pub log_target: Vec<f64>,
+    /// The DP base scale `ψ₀` after each iteration.
+    #[serde(default)]
+    pub psi0: Vec<f64>,
+    /// Regression: the prior precision `λ₀` after each iteration.
+    #[serde(default)]
+    pub prior_precision: Vec<f64>,
+    /// Classification: the weight prior variance `s²` after each iteration.
+    #[serde(default)]
+    pub weight_variance: Vec<f64>,
 }
 
 /// A fitted BaNK model (serde-serialisable: the CLI's model JSON).
@@ -219,16 +114,10 @@ pub struct BankModel {
     pub samples: Samples,
     /// Diagnostics.
     pub stats: FitStats,
-}
-
-/// Regression predictions: the mean and variance of the posterior predictive (a mixture over retained
-/// states of Student-t distributions).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RegressionPrediction {
-    /// Predictive means.
-    pub mean: Vec<f64>,
-    /// Predictive variances (including the noise).
-    pub variance: Vec<f64>,
+    /// The concrete hyperparameters of the fit (data-driven defaults filled in; absent in bke 0.1
+    /// files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<Resolved>,
 }
 
 /// The learned spectral mixture `ρ(ω) = Σ_k π_k N(ω | μ_k, Σ_k)` (eq. 4) in the original input units.
@@ -242,153 +131,7 @@ pub struct SpectralMixture {
     pub covariances: Vec<Vec<f64>>,
 }
 
-/// Validates inputs and targets.
-fn check_data(x: &Points, y: &[f64], task: Task) -> Result<(), BankError> {
-    if y.len() != x.len() {
-        return Err(BankError::ShapeMismatch { what: "targets".into(), expected: x.len(), found: y.len() });
-    }
-    if x.len() < 2 {
-        return Err(BankError::TooFewRows { what: "fitting BaNK".into(), needed: 2, found: x.len() });
-    }
-    check_targets(y)?;
-    if task == Task::Classification {
-        check_labels(y)?;
-    }
-    Ok(())
-}
-
-/// Fits BaNK with backend `B`; `on_iteration(i)` is called after sweep `i` (for progress bars).
-pub fn fit<B: Backend>(
-    x: &Points,
-    y: &[f64],
-    task: Task,
-    params: &BankParams,
-    mut on_iteration: impl FnMut(usize),
-) -> Result<BankModel, BankError> {
-    params.check(x.dim())?;
-    check_data(x, y, task)?;
-    let d = x.dim();
-    let m = params.frequencies;
-    let inputs = if params.standardize_inputs { Standardizer::fit(x) } else { Standardizer::identity(d) };
-    let xs = inputs.apply(x);
-    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
-    let w: Vec<f64> = (0..m * d).map(|_| params.init_scale * rng.sample::<f64, _>(StandardNormal)).collect();
-    let mut mixture = Mixture::single(d, m, params.init_scale)?;
-    let retained = params.retained_iterations();
-    let mut stats = FitStats::default();
-    match task {
-        Task::Regression => {
-            let (y_mean, y_scale) = target_moments(y);
-            let ys: Vec<f64> = y.iter().map(|v| (v - y_mean) / y_scale).collect();
-            let mut st = RegressionState::<B>::new(xs, ys, w, params.nig)?;
-            let mut samples = Vec::new();
-            for it in 0..params.iterations {
-                regression_sweep(&mut st, &mut mixture, params, it, &mut rng)?;
-                stats.components.push(mixture.components.len());
-                stats.log_target.push(st.log_evidence());
-                if retained.contains(&it) {
-                    let (mean, an, bn) = st.posterior()?;
-                    samples.push(RegressionSample {
-                        spectral: SpectralSample { w: st.w().to_vec(), mixture: mixture.clone() },
-                        mean,
-                        factor: pack_lower(st.factor()),
-                        an,
-                        bn,
-                    });
-                }
-                on_iteration(it);
-            }
-            stats.sweep = st.stats.clone();
-            Ok(BankModel {
-                dim: d,
-                frequencies: m,
-                inputs,
-                y_mean,
-                y_scale,
-                params: params.clone(),
-                samples: Samples::Regression(samples),
-                stats,
-            })
-        }
-        Task::Classification => {
-            let mut st = ClassificationState::new(xs, y.to_vec(), w, params)?;
-            let mut samples = Vec::new();
-            for it in 0..params.iterations {
-                classification_sweep(&mut st, &mut mixture, params, &mut rng)?;
-                stats.components.push(mixture.components.len());
-                stats.log_target.push(st.log_joint());
-                if retained.contains(&it) {
-                    samples.push(ClassificationSample {
-                        spectral: SpectralSample { w: st.w().to_vec(), mixture: mixture.clone() },
-                        beta: st.beta().to_vec(),
-                    });
-                }
-                on_iteration(it);
-            }
-            stats.sweep = st.stats.clone();
-            Ok(BankModel {
-                dim: d,
-                frequencies: m,
-                inputs,
-                y_mean: 0.0,
-                y_scale: 1.0,
-                params: params.clone(),
-                samples: Samples::Classification(samples),
-                stats,
-            })
-        }
-    }
-}
-
-/// One regression iteration: Gibbs for `Z` (eq. 8), NIW draws (§3.2), then the MH sweep over the
-/// frequencies (eq. 12) with proposals and uniforms drawn up front from `rng`; refactorises every
-/// `params.refactor_every` iterations (`it` counts from 0). Returns the number of accepted proposals.
-pub fn regression_sweep<B: Backend, R: Rng>(
-    st: &mut RegressionState<B>,
-    mixture: &mut Mixture,
-    params: &BankParams,
-    it: usize,
-    rng: &mut R,
-) -> Result<usize, BankError> {
-    let (m, d) = (st.frequencies(), st.dim());
-    mixture.gibbs_assignments(st.w(), &params.mixture, rng)?;
-    mixture.draw_components(st.w(), &params.mixture, rng)?;
-    let mut props = vec![0.0; m * d];
-    for j in 0..m {
-        mixture.component_of(j).sample(rng, &mut props[j * d..(j + 1) * d]);
-    }
-    let log_u: Vec<f64> = (0..m).map(|_| rng.random::<f64>().ln()).collect();
-    match params.method {
-        SweepMethod::LowRank => {
-            let a = st.sweep(&props, &log_u, params.block)?;
-            if (it + 1) % params.refactor_every == 0 {
-                st.refactorise()?;
-            }
-            Ok(a)
-        }
-        SweepMethod::Refactorise => st.sweep_refactorising(&props, &log_u),
-    }
-}
-
-/// One classification iteration: Gibbs for `Z`, NIW draws, then the joint `(W_j, β_j)` moves (§3.3.2).
-pub fn classification_sweep<R: Rng>(
-    st: &mut ClassificationState,
-    mixture: &mut Mixture,
-    params: &BankParams,
-    rng: &mut R,
-) -> Result<usize, BankError> {
-    let d = mixture.dim;
-    let m = mixture.assignments.len();
-    mixture.gibbs_assignments(st.w(), &params.mixture, rng)?;
-    mixture.draw_components(st.w(), &params.mixture, rng)?;
-    let mut props = vec![0.0; m * d];
-    for j in 0..m {
-        mixture.component_of(j).sample(rng, &mut props[j * d..(j + 1) * d]);
-    }
-    st.sweep(&props, rng)
-}
-
-fn pack_lower(l: bke_linalg::MatRef<'_>) -> Vec<f64> {
+pub(crate) fn pack_lower(l: bke_linalg::MatRef<'_>) -> Vec<f64> {
     let f = l.nrows();
     let mut v = Vec::with_capacity(f * (f + 1) / 2);
     for c in 0..f {
@@ -399,11 +142,7 @@ fn pack_lower(l: bke_linalg::MatRef<'_>) -> Vec<f64> {
 
 fn unpack_lower(v: &[f64], f: usize) -> Result<Mat, BankError> {
     if v.len() != f * (f + 1) / 2 {
-        return Err(BankError::InvalidModel(format!(
-            "packed factor has {} values, expected {} for {f} features",
-            v.len(),
-            f * (f + 1) / 2
-        )));
+        return Err(mismatch("packed factor (values)", f * (f + 1) / 2, v.len()));
     }
     let mut l = Mat::zeros(f, f);
     let mut k = 0;
@@ -431,54 +170,9 @@ impl BankModel {
         }
     }
 
-    /// Checks the internal consistency of a model (e.g. one read from JSON) and rebuilds caches.
-    pub fn validate(&mut self) -> Result<(), BankError> {
-        let (d, m) = (self.dim, self.frequencies);
-        if self.inputs.shift.len() != d || self.inputs.scale.len() != d {
-            return Err(BankError::InvalidModel("input standardisation does not match the dimension".into()));
-        }
-        let f = 2 * m;
-        let check_spectral = |s: &mut SpectralSample| -> Result<(), BankError> {
-            if s.w.len() != m * d || s.mixture.dim != d || s.mixture.assignments.len() != m {
-                return Err(BankError::InvalidModel("a sample's frequencies do not match M × d".into()));
-            }
-            s.mixture.refresh()
-        };
-        let n = match &mut self.samples {
-            Samples::Regression(v) => {
-                for s in v.iter_mut() {
-                    check_spectral(&mut s.spectral)?;
-                    if s.mean.len() != f || s.factor.len() != f * (f + 1) / 2 {
-                        return Err(BankError::InvalidModel("a regression sample has the wrong size".into()));
-                    }
-                }
-                v.len()
-            }
-            Samples::Classification(v) => {
-                for s in v.iter_mut() {
-                    check_spectral(&mut s.spectral)?;
-                    if s.beta.len() != f + 1 {
-                        return Err(BankError::InvalidModel(
-                            "a classification sample has the wrong size".into(),
-                        ));
-                    }
-                }
-                v.len()
-            }
-        };
-        if n == 0 {
-            return Err(BankError::InvalidModel("the model has no retained samples".into()));
-        }
-        Ok(())
-    }
-
     fn check_inputs(&self, x: &Points) -> Result<(), BankError> {
         if x.dim() != self.dim {
-            return Err(BankError::ShapeMismatch {
-                what: "prediction inputs (columns)".into(),
-                expected: self.dim,
-                found: x.dim(),
-            });
+            return Err(mismatch("prediction inputs (columns)", self.dim, x.dim()));
         }
         Ok(())
     }
@@ -487,12 +181,10 @@ impl BankModel {
     /// State `s` gives a Student-t with `2a_n` degrees of freedom, location `φ(x)ᵀμ_n` and squared
     /// scale `(b_n/a_n)(1 + φ(x)ᵀΛ_n⁻¹φ(x))` (variance `scale² · a_n/(a_n − 1)`); the mixture's mean is
     /// the average of the means and its variance the average second moment minus the squared mean.
-    pub fn predict_regression<B: Backend>(&self, x: &Points) -> Result<RegressionPrediction, BankError> {
+    pub fn predict_regression<B: Backend>(&self, x: &Points) -> Result<Prediction, BankError> {
         self.check_inputs(x)?;
         let Samples::Regression(samples) = &self.samples else {
-            return Err(BankError::InvalidModel(
-                "predict_regression called on a classification model".into(),
-            ));
+            return Err(wrong_task("predict_regression", "classification"));
         };
         let xs = self.inputs.apply(x);
         let t = x.len();
@@ -519,14 +211,14 @@ impl BankModel {
         let variance =
             mean.iter().zip(&second).map(|(m, s)| ((s / k) - (m / k).powi(2)).max(0.0) * ys * ys).collect();
         let mean = mean.iter().map(|m| m / k * ys + self.y_mean).collect();
-        Ok(RegressionPrediction { mean, variance })
+        Ok(Prediction { mean, variance })
     }
 
     /// Classification: `P(y = 1 | x)` averaged over retained states, `σ(φ(x)ᵀβ + β₀)`.
     pub fn predict_probability<B: Backend>(&self, x: &Points) -> Result<Vec<f64>, BankError> {
         self.check_inputs(x)?;
         let Samples::Classification(samples) = &self.samples else {
-            return Err(BankError::InvalidModel("predict_probability called on a regression model".into()));
+            return Err(wrong_task("predict_probability", "regression"));
         };
         let xs = self.inputs.apply(x);
         let t = x.len();
@@ -537,7 +229,7 @@ impl BankModel {
             let phi = feature_matrix(&xs, &s.spectral.w);
             B::gemv(1.0, phi.as_ref(), Trans::No, &s.beta[..f], 0.0, &mut eta)?;
             for i in 0..t {
-                p[i] += crate::classification::sigmoid(eta[i] + s.beta[f]);
+                p[i] += sigmoid(eta[i] + s.beta[f]);
             }
         }
         let k = samples.len() as f64;
@@ -628,5 +320,257 @@ impl BankModel {
             mixk.push(b / k);
         }
         Ok((feat, mixk))
+    }
+}
+
+fn wrong_task(method: &str, task: &str) -> BankError {
+    CoreError::InvalidChoice {
+        what: format!("{method} on a {task} model"),
+        reason: "use the prediction of the model's own task (see BankModel::task)".into(),
+    }
+    .into()
+}
+
+impl Predict for BankModel {
+    type Output = Prediction;
+    type Error = BankError;
+
+    /// The predictive mean and variance of the target: the Student-t mixture's (regression), or
+    /// `p` and `p(1 − p)` of the 0/1 label with `p = P(y = 1 | x)` (classification).
+    fn predict<B: Backend>(&self, x: &Points) -> Result<Prediction, BankError> {
+        match self.task() {
+            Task::Regression => self.predict_regression::<B>(x),
+            Task::Classification => {
+                let mean = self.predict_probability::<B>(x)?;
+                let variance = mean.iter().map(|p| p * (1.0 - p)).collect();
+                Ok(Prediction { mean, variance })
+            }
+        }
+    }
+}
+
+fn finite(what: &str, v: &[f64]) -> Result<(), CoreError> {
+    match v.iter().position(|x| !x.is_finite()) {
+        Some(i) => Err(bad_model(format!("{what} has a non-finite value at index {i}"))),
+        None => Ok(()),
+    }
+}
+
+impl BankModel {
+    fn validate_spectral(&self, s: &SpectralSample) -> Result<(), CoreError> {
+        let (d, m) = (self.dim, self.frequencies);
+        if s.w.len() != m * d || s.mixture.dim != d || s.mixture.assignments.len() != m {
+            return Err(bad_model("a sample's frequencies do not match M × d"));
+        }
+        finite("frequencies", &s.w)?;
+        s.mixture.validate()
+    }
+
+    fn validate_samples(&self) -> Result<usize, CoreError> {
+        let f = 2 * self.frequencies;
+        match &self.samples {
+            Samples::Regression(v) => {
+                for s in v {
+                    self.validate_spectral(&s.spectral)?;
+                    if s.mean.len() != f || s.factor.len() != f * (f + 1) / 2 {
+                        return Err(bad_model("a regression sample has the wrong size"));
+                    }
+                    finite("posterior mean", &s.mean)?;
+                    finite("posterior factor", &s.factor)?;
+                    if !(s.an > 1.0 && s.bn > 0.0 && s.bn.is_finite()) {
+                        return Err(bad_model("a regression sample needs a_n > 1 and b_n > 0"));
+                    }
+                    let mut k = 0;
+                    for c in 0..f {
+                        if !(s.factor[k] > 0.0) {
+                            return Err(bad_model("a posterior factor has a non-positive diagonal"));
+                        }
+                        k += f - c;
+                    }
+                }
+                Ok(v.len())
+            }
+            Samples::Classification(v) => {
+                for s in v {
+                    self.validate_spectral(&s.spectral)?;
+                    if s.beta.len() != f + 1 {
+                        return Err(bad_model("a classification sample has the wrong size"));
+                    }
+                    finite("weights", &s.beta)?;
+                }
+                Ok(v.len())
+            }
+        }
+    }
+}
+
+impl ModelFile for BankModel {
+    const KINDS: &'static [&'static str] = &["bank-regression", "bank-classification"];
+    const VERSION: u32 = 1;
+
+    fn kind(&self) -> &'static str {
+        match self.task() {
+            Task::Regression => "bank-regression",
+            Task::Classification => "bank-classification",
+        }
+    }
+
+    fn validate(&self) -> Result<(), CoreError> {
+        let d = self.dim;
+        if d == 0 || self.frequencies == 0 {
+            return Err(bad_model("the dimension and the number of frequencies must be at least 1"));
+        }
+        if self.inputs.shift.len() != d || self.inputs.scale.len() != d {
+            return Err(bad_model("input standardisation does not match the dimension"));
+        }
+        finite("input shift", &self.inputs.shift)?;
+        if self.inputs.scale.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(bad_model("input scales must be finite and positive"));
+        }
+        if !(self.y_mean.is_finite() && self.y_scale.is_finite() && self.y_scale > 0.0) {
+            return Err(bad_model("the target mean and scale must be finite, the scale positive"));
+        }
+        if self.params.task != self.task() {
+            return Err(bad_model("the parameters' task differs from the samples' task"));
+        }
+        if self.validate_samples()? == 0 {
+            return Err(bad_model("the model has no retained samples"));
+        }
+        Ok(())
+    }
+
+    /// bke 0.1's CLI wrote `{columns, target, model}` with the model's parameters in the layout
+    /// `{…, mixture: {alpha, mu0, kappa0, nu0, psi0}, nig: {a0, b0, prior_precision},
+    /// weight_prior_variance, init_scale, …}` (every hyperparameter fixed) and no task field.
+    fn from_legacy(file: &Value) -> Option<Result<Saved<Self>, String>> {
+        let model = file.get("model")?;
+        model.get("samples")?;
+        Some(legacy_model(file, model))
+    }
+}
+
+fn legacy_model(file: &Value, model: &Value) -> Result<Saved<BankModel>, String> {
+    let mut model = model.clone();
+    let task = model.pointer("/samples/task").and_then(Value::as_str).unwrap_or("regression").to_string();
+    let params = model.get_mut("params").ok_or("the model has no parameters")?;
+    let old = params.clone();
+    let get = |path: &str| old.pointer(path).cloned().unwrap_or(Value::Null);
+    let prior = serde_json::json!({
+        "alpha": get("/mixture/alpha"),
+        "mu0": get("/mixture/mu0"),
+        "kappa0": get("/mixture/kappa0"),
+        "nu0": get("/mixture/nu0"),
+        "psi0": get("/mixture/psi0"),
+        "init_scale": get("/init_scale"),
+        "a0": get("/nig/a0"),
+        "b0": get("/nig/b0"),
+        "prior_precision": get("/nig/prior_precision"),
+        "weight_prior_variance": get("/weight_prior_variance"),
+        "intercept_prior_variance": get("/weight_prior_variance"),
+    });
+    let obj = params.as_object_mut().ok_or("the model's parameters are not an object")?;
+    for k in ["mixture", "nig", "weight_prior_variance", "init_scale"] {
+        obj.remove(k);
+    }
+    obj.insert("prior".into(), prior);
+    obj.insert("task".into(), Value::String(task));
+    let model: BankModel =
+        serde_json::from_value(model).map_err(|e| format!("malformed bke 0.1 BaNK model: {e}"))?;
+    let columns = match file.get("columns") {
+        Some(c) => serde_json::from_value(c.clone()).map_err(|e| format!("malformed columns: {e}"))?,
+        None => Vec::new(),
+    };
+    let target = file.get("target").and_then(Value::as_str).map(str::to_string);
+    Ok(Saved { columns, target, model })
+}
+
+/// What `bke bank predict` prints: the predictive mean and variance (regression) or `P(y = 1 | x)`
+/// (classification).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BankOutput {
+    /// Regression: `{"mean": [..], "variance": [..]}`.
+    Regression(Prediction),
+    /// Classification: `{"probability": [..]}`.
+    Classification {
+        /// `P(y = 1 | x)` at each point.
+        probability: Vec<f64>,
+    },
+}
+
+/// A summary of a fit (what `bke bank fit` prints beside the model file's path).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitSummary {
+    /// The task.
+    pub task: Task,
+    /// Training rows.
+    pub rows: usize,
+    /// Input columns.
+    pub inputs: usize,
+    /// Frequencies `M`.
+    pub frequencies: usize,
+    /// Sweeps run.
+    pub iterations: usize,
+    /// Accepted frequency proposals over all proposals.
+    pub acceptance_rate: f64,
+    /// Mixture components in the last state.
+    pub components: Option<usize>,
+    /// The log evidence (regression) or log joint (classification) after the last sweep.
+    pub final_log_target: Option<f64>,
+    /// Largest relative drift of the updated factor at a refactorisation.
+    pub max_factor_drift: f64,
+    /// The median pairwise distance of the standardised inputs (the default frequency scale is its
+    /// inverse).
+    pub median_distance: Option<f64>,
+    /// Posterior mean over the retained states of the regression prior precision `λ₀`.
+    pub prior_precision: Option<f64>,
+    /// Posterior mean over the retained states of the DP base scale `ψ₀`.
+    pub psi0: Option<f64>,
+    /// Posterior mean over the retained states of the classification weight variance `s²`.
+    pub weight_prior_variance: Option<f64>,
+    /// The learned spectral mixture of the last state (original units).
+    pub spectral_mixture: SpectralMixture,
+}
+
+fn mean_of(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = v.collect::<Option<Vec<f64>>>()?;
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+impl BankModel {
+    /// The prediction `bke bank predict` prints ([`BankOutput`]).
+    pub fn predict_output<B: Backend>(&self, x: &Points) -> Result<BankOutput, BankError> {
+        Ok(match self.task() {
+            Task::Regression => BankOutput::Regression(self.predict_regression::<B>(x)?),
+            Task::Classification => {
+                BankOutput::Classification { probability: self.predict_probability::<B>(x)? }
+            }
+        })
+    }
+
+    /// A summary of the fit on `rows` training rows.
+    pub fn summary(&self, rows: usize) -> FitSummary {
+        let st = &self.stats;
+        let spectral = self.spectral_samples();
+        let (lambda, s2) = match &self.samples {
+            Samples::Regression(v) => (mean_of(v.iter().map(|s| s.prior_precision)), None),
+            Samples::Classification(v) => (None, mean_of(v.iter().map(|s| s.weight_variance))),
+        };
+        FitSummary {
+            task: self.task(),
+            rows,
+            inputs: self.dim,
+            frequencies: self.frequencies,
+            iterations: self.params.iterations,
+            acceptance_rate: st.sweep.accepted as f64 / st.sweep.proposals.max(1) as f64,
+            components: st.components.last().copied(),
+            final_log_target: st.log_target.last().copied(),
+            max_factor_drift: st.sweep.max_factor_drift,
+            median_distance: self.resolved.as_ref().map(|r| r.median_distance),
+            prior_precision: lambda,
+            psi0: mean_of(spectral.iter().map(|s| s.psi0)),
+            weight_prior_variance: s2,
+            spectral_mixture: self.spectral_mixture(),
+        }
     }
 }

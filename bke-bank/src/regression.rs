@@ -27,12 +27,22 @@
 //!
 //! [`RegressionState::sweep_refactorising`] is the reference: it rebuilds and refactorises `Λ_n` for
 //! every proposal, from the same proposals and uniforms, so both give the same chain.
+//!
+//! **The prior precision** `λ₀` (an extension of the seed, which fixes it) is resampled once a sweep
+//! by [`RegressionState::resample_prior_precision`]: a slice-sampling update ([`crate::slice`]) of
+//! `log λ₀` under `p(y | W, λ₀) p(log λ₀)`. One symmetric eigendecomposition of the smaller Gram
+//! matrix makes every evaluation `O(min(N, 2M))` ([`EvidenceSpectrum`]): with `ΦᵀΦ = V diag(e) Vᵀ`,
+//! `log|ΦᵀΦ + λI| = Σ log(e_i + λ)` and `(Φᵀy)ᵀ(ΦᵀΦ + λI)⁻¹Φᵀy = Σ (Vᵀ Φᵀy)_i²/(e_i + λ)`; when
+//! `N < 2M` the dual `ΦΦᵀ = U diag(e) Uᵀ` (`N × N`) gives `Σ log(e_i + λ) + (2M − N) log λ` and
+//! `Σ e_i (Uᵀy)_i²/(e_i + λ)` (push-through identity). Cost `O(min(N, 2M)³)` a sweep, the order of
+//! the refactorisation the sweep already pays; the factor is then rebuilt at the new `λ₀`.
 
-use crate::error::BankError;
-use crate::evidence::{NigParams, log_evidence_dense};
+use crate::error::{BankError, mismatch};
+use crate::evidence::{LogNormalPrior, NigParams, log_evidence_dense};
 use crate::features::{feature_matrix, fill_features};
 use crate::small;
 use bke_linalg::{Backend, Mat, MatRef, Trans};
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
 
@@ -52,6 +62,20 @@ pub struct SweepStats {
     pub max_factor_drift: f64,
     /// Largest absolute drift of the log evidence seen at a refactorisation.
     pub max_evidence_drift: f64,
+}
+
+/// The eigenvalues of `ΦᵀΦ` (or of `ΦΦᵀ` when `N < 2M`, `dual`) and the weights that make the
+/// evidence a cheap function of `λ` ([`RegressionState::evidence_spectrum`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvidenceSpectrum {
+    /// Eigenvalues.
+    pub values: Vec<f64>,
+    /// `(Vᵀ Φᵀy)_i²` (primal) or `e_i (Uᵀy)_i²` (dual).
+    pub weights: Vec<f64>,
+    /// Whether the spectrum is of the `N × N` matrix `ΦΦᵀ`.
+    pub dual: bool,
+    /// The number of features `2M`.
+    pub features: usize,
 }
 
 /// The regression state: inputs, targets, frequencies, `Φ`, `ΦᵀΦ`, `Φᵀy` and the factor of `Λ_n`.
@@ -82,14 +106,10 @@ impl<B: Backend> RegressionState<B> {
         nig.check()?;
         let (n, d) = (x.nrows(), x.ncols());
         if y.len() != n {
-            return Err(BankError::ShapeMismatch { what: "targets".into(), expected: n, found: y.len() });
+            return Err(mismatch("targets", n, y.len()));
         }
         if d == 0 || w.is_empty() || w.len() % d != 0 {
-            return Err(BankError::ShapeMismatch {
-                what: "frequencies (values)".into(),
-                expected: d.max(1) * (w.len() / d.max(1)).max(1),
-                found: w.len(),
-            });
+            return Err(mismatch("frequencies (values)", d.max(1) * (w.len() / d.max(1)).max(1), w.len()));
         }
         crate::error::check_targets(&y)?;
         let m = w.len() / d;
@@ -145,11 +165,7 @@ impl<B: Backend> RegressionState<B> {
     /// Replaces the targets (same length), recomputing `Φᵀy`, `yᵀy` and `‖L⁻¹Φᵀy‖²` in `O(NM + M²)`.
     pub fn set_targets(&mut self, y: Vec<f64>) -> Result<(), BankError> {
         if y.len() != self.y.len() {
-            return Err(BankError::ShapeMismatch {
-                what: "targets".into(),
-                expected: self.y.len(),
-                found: y.len(),
-            });
+            return Err(mismatch("targets", self.y.len(), y.len()));
         }
         crate::error::check_targets(&y)?;
         self.y = y;
@@ -208,6 +224,81 @@ impl<B: Backend> RegressionState<B> {
         self.nig.log_evidence(self.y.len(), 2 * self.m, self.logdet, self.yty, self.quad)
     }
 
+    /// The log evidence `log p(y | X, W, λ)` at another prior precision `λ` (one Cholesky
+    /// factorisation of `ΦᵀΦ + λI`); `−∞` where rounding makes that matrix indefinite.
+    pub fn log_evidence_at(&self, lambda: f64) -> Result<f64, BankError> {
+        let f = 2 * self.m;
+        let mut lam = self.gram.clone();
+        for i in 0..f {
+            lam[(i, i)] += lambda;
+        }
+        let Ok(l) = B::cholesky(lam.as_ref()) else { return Ok(f64::NEG_INFINITY) };
+        let mut z = self.phity.clone();
+        B::solve_lower_in_place(l.as_ref(), bke_linalg::MatMut::col_vector(&mut z))?;
+        let quad = z.iter().map(|v| v * v).sum();
+        let nig = NigParams { prior_precision: lambda, ..self.nig };
+        Ok(nig.log_evidence(self.y.len(), f, B::cholesky_logdet(l.as_ref()), self.yty, quad))
+    }
+
+    /// The spectrum that makes the evidence an `O(min(N, 2M))` function of `λ` (module docs).
+    pub fn evidence_spectrum(&self) -> Result<EvidenceSpectrum, BankError> {
+        let (n, f) = (self.y.len(), 2 * self.m);
+        if f <= n {
+            let eig = B::sym_eigen(self.gram.as_ref())?;
+            let mut proj = vec![0.0; f];
+            B::gemv(1.0, eig.vectors.as_ref(), Trans::Yes, &self.phity, 0.0, &mut proj)?;
+            let weights = proj.iter().map(|p| p * p).collect();
+            Ok(EvidenceSpectrum { values: eig.values, weights, dual: false, features: f })
+        } else {
+            let mut g = Mat::zeros(n, n);
+            B::gemm(1.0, self.phi.as_ref(), Trans::No, self.phi.as_ref(), Trans::Yes, 0.0, g.as_mut())?;
+            let eig = B::sym_eigen(g.as_ref())?;
+            let mut proj = vec![0.0; n];
+            B::gemv(1.0, eig.vectors.as_ref(), Trans::Yes, &self.y, 0.0, &mut proj)?;
+            let weights = proj.iter().zip(&eig.values).map(|(p, e)| e.max(0.0) * p * p).collect();
+            Ok(EvidenceSpectrum { values: eig.values, weights, dual: true, features: f })
+        }
+    }
+
+    /// The log evidence at prior precision `λ` from a spectrum of this state's `Φ`.
+    pub fn log_evidence_with(&self, spec: &EvidenceSpectrum, lambda: f64) -> f64 {
+        let mut logdet: f64 = spec.values.iter().map(|e| (e.max(0.0) + lambda).ln()).sum();
+        if spec.dual {
+            logdet += (spec.features - spec.values.len()) as f64 * lambda.ln();
+        }
+        let quad: f64 = spec.values.iter().zip(&spec.weights).map(|(e, w)| w / (e.max(0.0) + lambda)).sum();
+        let nig = NigParams { prior_precision: lambda, ..self.nig };
+        nig.log_evidence(self.y.len(), spec.features, logdet, self.yty, quad)
+    }
+
+    /// Sets the prior precision `λ₀` and refactorises `Λ_n` (`O(M³)`).
+    pub fn set_prior_precision(&mut self, lambda: f64) -> Result<(), BankError> {
+        crate::error::check_positive("prior precision", lambda)?;
+        self.nig.prior_precision = lambda;
+        self.factor_from_gram()
+    }
+
+    /// One slice-sampling update of `log λ₀` under `p(y | W, λ₀) · prior(log λ₀)` (module docs);
+    /// returns the new `λ₀`. Uses the exact `ΦᵀΦ`, so it also refactorises `Λ_n`.
+    pub fn resample_prior_precision<R: Rng>(
+        &mut self,
+        prior: &LogNormalPrior,
+        rng: &mut R,
+    ) -> Result<f64, BankError> {
+        let u0 = self.nig.prior_precision.ln();
+        let spec = self.evidence_spectrum()?;
+        let target = |u: f64| -> Result<f64, BankError> {
+            if !u.is_finite() || u.abs() > 700.0 {
+                return Ok(f64::NEG_INFINITY);
+            }
+            Ok(self.log_evidence_with(&spec, u.exp()) + prior.log_density(u))
+        };
+        let f0 = target(u0)?;
+        let (u, _) = crate::slice::slice_step(u0, f0, target, 1.0, 8, rng)?;
+        self.set_prior_precision(u.exp())?;
+        Ok(u.exp())
+    }
+
     /// The posterior of the weights and noise given `W`: `(μ_n, a_n, b_n)`.
     pub fn posterior(&self) -> Result<(Vec<f64>, f64, f64), BankError> {
         let mut mu = self.phity.clone();
@@ -235,18 +326,10 @@ impl<B: Backend> RegressionState<B> {
 
     fn check_proposals(&self, proposals: &[f64], log_u: &[f64]) -> Result<(), BankError> {
         if proposals.len() != self.m * self.d {
-            return Err(BankError::ShapeMismatch {
-                what: "proposals (values)".into(),
-                expected: self.m * self.d,
-                found: proposals.len(),
-            });
+            return Err(mismatch("proposals (values)", self.m * self.d, proposals.len()));
         }
         if log_u.len() != self.m {
-            return Err(BankError::ShapeMismatch {
-                what: "log uniforms".into(),
-                expected: self.m,
-                found: log_u.len(),
-            });
+            return Err(mismatch("log uniforms", self.m, log_u.len()));
         }
         Ok(())
     }
@@ -568,6 +651,22 @@ mod tests {
         Faer::solve_lower_in_place(l.as_ref(), theirs.as_mut()).unwrap();
         for (u, v) in ours.as_slice().iter().zip(theirs.as_slice()) {
             assert!((u - v).abs() < 1e-12);
+        }
+    }
+
+    /// The spectral evidence (primal `N ≥ 2M` and dual `N < 2M`) against a Cholesky factorisation
+    /// at several λ.
+    #[test]
+    fn spectral_evidence_matches_the_factorisation() {
+        for (n, m) in [(40, 5), (12, 9)] {
+            let (x, y, w) = problem(n, m, 2, 7);
+            let st = RegressionState::<Faer>::new(x, y, w, NigParams::default()).unwrap();
+            let spec = st.evidence_spectrum().unwrap();
+            assert_eq!(spec.dual, n < 2 * m);
+            for lambda in [1e-3, 0.1, 1.0, 30.0] {
+                let (a, b) = (st.log_evidence_with(&spec, lambda), st.log_evidence_at(lambda).unwrap());
+                assert!((a - b).abs() < 1e-8 * b.abs().max(1.0), "N {n} M {m} λ {lambda}: {a} vs {b}");
+            }
         }
     }
 

@@ -2,7 +2,10 @@
 //! Each writes CSV + SVG under its output directory and prints its numbers beside the seed's.
 
 pub mod bank_cv;
+pub mod bank_data;
 pub mod bank_fig3;
+pub mod bank_fig4;
+pub mod bank_table;
 pub mod density;
 pub mod dme;
 pub mod fig2c;

@@ -1,31 +1,32 @@
 //! `bke bank …`: BaNK (bke-bank), Bayesian nonparametric kernel learning with random Fourier
-//! features: `fit` (MCMC, model JSON out), `predict` (posterior predictive), `cv` (K-fold
-//! cross-validation of BaNK or the RKS / MKL baselines).
+//! features: `fit` (MCMC, model file out), `predict` (posterior predictive), `cv` (K-fold
+//! cross-validation of BaNK or a baseline). Argument parsing, CSV in, JSON out; the model, its file
+//! and every JSON shape belong to the library.
 
+use crate::exec::{Bar, ExecArgs};
 use crate::io;
 use anyhow::{Context, bail};
-use bke_bank::baselines::BaselineParams;
-use bke_bank::cv::{Method, cross_validate};
-use bke_bank::{BankModel, BankParams, Task, fit};
-use bke_core::Points;
-use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_bank::cv::{CvParams, Method};
+use bke_bank::{BankModel, BankParams, Task};
+use bke_core::model_file::{self, Saved};
+use bke_core::{Dataset, Params, Points};
+use bke_linalg::{Backend, WithBackend};
 use clap::{Args, Subcommand};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use std::path::PathBuf;
 
 /// `bke bank` subcommands.
 #[derive(Subcommand)]
 pub enum BankCommand {
-    /// Fit BaNK by MCMC and write the model JSON.
+    /// Fit BaNK by MCMC and write the model file.
     Fit(Box<FitArgs>),
     /// Posterior predictive of a fitted model at new inputs.
     Predict(Box<PredictArgs>),
-    /// K-fold cross-validation of BaNK, RKS or MKL (MSE on standardised targets, or error rate).
+    /// K-fold cross-validation of BaNK or a baseline (MSE on standardised targets, or error rate).
     Cv(Box<CvArgs>),
 }
 
-/// Options shared by `fit` and `cv`.
+/// Options shared by `fit` and `cv`. Hyperparameter flags fix a value; without them the value is
+/// learned by the sampler (λ₀, ψ₀, the classification weight variance) or set from the data.
 #[derive(Args)]
 pub struct DataArgs {
     /// Data CSV (header row, numeric columns).
@@ -46,27 +47,47 @@ pub struct DataArgs {
     /// Burn-in sweeps (default: half the iterations).
     #[arg(long)]
     burn_in: Option<usize>,
-    /// Retained post-burn-in states used for prediction.
-    #[arg(long, default_value_t = 10)]
+    /// Retained post-burn-in states averaged for prediction.
+    #[arg(long, default_value_t = 20)]
     samples: usize,
+    /// Burn-in sweeps before the learned hyperparameters start moving (default: half the burn-in).
+    #[arg(long)]
+    warmup: Option<usize>,
     /// Random seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// DP concentration α.
     #[arg(long)]
     alpha: Option<f64>,
-    /// Regression prior precision λ₀ of the weights (β | σ² ~ N(0, σ²/λ₀ I)).
+    /// Fix the regression prior precision λ₀ of the weights (β | σ² ~ N(0, σ²/λ₀ I)) [default: learned].
     #[arg(long)]
     prior_precision: Option<f64>,
-    /// Classification prior variance of the weights.
+    /// Fix the classification prior variance of the weights [default: learned].
     #[arg(long)]
     weight_prior_variance: Option<f64>,
-    /// Linear-algebra backend (compiled-in ones: see `bke backends`).
-    #[arg(long, default_value = "faer")]
-    backend: String,
-    /// Worker threads (default: all cores).
+    /// Classification intercept prior variance.
     #[arg(long)]
-    threads: Option<usize>,
+    intercept_prior_variance: Option<f64>,
+    /// NIW pseudo-count κ₀ of the component means.
+    #[arg(long)]
+    kappa0: Option<f64>,
+    /// Inverse-Wishart degrees of freedom ν₀ [default: d + 2].
+    #[arg(long)]
+    nu0: Option<f64>,
+    /// Fix the DP base scale Ψ₀ = ψ₀ I [default: learned, centred on the median heuristic].
+    #[arg(long)]
+    psi0: Option<f64>,
+    /// Initial frequency scale (standardised units) [default: 1 / median pairwise distance].
+    #[arg(long)]
+    init_scale: Option<f64>,
+    /// Inverse-gamma shape a₀ of the regression noise variance.
+    #[arg(long)]
+    a0: Option<f64>,
+    /// Inverse-gamma scale b₀ of the regression noise variance.
+    #[arg(long)]
+    b0: Option<f64>,
+    #[command(flatten)]
+    exec: ExecArgs,
 }
 
 /// `bke bank fit`.
@@ -74,7 +95,7 @@ pub struct DataArgs {
 pub struct FitArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// Where to write the model JSON.
+    /// Where to write the model file.
     #[arg(long)]
     model_out: PathBuf,
 }
@@ -82,18 +103,14 @@ pub struct FitArgs {
 /// `bke bank predict`.
 #[derive(Args)]
 pub struct PredictArgs {
-    /// Model JSON written by `bke bank fit`.
+    /// Model file written by `bke bank fit`.
     #[arg(long)]
     model: PathBuf,
     /// CSV with the model's input columns (other columns are ignored).
     #[arg(long)]
     data: PathBuf,
-    /// Linear-algebra backend.
-    #[arg(long, default_value = "faer")]
-    backend: String,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    exec: ExecArgs,
 }
 
 /// `bke bank cv`.
@@ -104,17 +121,10 @@ pub struct CvArgs {
     /// Number of folds.
     #[arg(long, default_value_t = 5)]
     folds: usize,
-    /// bank, rks or mkl.
+    /// The method (see `bke_bank::cv::Method`): bank, rks, mkl, alac (regression), rfo
+    /// (classification), gbdt or gp (regression).
     #[arg(long, default_value = "bank")]
     method: String,
-}
-
-/// The model file: the input column names, the target name and the model.
-#[derive(Serialize, Deserialize)]
-struct ModelFile {
-    columns: Vec<String>,
-    target: String,
-    model: BankModel,
 }
 
 /// Runs a `bke bank` subcommand.
@@ -126,23 +136,9 @@ pub fn run(cmd: BankCommand) -> anyhow::Result<()> {
     }
 }
 
-fn set_threads(t: Option<usize>) {
-    if let Some(t) = t {
-        rayon::ThreadPoolBuilder::new().num_threads(t.max(1)).build_global().ok();
-    }
-}
-
-fn parse_task(s: &str) -> anyhow::Result<Task> {
-    match s.to_ascii_lowercase().as_str() {
-        "regression" => Ok(Task::Regression),
-        "classification" => Ok(Task::Classification),
-        _ => bail!("--task must be 'regression' or 'classification', not '{s}'"),
-    }
-}
-
 /// Reads the inputs (all columns but the target) and the target; for classification every label must
 /// be 0 or 1 (the error names the line).
-fn read_xy(a: &DataArgs, task: Task) -> anyhow::Result<(Points, Vec<f64>, Vec<String>)> {
+fn read_xy(a: &DataArgs, task: Task) -> anyhow::Result<(Dataset, Vec<String>)> {
     let table = io::CsvTable::read(&a.data)?;
     let t = table.column_index(&a.target).with_context(|| "--target".to_string())?;
     let cols: Vec<usize> = (0..table.names.len()).filter(|&j| j != t).collect();
@@ -167,163 +163,102 @@ fn read_xy(a: &DataArgs, task: Task) -> anyhow::Result<(Points, Vec<f64>, Vec<St
     }
     let x = table.points_at(&cols)?;
     let names = cols.iter().map(|&j| table.names[j].clone()).collect();
-    Ok((x, y, names))
+    Ok((Dataset::new(x, y)?, names))
 }
 
-fn bank_params(a: &DataArgs) -> BankParams {
+fn bank_params(a: &DataArgs, task: Task) -> BankParams {
     let mut p = BankParams {
+        task,
         frequencies: a.frequencies,
         iterations: a.iterations,
         burn_in: a.burn_in,
         samples: a.samples,
+        warmup: a.warmup,
         seed: a.seed,
         ..Default::default()
     };
-    if let Some(v) = a.alpha {
-        p.mixture.alpha = v;
-    }
-    if let Some(v) = a.prior_precision {
-        p.nig.prior_precision = v;
-    }
-    if let Some(v) = a.weight_prior_variance {
-        p.weight_prior_variance = v;
+    let q = &mut p.prior;
+    q.prior_precision = a.prior_precision;
+    q.weight_prior_variance = a.weight_prior_variance;
+    q.psi0 = a.psi0;
+    q.init_scale = a.init_scale;
+    q.nu0 = a.nu0;
+    for (slot, v) in [
+        (&mut q.alpha, a.alpha),
+        (&mut q.kappa0, a.kappa0),
+        (&mut q.a0, a.a0),
+        (&mut q.b0, a.b0),
+        (&mut q.intercept_prior_variance, a.intercept_prior_variance),
+    ] {
+        if let Some(v) = v {
+            *slot = v;
+        }
     }
     p
 }
 
+/// The backend-generic work of each subcommand.
 enum Job {
-    Fit {
-        x: Points,
-        y: Vec<f64>,
-        task: Task,
-        params: BankParams,
-    },
-    Predict {
-        model: BankModel,
-        x: Points,
-    },
-    Cv {
-        x: Points,
-        y: Vec<f64>,
-        task: Task,
-        method: Method,
-        folds: usize,
-        params: BankParams,
-        baseline: BaselineParams,
-    },
-}
-
-enum JobOut {
-    Model(Box<BankModel>),
-    Json(Value),
+    Predict(BankModel, Points),
+    Cv(CvParams, Dataset),
 }
 
 impl WithBackend for Job {
-    type Output = Result<JobOut, bke_bank::BankError>;
+    type Output = anyhow::Result<serde_json::Value>;
     fn run<B: Backend>(self) -> Self::Output {
-        match self {
-            Job::Fit { x, y, task, params } => {
-                let bar = io::progress(params.iterations as u64, "bank fit");
-                let model = fit::<B>(&x, &y, task, &params, |_| bar.inc(1))?;
-                bar.finish_and_clear();
-                Ok(JobOut::Model(Box::new(model)))
+        Ok(match self {
+            Job::Predict(model, x) => serde_json::to_value(model.predict_output::<B>(&x)?)?,
+            Job::Cv(params, data) => {
+                let bar = Bar::new(&format!("cv {}", params.method.map_or("bank", Method::name)));
+                let r = params.check()?.fit_with_progress::<B>(&data, &bar)?;
+                bar.finish();
+                serde_json::to_value(r)?
             }
-            Job::Predict { model, x } => Ok(JobOut::Json(match model.task() {
-                Task::Regression => {
-                    let p = model.predict_regression::<B>(&x)?;
-                    json!({ "mean": p.mean, "variance": p.variance })
-                }
-                Task::Classification => json!({ "probability": model.predict_probability::<B>(&x)? }),
-            })),
-            Job::Cv { x, y, task, method, folds, params, baseline } => {
-                let steps = if method == Method::Bank { folds * params.iterations } else { folds };
-                let bar = io::progress(steps as u64, &format!("cv {}", method.name()));
-                let r = cross_validate::<B>(
-                    &x,
-                    &y,
-                    task,
-                    method,
-                    folds,
-                    &params,
-                    &baseline,
-                    params.seed,
-                    || bar.inc(1),
-                )?;
-                bar.finish_and_clear();
-                Ok(JobOut::Json(json!({
-                    "metric": r.metric,
-                    "mean": r.mean,
-                    "stderr": r.stderr,
-                    "folds": r.folds,
-                    "method": method.name(),
-                    "task": task,
-                    "frequencies": params.frequencies,
-                })))
-            }
-        }
+        })
+    }
+}
+
+/// Fits a model (separate from [`Job`] because it returns the model, not JSON).
+struct FitJob(BankParams, Dataset);
+
+impl WithBackend for FitJob {
+    type Output = anyhow::Result<BankModel>;
+    fn run<B: Backend>(self) -> Self::Output {
+        let bar = Bar::new("bank fit");
+        let model = self.0.check()?.fit_with_progress::<B>(&self.1, &bar)?;
+        bar.finish();
+        Ok(model)
     }
 }
 
 fn run_fit(a: FitArgs) -> anyhow::Result<()> {
-    set_threads(a.data.threads);
-    let kind = BackendKind::parse(&a.data.backend).map_err(anyhow::Error::msg)?;
-    let task = parse_task(&a.data.task)?;
-    let (x, y, columns) = read_xy(&a.data, task)?;
-    let params = bank_params(&a.data);
-    let (n, d) = (x.len(), x.dim());
-    let JobOut::Model(model) = kind.dispatch(Job::Fit { x, y, task, params })?? else {
-        unreachable!("fit returns a model")
-    };
-    let st = model.stats.clone();
-    let spectral = model.spectral_mixture();
-    let file = ModelFile { columns, target: a.data.target.clone(), model: *model };
-    let text = serde_json::to_string(&file)?;
-    std::fs::write(&a.model_out, text).with_context(|| format!("cannot write {}", a.model_out.display()))?;
-    let out = json!({
-        "model": a.model_out.display().to_string(),
-        "task": task,
-        "rows": n,
-        "inputs": d,
-        "frequencies": file.model.frequencies,
-        "iterations": file.model.params.iterations,
-        "acceptance_rate": st.sweep.accepted as f64 / st.sweep.proposals.max(1) as f64,
-        "components": st.components.last(),
-        "final_log_target": st.log_target.last(),
-        "max_factor_drift": st.sweep.max_factor_drift,
-        "spectral_mixture": spectral,
-    });
+    let task = Task::parse(&a.data.task)?;
+    let (data, columns) = read_xy(&a.data, task)?;
+    let rows = data.len();
+    let model = a.data.exec.run(FitJob(bank_params(&a.data, task), data))?;
+    let mut out = serde_json::to_value(model.summary(rows))?;
+    let saved = Saved { columns, target: Some(a.data.target.clone()), model };
+    model_file::save(&saved, &a.model_out)?;
+    out["model"] = a.model_out.display().to_string().into();
     io::emit(&out)
 }
 
 fn run_predict(a: PredictArgs) -> anyhow::Result<()> {
-    set_threads(a.threads);
-    let kind = BackendKind::parse(&a.backend).map_err(anyhow::Error::msg)?;
-    let text = std::fs::read_to_string(&a.model)
-        .with_context(|| format!("cannot read model {}", a.model.display()))?;
-    let mut file: ModelFile = serde_json::from_str(&text).with_context(|| {
-        format!("{}: not a BaNK model file (write one with `bke bank fit`)", a.model.display())
-    })?;
-    file.model.validate().with_context(|| format!("{}", a.model.display()))?;
-    let x = io::read_points(&a.data, Some(&file.columns))?;
-    let JobOut::Json(out) = kind.dispatch(Job::Predict { model: file.model, x })?? else {
-        unreachable!("predict returns JSON")
-    };
-    io::emit(&out)
+    let saved = model_file::load::<BankModel>(&a.model)?;
+    let x = io::read_points(&a.data, Some(&saved.columns))?;
+    io::emit(&a.exec.run(Job::Predict(saved.model, x))?)
 }
 
 fn run_cv(a: CvArgs) -> anyhow::Result<()> {
-    set_threads(a.data.threads);
-    let kind = BackendKind::parse(&a.data.backend).map_err(anyhow::Error::msg)?;
-    let task = parse_task(&a.data.task)?;
+    let task = Task::parse(&a.data.task)?;
     let method = Method::parse(&a.method)?;
-    let (x, y, _) = read_xy(&a.data, task)?;
-    let params = bank_params(&a.data);
-    let baseline =
-        BaselineParams { frequencies: a.data.frequencies, seed: a.data.seed, ..Default::default() };
-    let JobOut::Json(out) =
-        kind.dispatch(Job::Cv { x, y, task, method, folds: a.folds, params, baseline })??
-    else {
-        unreachable!("cv returns JSON")
-    };
-    io::emit(&out)
+    let (data, _) = read_xy(&a.data, task)?;
+    let mut params = CvParams::new(method, task);
+    params.folds = a.folds;
+    params.seed = a.data.seed;
+    params.bank = bank_params(&a.data, task);
+    params.baseline.frequencies = a.data.frequencies;
+    params.alac.frequencies = a.data.frequencies;
+    params.rfo.frequencies = a.data.frequencies;
+    io::emit(&a.data.exec.run(Job::Cv(params, data))?)
 }

@@ -1,16 +1,18 @@
 //! `bke embed …`: the Bayesian Kernel Embedding model (bke-core `embedding`): the marginal
 //! pseudolikelihood and its gradient, ML-II kernel learning, and the posterior of the embedding.
 
+use crate::exec::{Bar, ExecArgs};
 use crate::io;
 use anyhow::{Context, bail};
-use bke_core::Points;
 use bke_core::embedding::{
-    BkeParams, BkePosterior, EmbeddingPrior, FitOptions, LengthscaleGrid, fit, marginal_pseudolikelihood,
+    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, LengthscaleGrid, default_num_landmarks,
+    marginal_pseudolikelihood,
 };
-use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_core::{Params, Points, Predict};
+use bke_linalg::{Backend, WithBackend};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `bke embed` subcommands.
 #[derive(Subcommand)]
@@ -40,12 +42,18 @@ pub struct Common {
     /// Prior measure of r_θ: lebesgue (default), unit (the seed's Stan listing) or gaussian:ETA.
     #[arg(long, default_value = "lebesgue")]
     prior: String,
-    /// Linear-algebra backend (compiled-in ones: see `bke backends`).
-    #[arg(long, default_value = "faer")]
-    backend: String,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    exec: ExecArgs,
+}
+
+impl Common {
+    fn read(&self, path: &Path) -> anyhow::Result<Points> {
+        io::read_points(path, self.columns.as_deref())
+    }
+
+    fn prior(&self) -> anyhow::Result<EmbeddingPrior> {
+        EmbeddingPrior::parse(&self.prior).context("--prior")
+    }
 }
 
 /// `bke embed loglik`.
@@ -123,142 +131,88 @@ pub struct PosteriorArgs {
     landmarks: Option<PathBuf>,
 }
 
+/// The numbers of a `--lengthscale` list (their validity is the library's to check).
 fn parse_lengthscale(s: &str) -> anyhow::Result<Vec<f64>> {
     s.split(',')
-        .map(|t| {
-            let v: f64 = t.trim().parse().with_context(|| format!("--lengthscale: '{t}' is not a number"))?;
-            if !(v.is_finite() && v > 0.0) {
-                bail!("--lengthscale: {v} must be finite and > 0");
-            }
-            Ok(v)
-        })
+        .map(|t| t.trim().parse().with_context(|| format!("--lengthscale: '{t}' is not a number")))
         .collect()
 }
 
 enum Job {
     Loglik { x: Points, z: Points, params: BkeParams },
-    Fit { x: Points, opts: FitOptions },
+    Fit { x: Points, params: EmbeddingParams },
     Posterior { x: Points, q: Points, w: Option<Points>, params: BkeParams },
 }
 
 impl WithBackend for Job {
-    type Output = Result<Value, bke_core::CoreError>;
+    type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> Self::Output {
         match self {
             Job::Loglik { x, z, params } => {
                 let ml = marginal_pseudolikelihood::<B>(&x, &z, &params)?;
-                Ok(json!({
-                    "log_marginal": ml.log_marginal,
-                    "log_gaussian": ml.log_gaussian,
-                    "log_jacobian": ml.log_jacobian,
-                    "grad_log_lengthscale": ml.grad_log_lengthscale,
-                    "grad_log_tau2": ml.grad_log_tau2,
-                    "n": x.len(),
-                    "m": z.len(),
-                    "prior": params.prior.name(),
-                    "jacobian": params.jacobian,
-                    "backend": B::NAME,
-                }))
+                let extra = json!({"n": x.len(), "m": z.len(), "prior": params.prior,
+                                   "jacobian": params.jacobian, "backend": B::NAME});
+                io::merge(&ml, extra)
             }
-            Job::Fit { x, opts } => {
-                let r = fit::<B>(&x, &opts)?;
-                let ls = |v: &[f64]| if v.len() == 1 { json!(v[0]) } else { json!(v) };
-                Ok(json!({
-                    "lengthscale": ls(&r.params.lengthscales),
-                    "tau2": r.params.tau2,
-                    "log_marginal": r.log_marginal,
-                    "local_optima": r.local_optima.iter().map(|o| json!({
-                        "lengthscale": ls(&o.lengthscales),
-                        "tau2": o.tau2,
-                        "log_marginal": o.log_marginal,
-                        "grad_norm": o.grad_norm,
-                        "converged": o.converged,
-                        "at_boundary": o.at_boundary,
-                    })).collect::<Vec<_>>(),
-                    "median_heuristic": r.median_heuristic,
-                    "median_heuristic_convention": "median pairwise Euclidean distance, used as theta in exp(-|x-y|^2/(2 theta^2))",
-                    "scan": r.scan.iter().map(|(t, v)| json!({"lengthscale": t, "log_marginal": v})).collect::<Vec<_>>(),
-                    "num_landmarks": r.landmarks.len(),
-                    "landmark_indices": r.landmark_indices,
-                    "n_data": r.n_data,
-                    "evaluations": r.evaluations,
-                    "prior": opts.prior.name(),
-                    "jacobian": opts.jacobian,
-                    "backend": B::NAME,
-                }))
+            Job::Fit { x, params } => {
+                let bar = Bar::new("ML-II");
+                let fitted = params.check()?.fit_with_progress::<B>(&x, &bar)?;
+                bar.finish();
+                io::merge(&fitted, json!({"backend": B::NAME}))
             }
             Job::Posterior { x, q, w, params } => {
-                let post = BkePosterior::fit::<B>(&x, w.as_ref(), &params)?;
-                let (mean, variance) = post.mean_and_variance::<B>(&q)?;
-                Ok(json!({
-                    "mean": mean,
-                    "variance": variance,
-                    "conditioning_points": post.conditioning_points().len(),
-                    "jitter": post.jitter(),
-                    "prior": params.prior.name(),
-                    "backend": B::NAME,
-                }))
+                let post = match &w {
+                    Some(w) => BkePosterior::conditioned_at::<B>(&params, &x, w)?,
+                    None => params.check()?.fit::<B>(&x)?,
+                };
+                let extra = json!({"conditioning_points": post.conditioning_points().len(),
+                                   "jitter": post.jitter(), "prior": params.prior, "backend": B::NAME});
+                io::merge(&post.predict::<B>(&q)?, extra)
             }
         }
     }
-}
-
-fn setup(c: &Common) -> anyhow::Result<(BackendKind, EmbeddingPrior, Points)> {
-    if let Some(t) = c.threads {
-        rayon::ThreadPoolBuilder::new().num_threads(t.max(1)).build_global().ok();
-    }
-    let kind = BackendKind::parse(&c.backend).map_err(anyhow::Error::msg)?;
-    let prior = EmbeddingPrior::parse(&c.prior).context("--prior")?;
-    let x = io::read_points(&c.data, c.columns.as_deref())?;
-    Ok((kind, prior, x))
 }
 
 /// Runs a `bke embed` command.
 pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
-    let (kind, job) = match cmd {
+    let (exec, job) = match cmd {
         EmbedCommand::Sample(a) => return crate::sample::run(*a),
         EmbedCommand::Loglik(a) => {
-            let (kind, prior, x) = setup(&a.common)?;
-            let z = io::read_points(&a.landmarks, a.common.columns.as_deref())?;
+            let c = &a.common;
             let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2)
-                .with_prior(prior)
+                .with_prior(c.prior()?)
                 .with_jacobian(!a.no_jacobian);
-            (kind, Job::Loglik { x, z, params })
+            (c.exec.clone(), Job::Loglik { x: c.read(&c.data)?, z: c.read(&a.landmarks)?, params })
         }
         EmbedCommand::Fit(a) => {
-            let (kind, prior, x) = setup(&a.common)?;
-            let landmarks =
-                a.landmarks.as_ref().map(|p| io::read_points(p, a.common.columns.as_deref())).transpose()?;
+            let c = &a.common;
+            let x = c.read(&c.data)?;
             let grid = match (a.grid_min, a.grid_max) {
                 (None, None) => None,
-                (Some(lo), Some(hi)) => Some(LengthscaleGrid { min: lo, max: hi, points: a.grid_points }),
+                (Some(min), Some(max)) => Some(LengthscaleGrid { min, max, points: a.grid_points }),
                 _ => bail!("give both --grid-min and --grid-max, or neither"),
             };
-            let num_landmarks = a.num_landmarks.unwrap_or_else(|| 100.min((x.len() / 5).max(x.dim())));
-            let opts = FitOptions {
-                num_landmarks,
-                landmarks,
+            let params = EmbeddingParams {
+                num_landmarks: a.num_landmarks.unwrap_or_else(|| default_num_landmarks(x.len(), x.dim())),
+                landmarks: a.landmarks.as_ref().map(|p| c.read(p)).transpose()?,
                 tau2: a.tau2.unwrap_or(1.0),
                 learn_tau2: a.learn_tau2,
-                prior,
+                prior: c.prior()?,
                 jacobian: !a.no_jacobian,
                 ard: a.ard,
                 grid,
                 grid_points: a.grid_points,
                 seed: a.seed,
-                ..FitOptions::default()
+                ..EmbeddingParams::default()
             };
-            (kind, Job::Fit { x, opts })
+            (c.exec.clone(), Job::Fit { x, params })
         }
         EmbedCommand::Posterior(a) => {
-            let (kind, prior, x) = setup(&a.common)?;
-            let q = io::read_points(&a.at, a.common.columns.as_deref())?;
-            let w =
-                a.landmarks.as_ref().map(|p| io::read_points(p, a.common.columns.as_deref())).transpose()?;
-            let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2).with_prior(prior);
-            (kind, Job::Posterior { x, q, w, params })
+            let c = &a.common;
+            let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2).with_prior(c.prior()?);
+            let w = a.landmarks.as_ref().map(|p| c.read(p)).transpose()?;
+            (c.exec.clone(), Job::Posterior { x: c.read(&c.data)?, q: c.read(&a.at)?, w, params })
         }
     };
-    let out = kind.dispatch(job)??;
-    io::emit(&out)
+    io::emit(&exec.run(job)?)
 }

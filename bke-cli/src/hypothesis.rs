@@ -101,7 +101,12 @@ pub struct Selection {
 impl Selection {
     /// The selection rule for a fixed lengthscale (if any) and these options; `seed` seeds BKL's
     /// landmark hold-out. `two_sample` tells which aggregate `--select` may name.
-    pub fn rule(&self, fixed: Option<f64>, seed: u64, two_sample: bool) -> anyhow::Result<LengthscaleSelection> {
+    pub fn rule(
+        &self,
+        fixed: Option<f64>,
+        seed: u64,
+        two_sample: bool,
+    ) -> anyhow::Result<LengthscaleSelection> {
         if let Some(l) = fixed {
             bke_core::check_positive("--lengthscale", l)?;
             return Ok(LengthscaleSelection::Fixed(l));
@@ -120,7 +125,10 @@ impl Selection {
             AggKernels::Laplace => Families::Laplace,
         };
         let agg = || -> anyhow::Result<LengthscaleSelection> {
-            Ok(LengthscaleSelection::Agg(AggParams { families, weights: BandwidthWeights::parse(&self.agg_weights)? }))
+            Ok(LengthscaleSelection::Agg(AggParams {
+                families,
+                weights: BandwidthWeights::parse(&self.agg_weights)?,
+            }))
         };
         Ok(match (self.select.unwrap_or(Select::Median), two_sample) {
             (Select::Median, _) => LengthscaleSelection::Median(match self.median_convention {
@@ -131,8 +139,12 @@ impl Selection {
             (Select::BklBayes, _) => LengthscaleSelection::BklBayes(bkl()?),
             (Select::Fuse, _) => LengthscaleSelection::Fuse(families),
             (Select::Mmdagg, true) | (Select::Hsicagg, false) => agg()?,
-            (Select::Mmdagg, false) => bail!("--select mmdagg is the two-sample aggregate; for HSIC use --select hsicagg"),
-            (Select::Hsicagg, true) => bail!("--select hsicagg is the independence aggregate; for MMD use --select mmdagg"),
+            (Select::Mmdagg, false) => {
+                bail!("--select mmdagg is the two-sample aggregate; for HSIC use --select hsicagg")
+            }
+            (Select::Hsicagg, true) => {
+                bail!("--select hsicagg is the independence aggregate; for MMD use --select mmdagg")
+            }
         })
     }
 }
@@ -373,7 +385,9 @@ impl WithBackend for WitnessJob<'_> {
             "n_y": self.data.y.len(),
             "backend": B::NAME,
         });
-        if let Value::Object(fields) = serde_json::to_value(SelectionFields::new(fitted.selected(), "", true))? {
+        if let Value::Object(fields) =
+            serde_json::to_value(SelectionFields::new(fitted.selected(), "", true))?
+        {
             m.as_object_mut().expect("object").extend(fields);
         }
         Ok(m)
@@ -403,7 +417,12 @@ pub fn witness(a: &WitnessArgs) -> anyhow::Result<Value> {
             crate::sample::bayes_witness(&a.bayes, x, y, grid, a.tau2, prior, a.level, a.seed, backend)
         });
     }
-    let params = WitnessParams { selection: a.selection.rule(a.lengthscale, a.seed, true)?, tau2: a.tau2, prior, level: a.level };
+    let params = WitnessParams {
+        selection: a.selection.rule(a.lengthscale, a.seed, true)?,
+        tau2: a.tau2,
+        prior,
+        level: a.level,
+    };
     params.check()?;
     a.exec.run(WitnessJob { params: &params, data: &TwoSamples { x, y }, grid: &grid })
 }

@@ -114,6 +114,17 @@ pub fn emit(value: &serde_json::Value) -> anyhow::Result<()> {
     }
 }
 
+/// The JSON of a library value (its serde form, as the Python package sees it) with the command's
+/// own fields (backend, paths, timings) added. Errors unless both are JSON objects.
+pub fn merge(value: &impl serde::Serialize, extra: serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(value)?;
+    match (&mut v, extra) {
+        (serde_json::Value::Object(m), serde_json::Value::Object(e)) => m.extend(e),
+        _ => bail!("internal error: a command's JSON output must be an object"),
+    }
+    Ok(v)
+}
+
 /// A progress bar on stderr (hidden when stderr is not a terminal) for `len` steps.
 pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());

@@ -7,7 +7,6 @@ mod bank;
 mod density;
 mod dme;
 mod embed;
-#[allow(dead_code)] // adopted command by command
 mod exec;
 mod hypothesis;
 #[allow(dead_code)] // shared by the command modules

@@ -1,16 +1,18 @@
 //! `bke embed sample`: fully Bayesian kernel learning — NUTS over the BKE hyperparameters `(θ, τ²)`
-//! (bke-core `bayes`, seed 000 §5 and Appendix B), with R̂, ESS and divergences.
+//! (bke-core `bayes`, seed 000 §5 and Appendix B), with R̂, ESS and divergences; and the `--bayes`
+//! witness of `bke witness`.
 
+use crate::exec::{Bar, ExecArgs};
 use crate::io;
 use anyhow::{Context, bail};
-use bke_core::Points;
-use bke_core::bayes::{BayesOptions, HyperDraws, HyperPrior, sample_hyperparameters, warnings};
-use bke_core::embedding::{EmbeddingPrior, hold_out_landmarks};
-use bke_core::nuts::{NutsParams, Summary};
+use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams, witness_posterior};
+use bke_core::embedding::{EmbeddingPrior, default_num_landmarks};
+use bke_core::nuts::NutsParams;
+use bke_core::{Params, Points};
 use bke_linalg::{Backend, BackendKind, WithBackend};
 use clap::Args;
 use serde_json::{Value, json};
-use std::io::Write;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// `bke embed sample`.
@@ -67,65 +69,44 @@ pub struct SampleArgs {
     /// Target acceptance statistic of the step-size adaptation.
     #[arg(long, default_value_t = 0.8)]
     target_accept: f64,
-    /// Linear-algebra backend (compiled-in ones: see `bke backends`).
-    #[arg(long, default_value = "faer")]
-    backend: String,
-    /// Worker threads (default: all cores; results do not depend on it).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    exec: ExecArgs,
 }
 
-struct Job {
+/// Samples the hyperparameter posterior of `params` given `x` with the progress bar of `NUTS`.
+struct SampleJob {
     x: Points,
-    z: Points,
-    opts: BayesOptions,
-    bar: indicatif::ProgressBar,
+    params: SampleParams,
 }
 
-impl WithBackend for Job {
-    type Output = Result<HyperDraws, bke_core::CoreError>;
+impl WithBackend for SampleJob {
+    type Output = anyhow::Result<HyperDraws>;
     fn run<B: Backend>(self) -> Self::Output {
-        let bar = self.bar.clone();
-        sample_hyperparameters::<B>(&self.x, &self.z, &self.opts, &move || bar.inc(1))
+        let bar = Bar::new("NUTS");
+        let draws = self.params.check()?.fit_with_progress::<B>(&self.x, &bar)?;
+        bar.finish();
+        Ok(draws)
     }
 }
 
-/// `{"mean", "sd", "q05", "q50", "q95", "rhat", "ess", …}` of one quantity.
-pub fn summary_json(s: &Summary) -> Value {
-    json!({
-        "mean": s.mean,
-        "sd": s.sd,
-        "q05": s.q05,
-        "q50": s.q50,
-        "q95": s.q95,
-        "rhat": s.rhat,
-        "ess": s.ess_bulk,
-        "ess_tail": s.ess_tail,
-        "mcse_mean": s.mcse_mean,
-    })
-}
-
-/// Writes the draws as CSV: chain, draw, lengthscale(s), tau2 and the sampler statistics.
-fn write_draws(path: &PathBuf, d: &HyperDraws) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut w = std::io::BufWriter::new(file);
+/// The draws as CSV: chain, draw, lengthscale(s), tau2 and the sampler statistics.
+fn draws_csv(d: &HyperDraws) -> String {
     let k = d.num_lengthscales;
     let ls_names: Vec<String> = if k == 1 {
         vec!["lengthscale".into()]
     } else {
         (1..=k).map(|i| format!("lengthscale_{i}")).collect()
     };
-    writeln!(
-        w,
-        "chain,draw,{},tau2,log_density,accept_stat,tree_depth,n_leapfrog,divergent,energy",
+    let mut out = format!(
+        "chain,draw,{},tau2,log_density,accept_stat,tree_depth,n_leapfrog,divergent,energy\n",
         ls_names.join(",")
-    )?;
+    );
     let tau2 = d.tau2();
     for (c, chain) in d.nuts.chains.iter().enumerate() {
         for (t, u) in chain.draws.chunks(d.nuts.dim).enumerate() {
             let ls: Vec<String> = u[..k].iter().map(|v| format!("{}", v.exp())).collect();
-            writeln!(
-                w,
+            let _ = writeln!(
+                out,
                 "{c},{t},{},{},{},{},{},{},{},{}",
                 ls.join(","),
                 tau2[c][t],
@@ -135,101 +116,45 @@ fn write_draws(path: &PathBuf, d: &HyperDraws) -> anyhow::Result<()> {
                 chain.n_leapfrog[t],
                 u8::from(chain.divergent[t]),
                 chain.energy[t]
-            )?;
+            );
         }
     }
-    w.flush().with_context(|| format!("cannot write {}", path.display()))
+    out
 }
 
 /// Runs `bke embed sample`.
 pub fn run(a: SampleArgs) -> anyhow::Result<()> {
-    if let Some(t) = a.threads {
-        rayon::ThreadPoolBuilder::new().num_threads(t.max(1)).build_global().ok();
-    }
-    let kind = BackendKind::parse(&a.backend).map_err(anyhow::Error::msg)?;
-    let prior = EmbeddingPrior::parse(&a.prior).context("--prior")?;
-    let lengthscale_prior = HyperPrior::parse(&a.lengthscale_prior).context("--lengthscale-prior")?;
-    let tau2_prior = HyperPrior::parse(&a.tau2_prior).context("--tau2-prior")?;
     if let Some(t) = a.tau2 {
-        if !(t.is_finite() && t > 0.0) {
-            bail!("--tau2: {t} must be finite and > 0");
-        }
+        bke_core::check_positive("--tau2", t)?;
     }
-    let all = io::read_points(&a.data, a.columns.as_deref())?;
-    let (x, z, landmark_indices) = match &a.landmarks {
-        Some(p) => (all, io::read_points(p, a.columns.as_deref())?, None),
-        None => {
-            let m = a.num_landmarks.unwrap_or_else(|| 100.min((all.len() / 5).max(all.dim())));
-            let (x, z, idx) = hold_out_landmarks(&all, m, a.seed).context("--num-landmarks")?;
-            (x, z, Some(idx))
-        }
-    };
-    let nuts = NutsParams {
-        chains: a.chains,
-        warmup: a.warmup,
-        draws: a.draws,
-        seed: a.seed,
-        max_depth: a.max_depth,
-        target_accept: a.target_accept,
-        ..NutsParams::default()
-    };
-    let opts = BayesOptions {
-        lengthscale_prior,
-        tau2_prior,
+    let x = io::read_points(&a.data, a.columns.as_deref())?;
+    let params = SampleParams {
+        lengthscale_prior: HyperPrior::parse(&a.lengthscale_prior).context("--lengthscale-prior")?,
+        tau2_prior: HyperPrior::parse(&a.tau2_prior).context("--tau2-prior")?,
         fixed_tau2: a.tau2,
         ard: a.ard,
-        prior,
+        prior: EmbeddingPrior::parse(&a.prior).context("--prior")?,
         jacobian: !a.no_jacobian,
-        nuts,
+        num_landmarks: a.num_landmarks.unwrap_or_else(|| default_num_landmarks(x.len(), x.dim())),
+        landmarks: a.landmarks.as_ref().map(|p| io::read_points(p, a.columns.as_deref())).transpose()?,
+        nuts: NutsParams {
+            chains: a.chains,
+            warmup: a.warmup,
+            draws: a.draws,
+            seed: a.seed,
+            max_depth: a.max_depth,
+            target_accept: a.target_accept,
+            ..NutsParams::default()
+        },
     };
-    opts.check()?;
-    let bar = io::progress((a.chains * (a.warmup + a.draws)) as u64, "NUTS");
+    params.validate()?;
     let started = std::time::Instant::now();
-    let draws = kind.dispatch(Job { x: x.clone(), z: z.clone(), opts: opts.clone(), bar: bar.clone() })??;
-    bar.finish_and_clear();
+    let draws = a.exec.run(SampleJob { x, params })?;
     let seconds = started.elapsed().as_secs_f64();
     if let Some(p) = &a.draws_out {
-        write_draws(p, &draws)?;
+        bke_core::model_file::write_atomic(p, draws_csv(&draws).as_bytes())?;
     }
-    let k = draws.num_lengthscales;
-    let lengthscale = if k == 1 {
-        summary_json(&draws.lengthscale_summary(0))
-    } else {
-        Value::Array((0..k).map(|d| summary_json(&draws.lengthscale_summary(d))).collect())
-    };
-    let tau2 = match a.tau2 {
-        Some(t) => json!({"mean": t, "sd": 0.0, "q05": t, "q50": t, "q95": t, "rhat": null, "ess": null,
-                          "fixed": true}),
-        None => summary_json(&draws.tau2_summary()),
-    };
-    let acc: Vec<f64> = draws.nuts.chains.iter().flat_map(|c| c.accept_stat.iter().copied()).collect();
-    let mean_accept = acc.iter().sum::<f64>() / acc.len() as f64;
-    let out = json!({
-        "lengthscale": lengthscale,
-        "tau2": tau2,
-        "divergences": draws.nuts.divergences(),
-        "warnings": warnings(&draws, x.len(), z.len(), x.dim()),
-        "warmup_divergences": draws.nuts.chains.iter().map(|c| c.warmup_divergences).sum::<usize>(),
-        "max_depth_hits": draws.nuts.max_depth_hits(a.max_depth),
-        "step_size": draws.nuts.chains.iter().map(|c| c.step_size).collect::<Vec<_>>(),
-        "e_bfmi": draws.nuts.e_bfmi(),
-        "mean_accept_stat": mean_accept,
-        "chains": a.chains,
-        "draws": a.draws,
-        "warmup": a.warmup,
-        "seed": a.seed,
-        "n_data": x.len(),
-        "num_landmarks": z.len(),
-        "landmark_indices": landmark_indices,
-        "lengthscale_prior": lengthscale_prior.name(),
-        "tau2_prior": if a.tau2.is_some() { Value::Null } else { json!(tau2_prior.name()) },
-        "prior": prior.name(),
-        "jacobian": !a.no_jacobian,
-        "scale": "NUTS on log lengthscale and log tau2 (log-Jacobian of the transform included); summaries on the natural scale",
-        "backend": kind.name(),
-        "seconds": seconds,
-    });
-    io::emit(&out)
+    io::emit(&io::merge(&draws, json!({"backend": a.exec.kind()?.name(), "seconds": seconds}))?)
 }
 
 /// The `--bayes` options of `bke witness`: integrate the lengthscale (and optionally τ²) out of the
@@ -264,26 +189,21 @@ pub struct BayesWitnessArgs {
     pub tau2_prior: String,
 }
 
+/// NUTS on the pooled sample, then one witness draw per hyperparameter draw.
 struct WitnessJob {
-    pooled_data: Points,
-    landmarks: Points,
     x: Points,
     y: Points,
     grid: Points,
-    opts: BayesOptions,
+    params: SampleParams,
     level: f64,
     seed: u64,
-    bar: indicatif::ProgressBar,
 }
 
 impl WithBackend for WitnessJob {
-    type Output = Result<(HyperDraws, bke_core::bayes::WitnessPosterior), bke_core::CoreError>;
+    type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> Self::Output {
-        let bar = self.bar.clone();
-        let draws =
-            sample_hyperparameters::<B>(&self.pooled_data, &self.landmarks, &self.opts, &move || bar.inc(1))?;
-        self.bar.finish_and_clear();
-        let w = bke_core::bayes::witness_posterior::<B>(
+        let draws = SampleJob { x: self.x.concat(&self.y)?, params: self.params }.run::<B>()?;
+        let w = witness_posterior::<B>(
             &self.x,
             &self.y,
             &self.grid,
@@ -292,7 +212,30 @@ impl WithBackend for WitnessJob {
             self.level,
             self.seed,
         )?;
-        Ok((draws, w))
+        let st = &draws.settings;
+        let tau2 = match st.fixed_tau2 {
+            Some(t) => json!(t),
+            None => serde_json::to_value(draws.tau2_summary())?,
+        };
+        io::merge(
+            &w,
+            json!({
+                "selection": "bayes",
+                "lengthscale": draws.lengthscale_summary(0),
+                "tau2": tau2,
+                "lengthscale_prior": st.lengthscale_prior,
+                "tau2_prior": st.fixed_tau2.is_none().then_some(st.tau2_prior),
+                "divergences": draws.nuts.divergences(),
+                "warnings": draws.warnings(),
+                "witness_draws": draws.params().len(),
+                "num_landmarks": draws.landmarks.len(),
+                "prior": st.prior,
+                "posterior": "bke, hyperparameters integrated out by NUTS",
+                "n_x": self.x.len(),
+                "n_y": self.y.len(),
+                "backend": B::NAME,
+            }),
+        )
     }
 }
 
@@ -309,19 +252,16 @@ pub fn bayes_witness(
     seed: u64,
     kind: BackendKind,
 ) -> anyhow::Result<Value> {
-    let lengthscale_prior = HyperPrior::parse(&b.lengthscale_prior).context("--lengthscale-prior")?;
-    let tau2_prior = HyperPrior::parse(&b.tau2_prior).context("--tau2-prior")?;
     if !(level > 0.0 && level < 1.0) {
         bail!("--level: {level} must lie strictly between 0 and 1");
     }
-    let pooled = x.concat(&y)?;
-    let m = b.num_landmarks.unwrap_or_else(|| 100.min((pooled.len() / 5).max(pooled.dim())));
-    let (data, landmarks, _) = hold_out_landmarks(&pooled, m, seed).context("--num-landmarks")?;
-    let opts = BayesOptions {
-        lengthscale_prior,
-        tau2_prior,
+    let (n, dim) = (x.len() + y.len(), x.dim());
+    let params = SampleParams {
+        lengthscale_prior: HyperPrior::parse(&b.lengthscale_prior).context("--lengthscale-prior")?,
+        tau2_prior: HyperPrior::parse(&b.tau2_prior).context("--tau2-prior")?,
         fixed_tau2: if b.sample_tau2 { None } else { Some(tau2) },
         prior,
+        num_landmarks: b.num_landmarks.unwrap_or_else(|| default_num_landmarks(n, dim)),
         nuts: NutsParams {
             chains: b.chains,
             warmup: b.warmup,
@@ -329,45 +269,8 @@ pub fn bayes_witness(
             seed,
             ..NutsParams::default()
         },
-        ..BayesOptions::default()
+        ..SampleParams::default()
     };
-    opts.check()?;
-    let bar = io::progress((b.chains * (b.warmup + b.draws)) as u64, "NUTS");
-    let (n, mm, dim) = (data.len(), landmarks.len(), data.dim());
-    let (draws, w) = kind.dispatch(WitnessJob {
-        pooled_data: data,
-        landmarks,
-        x: x.clone(),
-        y: y.clone(),
-        grid,
-        opts,
-        level,
-        seed,
-        bar: bar.clone(),
-    })??;
-    bar.finish_and_clear();
-    let tau2_json = if b.sample_tau2 { summary_json(&draws.tau2_summary()) } else { json!(tau2) };
-    Ok(json!({
-        "mean": w.mean,
-        "lower": w.lower,
-        "upper": w.upper,
-        "median": w.median,
-        "prob_positive": w.prob_positive,
-        "fraction_band_excludes_0": w.fraction_excluding_zero(),
-        "level": level,
-        "selection": "bayes",
-        "lengthscale": summary_json(&draws.lengthscale_summary(0)),
-        "tau2": tau2_json,
-        "lengthscale_prior": lengthscale_prior.name(),
-        "tau2_prior": if b.sample_tau2 { json!(tau2_prior.name()) } else { Value::Null },
-        "divergences": draws.nuts.divergences(),
-        "warnings": warnings(&draws, n, mm, dim),
-        "witness_draws": draws.params().len(),
-        "num_landmarks": mm,
-        "prior": prior.name(),
-        "posterior": "bke, hyperparameters integrated out by NUTS",
-        "n_x": x.len(),
-        "n_y": y.len(),
-        "backend": kind.name(),
-    }))
+    params.validate()?;
+    kind.dispatch(WitnessJob { x, y, grid, params, level, seed })?
 }

@@ -163,7 +163,7 @@ fn bad_input_gives_clear_errors() {
         (vec!["test", "mmd", "--x", p, "--y", q19, "--null", "wild"], "pairs x_i with y_i"),
         (vec!["test", "mmd", "--x", p, "--y", p, "--lengthscale", "-1"], "lengthscale"),
         (vec!["test", "hsic", "--x", p, "--y", q19], "paired"),
-        (vec!["test", "hsic", "--x", p, "--y", p, "--null", "wild"], "permutation and gamma"),
+        (vec!["test", "hsic", "--x", p, "--y", p, "--null", "normal"], "permutation, wild and gamma"),
     ];
     for (args, needle) in cases {
         let (ok, _, err) = bke(&args);

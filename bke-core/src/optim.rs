@@ -6,6 +6,8 @@
 //! extreme hyperparameters) are treated as `+∞`: the line search backtracks away from them. Steps
 //! are capped at `max_step` in the ∞-norm so log-hyperparameters cannot jump to overflow.
 
+use crate::numeric::dot;
+
 /// Options of [`minimize`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LbfgsOptions {
@@ -42,10 +44,6 @@ pub struct LbfgsResult {
     pub evaluations: usize,
     /// Whether a tolerance (rather than the iteration limit or a failed line search) stopped it.
     pub converged: bool,
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn inf_norm(a: &[f64]) -> f64 {

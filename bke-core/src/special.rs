@@ -29,7 +29,7 @@ pub fn ln_gamma(x: f64) -> f64 {
     for (i, c) in C.iter().enumerate().skip(1) {
         a += c / (x + i as f64);
     }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+    0.5 * crate::numeric::LN_2PI + (x + 0.5) * t.ln() - t + a.ln()
 }
 
 /// Regularised lower incomplete gamma `P(a, x) = γ(a, x)/Γ(a)`: the CDF at `x` of a Gamma(shape `a`,

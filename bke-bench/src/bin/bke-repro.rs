@@ -25,8 +25,18 @@ const REPROS: &[Repro] = &[
     ),
     (
         "bank-cv",
-        "BaNK seed 001 Tables 1-2: 5-fold CV of RKS, MKL, BaNK at M = 384",
+        "BaNK seed 001 Tables 1-2 at the seed's M = 384: RKS, MKL, BaNK, paired tests",
         bke_bench::repro::bank_cv::run,
+    ),
+    (
+        "bank-table",
+        "BaNK seed 001 Tables 1-2: every baseline (RKS, MKL, AlaC/RFO, GBDT, GP-ARD) and dataset (--smoke)",
+        bke_bench::repro::bank_table::run,
+    ),
+    (
+        "bank-fig4",
+        "BaNK seed 001 Fig. 4: error and time vs N and vs M (the M-curve on concrete and abalone; --smoke)",
+        bke_bench::repro::bank_fig4::run,
     ),
     (
         "fig2d",

@@ -6,11 +6,9 @@
 //! A real kernel only sees `ρ` through `E cos(ωᵀt)`, which does not change under `ω → −ω`, so spectral
 //! densities are compared in their symmetrised form `½(ρ(ω) + ρ(−ω))`.
 
-use bke_bank::dpmix::MixtureParams;
-use bke_bank::evidence::NigParams;
 use bke_bank::features::feature_matrix;
-use bke_bank::{BankParams, Task, fit};
-use bke_core::Points;
+use bke_bank::{BankParams, BankPrior, Task};
+use bke_core::{Dataset, Params, Points};
 use bke_linalg::{DefaultBackend, Mat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -60,16 +58,26 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         iterations: 1000,
         burn_in: Some(500),
         samples: 50,
-        mixture: MixtureParams { alpha: 1.0, mu0: None, kappa0: 0.05, nu0: Some(10.0), psi0: 2.0 },
-        nig: NigParams { a0: 1.0, b0: 1.0, prior_precision: 1.0 },
+        // The seed's generative settings: β ~ N(0, I) (λ₀ = 1 with unit noise), raw inputs.
+        prior: BankPrior {
+            kappa0: 0.05,
+            nu0: Some(10.0),
+            psi0: Some(2.0),
+            a0: 1.0,
+            b0: 1.0,
+            prior_precision: Some(1.0),
+            init_scale: Some(1.0),
+            ..Default::default()
+        },
         standardize_inputs: false,
-        init_scale: 1.0,
         seed: 11,
         ..Default::default()
     };
     let t0 = std::time::Instant::now();
     let x = Points::from_1d("x", &xs)?;
-    let model = fit::<DefaultBackend>(&x, &y, Task::Regression, &params, |_| {})?;
+    let data = Dataset::new(x, y.clone())?;
+    let model =
+        BankParams { task: Task::Regression, ..params.clone() }.check()?.fit::<DefaultBackend>(&data)?;
     let secs = t0.elapsed().as_secs_f64();
     // Spectral densities (symmetrised) on a grid.
     let grid: Vec<f64> = (0..=400).map(|i| -4.0 + 8.0 * i as f64 / 400.0).collect();

@@ -11,11 +11,11 @@
 use crate::plot::{Plot, Series};
 use crate::report::Table;
 use anyhow::Context;
-use bke_core::Points;
 use bke_core::density::{
-    DensityParams, Domain, GaussianKde, KernelStudentT, NormaliseOptions, Polynomial, SelectOptions,
-    normalise, select_hyperparameters,
+    Bandwidth, Domain, KdeParams, KernelStudentT, KernelStudentTParams, NiwParams, NormaliseOptions,
+    Polynomial, SelectOptions,
 };
+use bke_core::{LogDensity, Params, Points};
 use bke_linalg::Faer;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -24,6 +24,18 @@ use rand_distr::{Distribution, Normal, Uniform};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
+
+/// The Gaussian KDE of `train` with the bandwidth rule `bandwidth`, at `test`.
+fn kde(bandwidth: Bandwidth, train: &Points, test: &Points) -> anyhow::Result<Vec<f64>> {
+    Ok(KdeParams { bandwidth }.check()?.fit::<Faer>(train)?.log_density::<Faer>(test)?)
+}
+
+/// The sample standard deviation of column `k` (the base scale of the selected lengthscales).
+fn std_dev(x: &Points, k: usize) -> f64 {
+    let n = x.len() as f64;
+    let m = x.iter().map(|p| p[k]).sum::<f64>() / n;
+    (x.iter().map(|p| (p[k] - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+}
 
 /// Normalisation box of the comparison: the training range ± this fraction of it.
 const MARGIN: f64 = 0.5;
@@ -82,7 +94,7 @@ fn timing(dir: &Path) -> anyhow::Result<()> {
     for n in [250usize, 500, 1000, 2000] {
         let x = Points::new("x", (0..2 * n).map(|_| nd.sample(&mut rng)).collect(), 2)?;
         let k = bke_core::Kernel::se(0.5)?;
-        let p = DensityParams { alpha: 2.0, beta: 0.1, sigma0_sq: 1.0 };
+        let p = NiwParams { alpha: 2.0, beta: 0.1, sigma0_sq: 1.0 };
         for backend in ["faer", "nalgebra"] {
             let (fit, query) = match backend {
                 "faer" => time_one::<Faer>(&k, &x, &q, p)?,
@@ -107,15 +119,15 @@ fn time_one<B: bke_linalg::Backend>(
     k: &bke_core::Kernel,
     x: &Points,
     q: &Points,
-    p: DensityParams,
+    p: NiwParams,
 ) -> anyhow::Result<(f64, f64)> {
     let (mut fits, mut queries) = (vec![], vec![]);
     for _ in 0..3 {
         let t0 = Instant::now();
-        let m = KernelStudentT::<_, B>::fit(k.clone(), x, p)?;
+        let m = KernelStudentT::with_kernel::<B>(k.clone(), x, p)?;
         fits.push(t0.elapsed().as_secs_f64());
         let t1 = Instant::now();
-        let v = m.log_unnormalised(q)?;
+        let v = m.log_unnormalised::<B>(q)?;
         queries.push(t1.elapsed().as_secs_f64());
         anyhow::ensure!(v.iter().all(|a| a.is_finite()), "non-finite log density");
     }
@@ -131,20 +143,23 @@ fn fig1(dir: &Path) -> anyhow::Result<()> {
     let x = Points::from_1d("fig1 data", &xs)?;
     let kernel = Polynomial::quadratic_features();
     let domain = Domain::new(vec![-2.0], vec![4.0])?;
-    let nopts = NormaliseOptions { domain: Some(domain.clone()), ..Default::default() };
+    let nopts = NormaliseOptions::default();
     // Leave-one-out log-likelihood of the normalised density over a grid.
     let t0 = Instant::now();
-    let mut best = (f64::NEG_INFINITY, DensityParams::default());
+    let mut best = (f64::NEG_INFINITY, NiwParams::default());
     for &sigma0_sq in &[0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0] {
         for &beta in &[0.01, 0.1, 1.0, 10.0] {
             for &alpha in &[0.01, 0.1, 0.3, 1.0, 3.0, 10.0] {
-                let p = DensityParams { alpha, beta, sigma0_sq };
+                let p = NiwParams { alpha, beta, sigma0_sq };
                 let mut total = 0.0;
                 for i in 0..xs.len() {
                     let idx: Vec<usize> = (0..xs.len()).filter(|&j| j != i).collect();
-                    let m = KernelStudentT::<_, Faer>::fit(kernel.clone(), &x.select(&idx), p)?;
-                    let nd = normalise(m, &NormaliseOptions { rel_tol: 1e-4, ..nopts.clone() })?;
-                    total += nd.log_density(&x.select(&[i]))?[0];
+                    let m = KernelStudentT::with_kernel::<Faer>(kernel.clone(), &x.select(&idx), p)?;
+                    let nd = m.normalise::<Faer>(
+                        domain.clone(),
+                        &NormaliseOptions { rel_tol: 1e-4, ..nopts.clone() },
+                    )?;
+                    total += nd.log_density::<Faer>(&x.select(&[i]))?[0];
                 }
                 if total > best.0 {
                     best = (total, p);
@@ -161,15 +176,15 @@ fn fig1(dir: &Path) -> anyhow::Result<()> {
         best.0 / xs.len() as f64,
         t0.elapsed().as_secs_f64()
     );
-    let model = KernelStudentT::<_, Faer>::fit(kernel.clone(), &x, params)?;
-    let nd = normalise(model.clone(), &nopts)?;
-    let norm = nd.normalisation().clone();
+    let model = KernelStudentT::with_kernel::<Faer>(kernel.clone(), &x, params)?;
+    let nd = model.clone().normalise::<Faer>(domain, &nopts)?;
+    let norm = nd.normalisation().context("normalised")?.clone();
     println!("normaliser on [-2, 4]: log Z = {:.10}, estimated rel. error {:.1e}", norm.log_z, norm.rel_err);
     // Curves.
     let grid: Vec<f64> = (0..=600).map(|i| -2.0 + 6.0 * i as f64 / 600.0).collect();
     let gp = Points::from_1d("grid", &grid)?;
-    let final_ld = nd.log_density(&gp)?;
-    let restricted = model.log_restricted(&gp)?;
+    let final_ld = nd.log_density::<Faer>(&gp)?;
+    let restricted = model.log_restricted::<Faer>(&gp)?;
     let h = 6.0 / 600.0;
     // Normalise the restricted curve and the Jacobian on the same box (trapezoid on the fine grid).
     let trap = |v: &[f64]| -> f64 {
@@ -216,7 +231,7 @@ fn fig1(dir: &Path) -> anyhow::Result<()> {
     let l00 = psi[0][0].sqrt();
     let l10 = psi[1][0] / l00;
     let l11 = (psi[1][1] - l10 * l10).sqrt();
-    let q_data = model.mahalanobis(&x)?;
+    let q_data = model.mahalanobis::<Faer>(&x)?;
     let mut qs = q_data.clone();
     qs.sort_by(f64::total_cmp);
     let mut plot_b =
@@ -261,11 +276,10 @@ fn fig1(dir: &Path) -> anyhow::Result<()> {
     // Held-out log-likelihood on fresh draws.
     let test = mixture_draws(5000, &mut rng);
     let tp = Points::from_1d("test", &test)?;
-    let ks = nd.log_density(&tp)?;
+    let ks = nd.log_density::<Faer>(&tp)?;
     let outside = ks.iter().filter(|v| !v.is_finite()).count();
-    let kde_s = GaussianKde::silverman(&x)?.log_density(&tp)?;
-    let factors: Vec<f64> = (0..40).map(|i| 0.02 * (150f64).powf(i as f64 / 39.0)).collect();
-    let kde_cv = GaussianKde::cross_validated(&x, &factors)?.log_density(&tp)?;
+    let kde_s = kde(Bandwidth::NormalReference, &x, &tp)?;
+    let kde_cv = kde(KdeParams::default().bandwidth, &x, &tp)?;
     let truth: Vec<f64> = test.iter().map(|&v| mixture_pdf(v).ln()).collect();
     let finite_mean = |v: &[f64]| mean(&v.iter().copied().filter(|a| a.is_finite()).collect::<Vec<_>>());
     let mut t = Table::new(
@@ -369,7 +383,6 @@ fn comparison(dir: &Path) -> anyhow::Result<()> {
             "search-rule max abs dlogZ",
         ],
     );
-    let factors: Vec<f64> = (0..40).map(|i| 0.02 * (150f64).powf(i as f64 / 39.0)).collect();
     for ds in &sets {
         let d = ds.rows[0].len();
         let (mut ks, mut kde_s, mut kde_cv) = (vec![], vec![], vec![]);
@@ -386,46 +399,42 @@ fn comparison(dir: &Path) -> anyhow::Result<()> {
             let train = to_points(&idx[..ds.n_train])?;
             let test = to_points(&idx[ds.n_train..ds.n_train + ds.n_test])?;
             let t0 = Instant::now();
-            let sel = select_hyperparameters::<Faer>(
-                &train,
-                &SelectOptions { seed: split as u64, margin: MARGIN, ..Default::default() },
-            )?;
-            let model = KernelStudentT::<_, Faer>::fit(sel.kernel.clone(), &train, sel.params)?;
-            let nd = normalise(
-                model.clone(),
-                &NormaliseOptions { domain: Some(sel.domain.clone()), ..Default::default() },
-            )?;
-            let ld = nd.log_density(&test)?;
+            let select = SelectOptions { seed: split as u64, margin: MARGIN, ..Default::default() };
+            let nd = KernelStudentTParams { select, ..Default::default() }.check()?.fit::<Faer>(&train)?;
+            let domain = nd.normalisation().context("normalised")?.domain.clone();
+            let ld = nd.log_density::<Faer>(&test)?;
             secs += t0.elapsed().as_secs_f64();
             // The normaliser of the search rule alone (no refinement): the accuracy of the search.
             let search_panels = if d == 1 { 48 } else { 10 };
-            let coarse = normalise(
-                model,
+            let coarse = nd.clone().normalise::<Faer>(
+                domain,
                 &NormaliseOptions {
-                    domain: Some(sel.domain.clone()),
                     min_panels: search_panels,
                     max_nodes: (search_panels * 8usize).pow(d as u32),
                     ..Default::default()
                 },
             )?;
-            search_err = search_err.max((coarse.normalisation().log_z - nd.normalisation().log_z).abs());
+            let log_z = |m: &KernelStudentT| m.normalisation().map_or(f64::NAN, |n| n.log_z);
+            search_err = search_err.max((log_z(&coarse) - log_z(&nd)).abs());
             outside += ld.iter().filter(|v| !v.is_finite()).count();
             ks.push(mean(&ld));
             if split == 0 {
-                let n = nd.normalisation();
+                let n = nd.normalisation().context("normalised")?;
+                let (kernel, niw) = (nd.kernel(), nd.niw());
+                let sd = std_dev(&train, 0);
                 first = format!(
                     "c={:.3} (l={}); alpha={}; beta={}; s0^2={:.3}; CV {:.3}; logZ rel.err {:.0e}",
-                    sel.kernel.lengthscales()[0] / sel.scales[0],
-                    sel.kernel.lengthscales().iter().map(|l| format!("{l:.3}")).collect::<Vec<_>>().join("/"),
-                    sel.params.alpha,
-                    sel.params.beta,
-                    sel.params.sigma0_sq,
-                    sel.cv_log_lik,
+                    kernel.lengthscales()[0] / sd,
+                    kernel.lengthscales().iter().map(|l| format!("{l:.3}")).collect::<Vec<_>>().join("/"),
+                    niw.alpha,
+                    niw.beta,
+                    niw.sigma0_sq,
+                    nd.cv_log_lik().unwrap_or(f64::NAN),
                     n.rel_err
                 );
             }
-            kde_s.push(mean(&GaussianKde::silverman(&train)?.log_density(&test)?));
-            kde_cv.push(mean(&GaussianKde::cross_validated(&train, &factors)?.log_density(&test)?));
+            kde_s.push(mean(&kde(Bandwidth::NormalReference, &train, &test)?));
+            kde_cv.push(mean(&kde(KdeParams::default().bandwidth, &train, &test)?));
         }
         let fmt = |v: &[f64]| format!("{:.4} ± {:.4}", mean(v), sd(v));
         table.push(vec![

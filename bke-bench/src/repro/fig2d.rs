@@ -11,8 +11,9 @@
 //! Seed: global maximum at lengthscale 0.85, other local optima at larger scales, median heuristic
 //! "20" (between the two main modes).
 
+use bke_core::Params;
 use bke_core::Points;
-use bke_core::embedding::{BkeParams, FitOptions, fit, hold_out_landmarks, marginal_pseudolikelihood};
+use bke_core::embedding::{BkeParams, EmbeddingParams, hold_out_landmarks, marginal_pseudolikelihood};
 use bke_linalg::Faer;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -64,7 +65,9 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         curve.push((t, ml.log_marginal));
     }
     std::fs::write(out.join("fig2d.csv"), csv)?;
-    let r = fit::<Faer>(&x, &FitOptions { num_landmarks: m, seed: 0, ..FitOptions::default() })?;
+    let r = EmbeddingParams { num_landmarks: m, seed: 0, ..EmbeddingParams::default() }
+        .check()?
+        .fit::<Faer>(&x)?;
     let best = r.params.lengthscales[0];
     let (ymin, ymax) = curve
         .iter()
@@ -100,7 +103,9 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
     for data_seed in [2016u64, 1, 2] {
         let xs = grid_of_gaussians(2.0, 100, data_seed);
         for mm in [50usize, 100, 200] {
-            let r = fit::<Faer>(&xs, &FitOptions { num_landmarks: mm, seed: 0, ..FitOptions::default() })?;
+            let r = EmbeddingParams { num_landmarks: mm, seed: 0, ..EmbeddingParams::default() }
+                .check()?
+                .fit::<Faer>(&xs)?;
             let others: Vec<String> =
                 r.local_optima.iter().skip(1).map(|o| format!("{:.2}", o.lengthscales[0])).collect();
             println!(

@@ -3,11 +3,17 @@
 //! and the fixed-hyperparameter BKE posterior for the witness draws.
 
 use super::*;
+use crate::Predict;
 use crate::nuts::diagnostics::{ess_mean, quantile};
 use bke_linalg::Faer;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
+
+/// Fits `opts` to `x` with the landmarks `z`.
+fn fit_at<B: Backend>(x: &Points, z: &Points, opts: &SampleParams) -> Result<HyperDraws, CoreError> {
+    SampleParams { landmarks: Some(z.clone()), ..opts.clone() }.check()?.fit::<B>(x)
+}
 
 fn normal_data(n: usize, seed: u64, what: &str) -> Points {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -53,16 +59,16 @@ fn log_posterior_gradient_matches_central_differences() {
     let x1 = normal_data(25, 5, "x");
     let z1 = Points::from_1d("z", &[-1.0, 0.2, 1.1]).unwrap();
     let cases = [
-        (&x1, &z1, BayesOptions::default(), vec![0.1, -0.3]),
-        (&x2, &z2, BayesOptions { ard: true, ..BayesOptions::default() }, vec![-0.2, 0.4, 0.5]),
+        (&x1, &z1, SampleParams::default(), vec![0.1, -0.3]),
+        (&x2, &z2, SampleParams { ard: true, ..SampleParams::default() }, vec![-0.2, 0.4, 0.5]),
         (
             &x2,
             &z2,
-            BayesOptions {
+            SampleParams {
                 fixed_tau2: Some(0.7),
                 lengthscale_prior: HyperPrior::LogNormal { mu: 0.0, sigma: 0.5 },
                 prior: EmbeddingPrior::Gaussian { eta: 2.0 },
-                ..BayesOptions::default()
+                ..SampleParams::default()
             },
             vec![0.3],
         ),
@@ -123,11 +129,11 @@ fn check_against_quadrature(chains: &[Vec<f64>], grid: &[f64], dens: &[f64], wha
 fn nuts_marginals_match_grid_quadrature() {
     let x = normal_data(40, 1, "x");
     let z = Points::from_1d("z", &[0.0]).unwrap();
-    let opts = BayesOptions {
+    let opts = SampleParams {
         nuts: NutsParams { chains: 4, warmup: 500, draws: 1000, seed: 11, ..NutsParams::default() },
-        ..BayesOptions::default()
+        ..SampleParams::default()
     };
-    let draws = sample_hyperparameters::<Faer>(&x, &z, &opts, &|| {}).unwrap();
+    let draws = fit_at::<Faer>(&x, &z, &opts).unwrap();
     assert_eq!(draws.nuts.divergences(), 0);
     for j in 0..2 {
         let s = draws.nuts.summary(j);
@@ -182,12 +188,12 @@ fn nuts_marginals_match_grid_quadrature() {
 fn fixed_tau2_marginal_matches_quadrature() {
     let x = normal_data(60, 2, "x");
     let z = Points::from_1d("z", &[-1.5, -0.5, 0.5, 1.5]).unwrap();
-    let opts = BayesOptions {
+    let opts = SampleParams {
         fixed_tau2: Some(1.0),
         nuts: NutsParams { chains: 4, warmup: 500, draws: 1000, seed: 12, ..NutsParams::default() },
-        ..BayesOptions::default()
+        ..SampleParams::default()
     };
-    let draws = sample_hyperparameters::<Faer>(&x, &z, &opts, &|| {}).unwrap();
+    let draws = fit_at::<Faer>(&x, &z, &opts).unwrap();
     assert_eq!(draws.nuts.dim, 1);
     assert!(draws.tau2().iter().flatten().all(|&t| t == 1.0));
     let target = HyperPosterior::<Faer>::new(&x, &z, &opts).unwrap();
@@ -215,10 +221,9 @@ fn witness_draws_at_fixed_hyperparameters_match_the_bke_posterior() {
     let p = BkeParams::new(vec![0.7], 0.5);
     let draws = vec![p.clone(); 4000];
     let w = witness_posterior::<Faer>(&xp, &xq, &grid, None, &draws, 0.8, 5).unwrap();
-    let (mp, vp) =
-        BkePosterior::fit::<Faer>(&xp, None, &p).unwrap().mean_and_variance::<Faer>(&grid).unwrap();
-    let (mq, vq) =
-        BkePosterior::fit::<Faer>(&xq, None, &p).unwrap().mean_and_variance::<Faer>(&grid).unwrap();
+    let fit = |x: &Points| p.check().unwrap().fit::<Faer>(x).unwrap().predict::<Faer>(&grid).unwrap();
+    let (pp, pq) = (fit(&xp), fit(&xq));
+    let (mp, vp, mq, vq) = (pp.mean, pp.variance, pq.mean, pq.variance);
     let s = draws.len() as f64;
     let z90 = crate::special::normal_quantile(0.9);
     for i in 0..grid.len() {
@@ -264,20 +269,20 @@ fn bad_input_is_rejected_before_sampling() {
     let x = Points::from_rows("x", &[vec![0.0, 1.0], vec![1.0, 0.0], vec![0.5, 0.5]]).unwrap();
     let z = Points::from_rows("z", &[vec![0.0, 0.0]]).unwrap();
     // m < D
-    let e = sample_hyperparameters::<Faer>(&x, &z, &BayesOptions::default(), &|| {}).unwrap_err();
+    let e = fit_at::<Faer>(&x, &z, &SampleParams::default()).unwrap_err();
     assert!(e.to_string().contains("landmarks"), "{e}");
     let z = Points::from_1d("z", &[0.0, 1.0]).unwrap();
     assert!(matches!(
-        sample_hyperparameters::<Faer>(&x, &z, &BayesOptions::default(), &|| {}),
+        fit_at::<Faer>(&x, &z, &SampleParams::default()),
         Err(CoreError::DimensionMismatch { .. })
     ));
     let x1 = normal_data(10, 1, "x");
     for opts in [
-        BayesOptions { fixed_tau2: Some(-1.0), ..BayesOptions::default() },
-        BayesOptions { tau2_prior: HyperPrior::Gamma { shape: 0.0, rate: 1.0 }, ..BayesOptions::default() },
-        BayesOptions { nuts: NutsParams { chains: 0, ..NutsParams::default() }, ..BayesOptions::default() },
+        SampleParams { fixed_tau2: Some(-1.0), ..SampleParams::default() },
+        SampleParams { tau2_prior: HyperPrior::Gamma { shape: 0.0, rate: 1.0 }, ..SampleParams::default() },
+        SampleParams { nuts: NutsParams { chains: 0, ..NutsParams::default() }, ..SampleParams::default() },
     ] {
-        assert!(sample_hyperparameters::<Faer>(&x1, &z, &opts, &|| {}).is_err(), "{opts:?}");
+        assert!(fit_at::<Faer>(&x1, &z, &opts).is_err(), "{opts:?}");
     }
 }
 
@@ -304,4 +309,33 @@ fn ridge_exponent_matches_the_profile_slope() {
     let slope_fixed = (fixed(3.5) - fixed(3.0)) / 0.5;
     assert!((slope_fixed / -80.0 - 1.0).abs() < 0.05, "fixed tau2: slope {slope_fixed} vs -2nD = -80");
     assert!(ridge_exponent(40, 1, 1, true) < 0.0 && ridge_exponent(40, 2, 1, false) > 0.0);
+}
+
+/// Held-out landmarks (seeded by the NUTS seed) and the JSON fields of `bke embed sample`.
+#[test]
+fn held_out_landmarks_and_json_fields() {
+    let x = normal_data(30, 41, "x");
+    let params = SampleParams {
+        num_landmarks: 3,
+        fixed_tau2: Some(1.0),
+        nuts: NutsParams { chains: 2, warmup: 60, draws: 40, seed: 5, ..NutsParams::default() },
+        ..SampleParams::default()
+    };
+    let draws = params.check().unwrap().fit::<Faer>(&x).unwrap();
+    let (_, z, idx) = hold_out_landmarks(&x, 3, 5).unwrap();
+    assert_eq!((draws.n_data, draws.landmarks.clone(), draws.landmark_indices.clone()), (27, z, Some(idx)));
+    let j = serde_json::to_value(&draws).unwrap();
+    for f in ["mean", "sd", "q05", "q50", "q95", "rhat", "ess", "ess_tail", "mcse_mean"] {
+        assert!(j["lengthscale"][f].is_number(), "{f}: {j}");
+    }
+    assert_eq!(j["tau2"]["fixed"], true);
+    assert!(j["tau2"]["rhat"].is_null() && j["tau2_prior"].is_null());
+    assert_eq!(j["lengthscale_prior"], "gamma:1,1");
+    assert_eq!(
+        (j["chains"].as_u64(), j["draws"].as_u64(), j["num_landmarks"].as_u64()),
+        (Some(2), Some(40), Some(3))
+    );
+    assert_eq!(j["warnings"], serde_json::json!(draws.warnings()));
+    let e = SampleParams { num_landmarks: 30, ..params }.check().unwrap().fit::<Faer>(&x).unwrap_err();
+    assert!(e.to_string().contains("m < n"), "{e}");
 }

@@ -2,9 +2,9 @@
 //! Bayesian Nonparametrics", seed 003): a Normal-inverse-Wishart model in feature space, whose
 //! posterior predictive (a Student-t) is kernelised and pulled back to the input space.
 //!
-//! # Derivation (seed eq. 1–6, re-derived; it corrects `DESIGN.md` §3.4)
+//! # Derivation (seed 003 eq. (1)–(6), re-derived; it corrects the first draft of `docs/DESIGN.md` §3.4)
 //!
-//! **Model (eq. 1–2).** Features `φ_n = ϕ(x_n) ∈ ℝ^D`, `φ_{1:N} | μ, Σ ~ N(μ, Σ)` i.i.d.,
+//! **Model (seed 003 eq. (1)–(2)).** Features `φ_n = ϕ(x_n) ∈ ℝ^D`, `φ_{1:N} | μ, Σ ~ N(μ, Σ)` i.i.d.,
 //! `Σ ~ W⁻¹(σ₀² I, α)` (scale `σ₀² I`, `α` degrees of freedom), `μ | Σ ~ N(0, Σ/β)`: a
 //! Normal-inverse-Wishart prior `NIW(m₀ = 0, κ₀ = β, ν₀ = α, Ψ₀ = σ₀² I)`.
 //!
@@ -18,7 +18,7 @@
 //! where `Φ = [φ_1, …, φ_N]` is the **uncentred** feature matrix (expand `ΦΦᵀ = Σ_n φ_nφ_nᵀ` and
 //! `Φ11ᵀΦᵀ = N² φ̄φ̄ᵀ`: `ΦΦᵀ − N²φ̄φ̄ᵀ/(N+β) = Σ_n(φ_n−φ̄)(φ_n−φ̄)ᵀ + (N − N²/(N+β)) φ̄φ̄ᵀ`).
 //!
-//! **Predictive (eq. 3).** Integrating `N(φ | μ, Σ)` against the posterior gives the Student-t
+//! **Predictive (seed 003 eq. (3)).** Integrating `N(φ | μ, Σ)` against the posterior gives the Student-t
 //! `t_{ν'}(m_N, (κ_N+1)/(κ_N ν') Ψ_N)` with `ν' = ν_N − D + 1`, whose density is
 //! `∝ [1 + κ_N/(κ_N+1) · φ̃ᵀ Ψ_N⁻¹ φ̃]^{−(ν'+D)/2}`, and `ν' + D = 1 + N + α`, so
 //!
@@ -28,7 +28,7 @@
 //!
 //! The exponent does not involve `D`, which is what lets the kernel trick through.
 //!
-//! **Woodbury (eq. 4).** With `M = I − 11ᵀ/(N+β)`, Sherman–Morrison gives `M⁻¹ = I + 11ᵀ/β`, and
+//! **Woodbury (seed 003 eq. (4)).** With `M = I − 11ᵀ/(N+β)`, Sherman–Morrison gives `M⁻¹ = I + 11ᵀ/β`, and
 //! Woodbury gives `Ψ_N⁻¹ = I/σ₀² − Φ (σ₀⁴ M⁻¹ + σ₀² ΦᵀΦ)⁻¹ Φᵀ`, so with `v = Φᵀφ̃`
 //!
 //! ```text
@@ -41,13 +41,13 @@
 //! `vᵀ(A + ρ11ᵀ)⁻¹v = ‖w‖² − ρ (wᵀu)² / (1 + ρ‖u‖²)`. Each query costs one triangular solve, O(N²);
 //! queries are batched into matrix triangular solves of the backend.
 //!
-//! **Kernel trick (eq. 5).** With `k_x = (k(x, x_n))_n`, `K = ΦᵀΦ`, row sums `s = K1`, `T = 1ᵀK1`:
+//! **Kernel trick (seed 003 eq. (5)).** With `k_x = (k(x, x_n))_n`, `K = ΦᵀΦ`, row sums `s = K1`, `T = 1ᵀK1`:
 //!
 //! ```text
 //! φ̃ᵀφ̃ = k(x,x) − 2 Σ_n k(x,x_n)/(N+β) + T/(N+β)²,     v = Φᵀφ̃ = k_x − s/(N+β),     ΦᵀΦ = K.
 //! ```
 //!
-//! **Correction to `DESIGN.md` §3.4 (and to the extraction of the seed).** There, `Φ̃` is the
+//! **Correction to the first draft of `docs/DESIGN.md` §3.4 (and to the extraction of the seed).** There, `Φ̃` is the
 //! *centred* matrix `[φ_1 − φ̄, …]`, and eq. (5) gives its centred Gram `Φ̃ᵀΦ̃`. But `Φ̃1 = 0`, so the
 //! factor `(I − 11ᵀ/(N+β))` acts trivially and that reconstruction equals `σ₀²I + Φ̃Φ̃ᵀ`: it drops
 //! the term `βN/(β+N) φ̄φ̄ᵀ` of `Ψ_N` (the pull of the prior mean 0). The correct expression uses the
@@ -57,248 +57,293 @@
 //! kernelised computation against the textbook NIW update in an explicit feature space to 1e-10,
 //! and `design_reconstruction_differs_unless_beta_small` shows the discrepancy.
 //!
-//! **Pull-back (eq. 6).** `q_k(x) = q(ϕ(x)) · det(G(x))^{1/2}`, `G_ij = ⟨∂_iϕ(x), ∂_jϕ(x)⟩ =
+//! **Pull-back (seed 003 eq. (6)).** `q_k(x) = q(ϕ(x)) · det(G(x))^{1/2}`, `G_ij = ⟨∂_iϕ(x), ∂_jϕ(x)⟩ =
 //! ∂²k(x, y)/∂x_i∂y_j |_{y=x}`. For a stationary kernel `k = f(r²)`, `G = −2f'(0) diag(ℓ⁻²)` is
-//! constant (seed Appendix B) and is omitted ([`DensityKernel::log_jacobian`] returns `None`); it
+//! constant (seed 003 Appendix B) and is omitted ([`DensityKernel::log_jacobian`] returns `None`); it
 //! cancels on normalisation. For the dot-product kernels of [`Polynomial`] it is computed.
 //!
 //! **Normalisability.** For a stationary kernel `k(x, x_n) → 0` as `‖x‖ → ∞`, so `Q(x)` tends to a
 //! positive constant and `q_k` to a positive floor: `q_k` is *not* integrable on `ℝ^d`, whatever α
 //! (the seed's remark that it is for `α > d − 1` holds for the parabola of its Fig. 1, not here).
-//! A normalised density therefore needs a bounded domain: [`normalise()`] uses a box (the data range
+//! A normalised density therefore needs a bounded domain: [`KernelStudentT::normalise`] uses a box (the data range
 //! widened by a margin) and integrates numerically in 1 and 2 dimensions. We still require
-//! `α > d − 1`, the seed's condition (eq. §2.2), in [`DensityParams::check`].
+//! `α > d − 1`, the seed's condition (seed 003 §2.2), in [`NiwParams::validate_for_dim`].
+//!
+//! # Usage
+//!
+//! [`KernelStudentTParams`] (kernel family, fixed hyperparameters or grids to search, folds, seed,
+//! normalisation box) `.check()?.fit::<B>(&x)` selects what is not fixed by cross-validation
+//! ([`select_hyperparameters`]), fits, normalises on a box in 1-D/2-D, and returns a
+//! [`KernelStudentT`] ([`crate::LogDensity`], [`KernelStudentT::sample`], a model file of kind
+//! `density`). [`KdeParams`] fits the Gaussian KDE baseline ([`GaussianKde`]).
 //!
 //! ```
-//! use bke_core::density::{DensityParams, KernelStudentT};
-//! use bke_core::{Kernel, Points};
+//! use bke_core::density::{KernelStudentTParams, SelectOptions};
+//! use bke_core::{LogDensity, Params, Points};
 //! use bke_linalg::Faer;
-//! let x = Points::from_1d("x", &[-1.0, -0.8, 0.9, 1.1, 1.3]).unwrap();
-//! let model = KernelStudentT::<Kernel, Faer>::fit(Kernel::se(0.5).unwrap(), &x, DensityParams::default())
-//!     .unwrap();
-//! let q = Points::from_1d("q", &[1.0, 5.0]).unwrap();
-//! let lq = model.log_unnormalised(&q).unwrap();
-//! assert!(lq[0] > lq[1]); // denser near the data
+//! let x = Points::from_1d("x", &[-1.0, -0.8, -0.7, 0.9, 1.1, 1.3, 1.2, -0.9]).unwrap();
+//! let params = KernelStudentTParams {
+//!     select: SelectOptions { folds: 4, ..Default::default() },
+//!     ..Default::default()
+//! };
+//! let model = params.check().unwrap().fit::<Faer>(&x).unwrap();
+//! let q = Points::from_1d("q", &[1.0, 0.1]).unwrap();
+//! let lp = model.log_density::<Faer>(&q).unwrap();
+//! assert!(lp[0] > lp[1]); // denser near the data
+//! assert!(model.normalisation().unwrap().log_z.is_finite());
 //! ```
 
 mod kde;
 mod kernels;
+mod model;
 mod normalise;
 mod select;
 
-pub use kde::{GaussianKde, KdeBandwidth};
+pub use kde::{Bandwidth, GaussianKde, KdeBandwidth, KdeParams};
 pub use kernels::{DensityKernel, Polynomial};
-pub use normalise::{Domain, Normalisation, NormaliseOptions, NormalisedDensity, gauss_legendre, normalise};
+pub use model::{DensitySummary, KernelStudentT};
+pub use normalise::{Domain, Normalisation, NormaliseOptions, Sample, gauss_legendre};
 pub use select::{Candidate, SelectOptions, Selection, select_hyperparameters};
 
-use crate::{CoreError, Kernel, Points, check_positive};
-use bke_linalg::{Backend, DefaultBackend, LinalgError, Mat};
-use rayon::prelude::*;
-use std::marker::PhantomData;
+use crate::estimator::{Estimator, Params, Progress, Valid};
+use crate::{CoreError, Kernel, KernelFamily, Points, check_positive};
+use bke_linalg::Backend;
+use serde::{Deserialize, Serialize};
 
-/// Hyperparameters of the NIW prior (seed eq. 2).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DensityParams {
+/// Hyperparameters of the Normal-inverse-Wishart prior in feature space (seed 003 eq. (2)).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NiwParams {
     /// Inverse-Wishart degrees of freedom `α`; must exceed `d − 1` (input dimension `d`).
     /// Default `2.0` (valid up to `d = 2`).
     pub alpha: f64,
-    /// Prior precision multiplier of the mean, `μ | Σ ~ N(0, Σ/β)`; `> 0`. Default `0.01` (seed Fig. 2).
+    /// Prior precision multiplier of the mean, `μ | Σ ~ N(0, Σ/β)`; `> 0`. Default `0.01` (seed 003
+    /// Fig. 2).
     pub beta: f64,
     /// Inverse-Wishart scale `σ₀²` (scale matrix `σ₀² I`), relative to the unit kernel amplitude;
     /// `> 0`. Default `1.0`.
     pub sigma0_sq: f64,
 }
 
-impl Default for DensityParams {
+impl Default for NiwParams {
     fn default() -> Self {
         Self { alpha: 2.0, beta: 0.01, sigma0_sq: 1.0 }
     }
 }
 
-impl DensityParams {
-    /// Validates for input dimension `dim`: `α > d − 1` (otherwise the pulled-back density is
-    /// improper, seed §2.2), `β > 0`, `σ₀² > 0`, all finite.
-    pub fn check(&self, dim: usize) -> Result<(), CoreError> {
-        check_positive("beta", self.beta)?;
-        check_positive("sigma0_sq", self.sigma0_sq)?;
-        let min = dim as f64 - 1.0;
-        if !(self.alpha.is_finite() && self.alpha > min) {
-            return Err(CoreError::InvalidParameter {
-                name: "alpha".into(),
-                value: self.alpha,
-                reason: format!(
-                    "must be finite and exceed d - 1 = {min} for {dim}-dimensional data, \
-                     otherwise the density is improper"
-                ),
-            });
-        }
-        Ok(())
+impl NiwParams {
+    /// [`Params::validate`], and `α > d − 1` for `dim`-dimensional data (otherwise the pulled-back
+    /// density is improper, seed 003 §2.2).
+    pub fn validate_for_dim(&self, dim: usize) -> Result<(), CoreError> {
+        self.validate()?;
+        check_alpha(self.alpha, dim)
     }
 
-    /// `γ = (1 + β + N)/(β + N)` (eq. 3).
+    /// `γ = (1 + β + N)/(β + N)` (seed 003 eq. (3)).
     pub fn gamma(&self, n: usize) -> f64 {
         (1.0 + self.beta + n as f64) / (self.beta + n as f64)
     }
 
-    /// The exponent `(1 + N + α)/2` (eq. 3).
+    /// The exponent `(1 + N + α)/2` (seed 003 eq. (3)).
     pub fn exponent(&self, n: usize) -> f64 {
         0.5 * (1.0 + n as f64 + self.alpha)
     }
 }
 
-/// The fitted kernel student-t density: `log q_k(x) = −(1+N+α)/2 · log(γ + Q(x)) + log J(x)`
-/// (eq. 3–6), fitted once in O(N³), O(N²) per query. See the module docs for the formulas.
-#[derive(Debug, Clone)]
-pub struct KernelStudentT<K: DensityKernel = Kernel, B: Backend = DefaultBackend> {
-    kernel: K,
-    params: DensityParams,
-    x: Points,
-    /// Lower Cholesky factor of `A = σ₀² I + K`.
-    chol: Mat,
-    /// `u = L⁻¹ 1`.
-    u: Vec<f64>,
-    /// `‖u‖² = 1ᵀA⁻¹1`.
-    uu: f64,
-    /// Row sums `s = K1`.
-    row_sums: Vec<f64>,
-    /// `T = 1ᵀK1`.
-    total: f64,
-    _backend: PhantomData<B>,
+impl Params for NiwParams {
+    type Error = CoreError;
+
+    /// `α` finite, `β > 0`, `σ₀² > 0` (the rule `α > d − 1` needs the data: [`NiwParams::validate_for_dim`]).
+    fn validate(&self) -> Result<(), CoreError> {
+        check_positive("beta", self.beta)?;
+        check_positive("sigma0_sq", self.sigma0_sq)?;
+        check_finite("alpha", self.alpha)
+    }
 }
 
-/// Queries per batched triangular solve.
-const BATCH: usize = 256;
+/// Errors unless `α` is finite and exceeds `d − 1`.
+fn check_alpha(alpha: f64, dim: usize) -> Result<(), CoreError> {
+    let min = dim as f64 - 1.0;
+    if !(alpha.is_finite() && alpha > min) {
+        return Err(CoreError::InvalidParameter {
+            name: "alpha".into(),
+            value: alpha,
+            reason: format!(
+                "must be finite and exceed d - 1 = {min} for {dim}-dimensional data, otherwise the density \
+                 is improper"
+            ),
+        });
+    }
+    Ok(())
+}
 
-impl<K: DensityKernel, B: Backend> KernelStudentT<K, B> {
-    /// Fits the model to the points `x` (at least one): builds `K`, factors `σ₀² I + K`.
-    /// Errors on invalid hyperparameters ([`DensityParams::check`]), a kernel that does not fit the
-    /// dimension, or a factorisation failure (then increase `σ₀²`).
-    pub fn fit(kernel: K, x: &Points, params: DensityParams) -> Result<Self, CoreError> {
-        x.check_len("density training data", 1)?;
-        kernel.check_dim(x.dim())?;
-        params.check(x.dim())?;
-        let n = x.len();
-        let mut a = kernel_gram(&kernel, x);
-        let row_sums: Vec<f64> = (0..n).map(|j| a.col(j).iter().sum()).collect();
-        let total = row_sums.iter().sum();
-        for i in 0..n {
-            a[(i, i)] += params.sigma0_sq;
+fn check_finite(name: &str, v: f64) -> Result<(), CoreError> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(CoreError::InvalidParameter { name: name.into(), value: v, reason: "must be finite".into() })
+    }
+}
+
+/// Kernel student-t density estimation: the kernel, the hyperparameters that are fixed, the grids
+/// and cross-validation that choose the others, and the normalisation box.
+///
+/// Defaults: squared exponential kernel, everything selected by seeded 5-fold cross-validated
+/// log-likelihood of the normalised density (the grids of [`SelectOptions::default`]), normalised
+/// on the data range widened by 25% on each side. As an [`Estimator`] on [`Points`], it returns a
+/// [`KernelStudentT`]. Selection and normalisation need 1-D or 2-D data; in more dimensions fix
+/// every hyperparameter and set `normalise = false`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelStudentTParams {
+    /// The kernel family.
+    pub family: KernelFamily,
+    /// Fixed lengthscale(s): one, or one per dimension. `None`: `ℓ_d = c · sd_d` with the factor `c`
+    /// selected from `select.lengthscale_factors` (`sd_d` the standard deviation of column `d`).
+    pub lengthscales: Option<Vec<f64>>,
+    /// Fixed `α` (`> d − 1`); `None`: selected (`α = d − 1 + a`, `a` from `select.alpha_offsets`).
+    pub alpha: Option<f64>,
+    /// Fixed `β > 0`; `None`: selected from `select.beta`.
+    pub beta: Option<f64>,
+    /// Fixed `σ₀² > 0`; `None`: selected from `select.sigma0_sq`.
+    pub sigma0_sq: Option<f64>,
+    /// Normalise the density on the box (1-D and 2-D data).
+    pub normalise: bool,
+    /// Grids, folds, seed and box of the selection (`select.domain`, else the data range widened by
+    /// `select.margin` on each side, is also the normalisation box).
+    pub select: SelectOptions,
+    /// Quadrature of the final normaliser.
+    pub quadrature: NormaliseOptions,
+}
+
+impl Default for KernelStudentTParams {
+    fn default() -> Self {
+        Self {
+            family: KernelFamily::SquaredExponential,
+            lengthscales: None,
+            alpha: None,
+            beta: None,
+            sigma0_sq: None,
+            normalise: true,
+            select: SelectOptions::default(),
+            quadrature: NormaliseOptions::default(),
         }
-        let chol = B::cholesky(a.as_ref()).map_err(|e| match e {
-            LinalgError::NotPositiveDefinite { pivot } => CoreError::InvalidParameter {
-                name: "sigma0_sq".into(),
-                value: params.sigma0_sq,
-                reason: format!(
-                    "σ₀² I + K is numerically not positive definite (pivot {pivot}); increase sigma0_sq"
-                ),
-            },
-            e => CoreError::Linalg(e),
-        })?;
-        let mut u = vec![1.0; n];
-        B::solve_lower_in_place(chol.as_ref(), bke_linalg::MatMut::col_vector(&mut u))?;
-        let uu = u.iter().map(|v| v * v).sum();
-        Ok(Self { kernel, params, x: x.clone(), chol, u, uu, row_sums, total, _backend: PhantomData })
     }
+}
 
-    /// The kernel.
-    pub fn kernel(&self) -> &K {
-        &self.kernel
+impl KernelStudentTParams {
+    /// Whether every hyperparameter is fixed (no selection).
+    pub fn all_fixed(&self) -> bool {
+        self.lengthscales.is_some() && self.alpha.is_some() && self.beta.is_some() && self.sigma0_sq.is_some()
     }
+}
 
-    /// The hyperparameters.
-    pub fn params(&self) -> DensityParams {
-        self.params
+impl Params for KernelStudentTParams {
+    type Error = CoreError;
+
+    /// Fixed values valid (positive lengthscales, `β`, `σ₀²`; finite `α`), at least one lengthscale,
+    /// valid selection settings ([`SelectOptions`]: grids, at least 2 folds) and quadrature.
+    fn validate(&self) -> Result<(), CoreError> {
+        if let Some(ls) = &self.lengthscales {
+            if ls.is_empty() {
+                return Err(CoreError::Empty { what: "fixed lengthscales".into(), needed: 1 });
+            }
+            ls.iter().try_for_each(|&l| check_positive("lengthscale", l))?;
+        }
+        if let Some(a) = self.alpha {
+            check_finite("alpha", a)?;
+        }
+        if let Some(b) = self.beta {
+            check_positive("beta", b)?;
+        }
+        if let Some(s) = self.sigma0_sq {
+            check_positive("sigma0_sq", s)?;
+        }
+        if let KernelFamily::RationalQuadratic { alpha } = self.family {
+            check_positive("rational quadratic alpha", alpha)?;
+        }
+        self.select.check()?;
+        self.quadrature.check()
     }
+}
 
-    /// The training points.
-    pub fn data(&self) -> &Points {
-        &self.x
-    }
+impl Estimator for KernelStudentTParams {
+    type Data = Points;
+    type Fitted = KernelStudentT;
 
-    /// Input dimension `d`.
-    pub fn dim(&self) -> usize {
-        self.x.dim()
-    }
-
-    /// `Q(x) = φ̃ᵀ Ψ_N⁻¹ φ̃` (eq. 4–5) at every query point, O(N²) each, batched and parallel.
-    pub fn mahalanobis(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
-        self.x.check_dim("query points", q.dim())?;
-        let n = self.x.len();
-        let nb = self.params.beta + n as f64;
-        let rho = self.params.sigma0_sq / self.params.beta;
-        let mut out = vec![0.0; q.len()];
-        out.par_chunks_mut(BATCH).enumerate().try_for_each(|(c, chunk)| -> Result<(), CoreError> {
-            let start = c * BATCH;
-            let m = chunk.len();
-            let mut v = Mat::zeros(n, m);
-            let mut ptp = vec![0.0; m];
-            for j in 0..m {
-                let xq = q.point(start + j);
-                let col = v.col_mut(j);
-                let mut sum = 0.0;
-                for i in 0..n {
-                    let k = self.kernel.eval(xq, self.x.point(i));
-                    sum += k;
-                    col[i] = k - self.row_sums[i] / nb;
+    /// Selects what is not fixed (stage `select`), fits (O(N³)), normalises (stage `normalise`).
+    fn fit_valid<B: Backend>(
+        params: &Valid<Self>,
+        x: &Points,
+        progress: &dyn Progress,
+    ) -> Result<KernelStudentT, CoreError> {
+        x.check_len("density training data", 1)?;
+        let d = x.dim();
+        if let Some(a) = params.alpha {
+            check_alpha(a, d)?;
+        }
+        if let Some(ls) = &params.lengthscales {
+            Kernel::new(params.family, ls.clone())?.check_dim(d)?;
+        }
+        if params.normalise && d > 2 {
+            return Err(CoreError::InvalidChoice {
+                what: format!("normalising a {d}-dimensional density"),
+                reason:
+                    "normalisation by quadrature is available for 1-D and 2-D data only; set normalise = \
+                         false (the density is then unnormalised)"
+                        .into(),
+            });
+        }
+        let domain = match &params.select.domain {
+            Some(dm) => dm.clone(),
+            None => Domain::around(x, params.select.margin)?,
+        };
+        let (kernel, niw, cv) = match (&params.lengthscales, params.alpha, params.beta, params.sigma0_sq) {
+            (Some(ls), Some(alpha), Some(beta), Some(sigma0_sq)) => {
+                (Kernel::new(params.family, ls.clone())?, NiwParams { alpha, beta, sigma0_sq }, None)
+            }
+            _ => {
+                if d > 2 {
+                    return Err(CoreError::InvalidChoice {
+                        what: format!("selecting the hyperparameters of a {d}-dimensional density"),
+                        reason: "selection needs the normalised density, available for 1-D and 2-D data \
+                                 only; fix the lengthscale, alpha, beta and sigma0_sq"
+                            .into(),
+                    });
                 }
-                ptp[j] = self.kernel.eval(xq, xq) - 2.0 * sum / nb + self.total / (nb * nb);
+                let opts = params.selection_for(d, domain.clone());
+                let sel = select_hyperparameters::<B>(x, params.family, &opts, progress)?;
+                (sel.kernel, sel.params, Some(sel.cv_log_lik))
             }
-            B::solve_lower_in_place(self.chol.as_ref(), v.as_mut())?;
-            for j in 0..m {
-                let w = v.col(j);
-                let ww: f64 = w.iter().map(|a| a * a).sum();
-                let wu: f64 = w.iter().zip(&self.u).map(|(a, b)| a * b).sum();
-                let quad = ww - rho * wu * wu / (1.0 + rho * self.uu);
-                chunk[j] = ((ptp[j] - quad) / self.params.sigma0_sq).max(0.0);
-            }
-            Ok(())
-        })?;
-        Ok(out)
-    }
-
-    /// `log q(ϕ(x))`, the restricted feature-space predictive (eq. 4) without the Jacobian:
-    /// `−(1+N+α)/2 · log(γ + Q(x))`.
-    pub fn log_restricted(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
-        let n = self.x.len();
-        let (g, e) = (self.params.gamma(n), self.params.exponent(n));
-        Ok(self.mahalanobis(q)?.into_iter().map(|m| -e * (g + m).ln()).collect())
-    }
-
-    /// The unnormalised log density `log q_k(x)` of eq. (6): [`Self::log_restricted`] plus
-    /// `½ log det G(x)` where the kernel's Jacobian varies (omitted where it is constant).
-    pub fn log_unnormalised(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
-        let mut out = self.log_restricted(q)?;
-        out.par_iter_mut().enumerate().for_each(|(i, v)| {
-            if let Some(j) = self.kernel.log_jacobian(q.point(i)) {
-                *v += j;
-            }
-        });
-        Ok(out)
+        };
+        let mut model = KernelStudentT::with_kernel::<B>(kernel, x, niw)?;
+        model.set_cv_log_lik(cv);
+        if params.normalise {
+            progress.checkpoint()?;
+            progress.update("normalise", 0, 1);
+            model = model.normalise::<B>(domain, &params.quadrature)?;
+            progress.update("normalise", 1, 1);
+        }
+        Ok(model)
     }
 }
 
-/// The Gram matrix `K[i, j] = k(x_i, x_j)` of any density kernel (parallel over columns).
-pub fn kernel_gram<K: DensityKernel>(kernel: &K, x: &Points) -> Mat {
-    let n = x.len();
-    let mut k = Mat::zeros(n, n);
-    if n > 0 {
-        k.as_mut_slice().par_chunks_mut(n).enumerate().for_each(|(j, col)| {
-            let y = x.point(j);
-            for (i, v) in col.iter_mut().enumerate() {
-                *v = kernel.eval(x.point(i), y);
-            }
-        });
+impl KernelStudentTParams {
+    /// The selection settings for `d`-dimensional data: fixed values become one-point grids.
+    fn selection_for(&self, d: usize, domain: Domain) -> SelectOptions {
+        let s = &self.select;
+        SelectOptions {
+            lengthscale_factors: if self.lengthscales.is_some() {
+                vec![1.0]
+            } else {
+                s.lengthscale_factors.clone()
+            },
+            scales: self.lengthscales.clone().or_else(|| s.scales.clone()),
+            sigma0_sq: self.sigma0_sq.map_or_else(|| s.sigma0_sq.clone(), |v| vec![v]),
+            beta: self.beta.map_or_else(|| s.beta.clone(), |v| vec![v]),
+            alpha_offsets: self.alpha.map_or_else(|| s.alpha_offsets.clone(), |v| vec![v - (d as f64 - 1.0)]),
+            domain: Some(domain),
+            ..s.clone()
+        }
     }
-    k
-}
-
-/// `log Σ exp(v_i)` (−∞ for an empty slice or all −∞).
-pub(crate) fn log_sum_exp(v: impl Iterator<Item = f64> + Clone) -> f64 {
-    let m = v.clone().fold(f64::NEG_INFINITY, f64::max);
-    if !m.is_finite() {
-        return m;
-    }
-    m + v.map(|a| (a - m).exp()).sum::<f64>().ln()
 }
 
 #[cfg(test)]

@@ -18,14 +18,15 @@
 //! the panel)`. This is exact up to the quadrature error of the panel masses, provided the envelope
 //! holds; draws where it does not (`q > envelope`) are counted in [`Sample::envelope_violations`].
 
-use super::{DensityKernel, KernelStudentT, log_sum_exp};
+use super::{DensityKernel, KernelStudentT};
+use crate::numeric::log_sum_exp;
 use crate::{CoreError, Points};
 use bke_linalg::Backend;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// A box `Π_d [lower_d, upper_d]`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Domain {
     /// Lower corner.
     pub lower: Vec<f64>,
@@ -100,13 +101,9 @@ impl Domain {
     }
 }
 
-/// Options of [`normalise()`].
+/// The quadrature of [`KernelStudentT::normalise`] (inner knobs; see the module docs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NormaliseOptions {
-    /// The integration domain; `None`: [`Domain::around`] the training data with `margin`. Default `None`.
-    pub domain: Option<Domain>,
-    /// Widening of the data range on each side, as a fraction of the range. Default `0.25`.
-    pub margin: f64,
     /// Gauss–Legendre nodes per panel and dimension. Default `8`.
     pub order: usize,
     /// Panels per dimension of the first rule. Default `16`.
@@ -119,7 +116,7 @@ pub struct NormaliseOptions {
 
 impl Default for NormaliseOptions {
     fn default() -> Self {
-        Self { domain: None, margin: 0.25, order: 8, min_panels: 16, max_nodes: 1 << 18, rel_tol: 1e-6 }
+        Self { order: 8, min_panels: 16, max_nodes: 1 << 18, rel_tol: 1e-6 }
     }
 }
 
@@ -140,15 +137,7 @@ impl NormaliseOptions {
                 reason: "need at least one panel".into(),
             });
         }
-        crate::check_positive("rel_tol", self.rel_tol)?;
-        if !(self.margin.is_finite() && self.margin >= 0.0) {
-            return Err(CoreError::InvalidParameter {
-                name: "margin".into(),
-                value: self.margin,
-                reason: "must be finite and non-negative".into(),
-            });
-        }
-        Ok(())
+        crate::check_positive("rel_tol", self.rel_tol)
     }
 }
 
@@ -159,14 +148,48 @@ pub struct Normalisation {
     pub domain: Domain,
     /// `log Z_B = log ∫_B q_k(x) dx`.
     pub log_z: f64,
-    /// Estimated relative error of `Z_B` (`|Z_2p − Z_p|/Z_2p`, conservative; see module docs).
+    /// Estimated relative error of `Z_B` (`|Z_2p − Z_p|/Z_2p`, conservative; see module docs); `∞`
+    /// when the node budget allowed no refinement.
     pub rel_err: f64,
     /// Whether `rel_err ≤ rel_tol` was reached within the node budget.
     pub converged: bool,
     /// Panels per dimension of the returned rule.
     pub panels: usize,
+    /// Gauss–Legendre nodes per panel and dimension of the rule.
+    pub order: usize,
     /// Density evaluations spent in total.
     pub evaluations: usize,
+}
+
+impl Normalisation {
+    /// Errors unless the domain has dimension `dim`, `log Z` is finite, the error estimate is not
+    /// negative or NaN, and the rule has at least one panel and an order in `1..=64`.
+    pub fn validate(&self, dim: usize) -> Result<(), CoreError> {
+        let d = Domain::new(self.domain.lower.clone(), self.domain.upper.clone())?;
+        if d.dim() != dim {
+            return Err(CoreError::DimensionMismatch {
+                what: "normalisation domain".into(),
+                expected: dim,
+                found: d.dim(),
+            });
+        }
+        if !self.log_z.is_finite() {
+            return Err(CoreError::NonFinite {
+                what: "log normaliser".into(),
+                row: 0,
+                col: 0,
+                value: self.log_z,
+            });
+        }
+        if !(self.rel_err >= 0.0) || self.panels == 0 || !(1..=64).contains(&self.order) {
+            return Err(CoreError::InvalidParameter {
+                name: "normaliser error estimate / panels / order".into(),
+                value: self.rel_err,
+                reason: "need rel_err ≥ 0, at least one panel and a quadrature order in 1..=64".into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Gauss–Legendre nodes and weights on `[−1, 1]` (Newton iteration on `P_n`, to machine precision).
@@ -288,19 +311,7 @@ fn panel_box(domain: &Domain, panels: usize, c: usize) -> (Vec<f64>, Vec<f64>) {
     (lo, w)
 }
 
-/// A kernel student-t density normalised on a box (1-D or 2-D).
-#[derive(Debug, Clone)]
-pub struct NormalisedDensity<K: DensityKernel, B: Backend> {
-    model: KernelStudentT<K, B>,
-    norm: Normalisation,
-    grid_panels: usize,
-    /// Cumulative panel masses (normalised, last = 1).
-    panel_cdf: Vec<f64>,
-    /// Largest nodal `log q_k` per panel.
-    panel_log_max: Vec<f64>,
-}
-
-/// Draws from [`NormalisedDensity::sample`].
+/// Draws from [`KernelStudentT::sample`].
 #[derive(Debug, Clone)]
 pub struct Sample {
     /// The draws.
@@ -312,146 +323,99 @@ pub struct Sample {
     pub envelope_violations: usize,
 }
 
-/// Normalises `model` on a box in 1 or 2 dimensions (see the module docs for the rule and its
-/// accuracy). Errors for `d > 2`, on invalid options, or a domain of the wrong dimension.
-pub fn normalise<K: DensityKernel, B: Backend>(
-    model: KernelStudentT<K, B>,
-    opts: &NormaliseOptions,
-) -> Result<NormalisedDensity<K, B>, CoreError> {
-    opts.check()?;
-    let domain = match &opts.domain {
-        Some(d) => d.clone(),
-        None => Domain::around(model.data(), opts.margin)?,
-    };
-    if domain.dim() != model.dim() {
-        return Err(CoreError::DimensionMismatch {
-            what: "normalisation domain".into(),
-            expected: model.dim(),
-            found: domain.dim(),
-        });
-    }
-    let d = model.dim();
-    let nodes_for = |p: usize| (p * opts.order).pow(d as u32);
-    let eval = |p: usize| -> Result<(f64, Grid, Vec<f64>), CoreError> {
-        let grid = Grid::new(&domain, p, opts.order)?;
-        let lq = model.log_unnormalised(&grid.nodes)?;
-        let lz = log_sum_exp(lq.iter().zip(&grid.log_weights).map(|(a, b)| a + b));
-        Ok((lz, grid, lq))
-    };
-    let mut p = opts.min_panels;
-    let (mut lz, mut grid, mut lq) = eval(p)?;
-    let mut evaluations = grid.nodes.len();
-    let mut rel_err = f64::INFINITY;
-    let mut converged = false;
-    while nodes_for(2 * p) <= opts.max_nodes {
-        let (lz2, grid2, lq2) = eval(2 * p)?;
-        evaluations += grid2.nodes.len();
-        rel_err = (lz2 - lz).exp_m1().abs();
-        p *= 2;
-        (lz, grid, lq) = (lz2, grid2, lq2);
-        if rel_err <= opts.rel_tol {
-            converged = true;
-            break;
-        }
-    }
-    if !lz.is_finite() {
-        return Err(CoreError::InvalidParameter {
-            name: "normalising constant".into(),
-            value: lz,
-            reason: "the density underflows or overflows on the whole domain; check the domain and \
-                     hyperparameters"
-                .into(),
-        });
-    }
-    let npanels = grid.nodes.len() / grid.per_panel;
-    let mut panel_log_mass = Vec::with_capacity(npanels);
-    let mut panel_log_max = Vec::with_capacity(npanels);
-    for c in 0..npanels {
-        let r = c * grid.per_panel..(c + 1) * grid.per_panel;
-        panel_log_mass
-            .push(log_sum_exp(lq[r.clone()].iter().zip(&grid.log_weights[r.clone()]).map(|(a, b)| a + b)));
-        panel_log_max.push(lq[r].iter().cloned().fold(f64::NEG_INFINITY, f64::max));
-    }
-    let mut acc = 0.0;
-    let panel_cdf = panel_log_mass
-        .iter()
-        .map(|m| {
-            acc += (m - lz).exp();
-            acc
-        })
-        .collect::<Vec<_>>();
-    let panel_cdf = panel_cdf.iter().map(|c| c / acc).collect();
-    Ok(NormalisedDensity {
-        model,
-        norm: Normalisation { domain, log_z: lz, rel_err, converged, panels: p, evaluations },
-        grid_panels: p,
-        panel_cdf,
-        panel_log_max,
-    })
+/// `log Z` of a rule: `log Σ w_i q(x_i)` and the nodal values `log q(x_i)`.
+fn integrate<K: DensityKernel, B: Backend>(
+    model: &KernelStudentT<K>,
+    grid: &Grid,
+) -> Result<(f64, Vec<f64>), CoreError> {
+    let lq = model.log_unnormalised::<B>(&grid.nodes)?;
+    let terms: Vec<f64> = lq.iter().zip(&grid.log_weights).map(|(a, b)| a + b).collect();
+    Ok((log_sum_exp(&terms), lq))
 }
 
-impl<K: DensityKernel, B: Backend> NormalisedDensity<K, B> {
-    /// Wraps a model with a normalising constant computed elsewhere (e.g. stored in a file).
-    /// Sampling is unavailable on such a density (no panel masses): [`Self::sample`] errors.
-    pub fn from_parts(model: KernelStudentT<K, B>, norm: Normalisation) -> Result<Self, CoreError> {
-        if norm.domain.dim() != model.dim() {
+impl<K: DensityKernel> KernelStudentT<K> {
+    /// The same density normalised on `domain` (1-D or 2-D; see the module docs for the rule and its
+    /// accuracy): [`crate::LogDensity`] then gives `log q_k(x) − log Z_B` on the box and `−∞`
+    /// outside. Errors for `d > 2`, on invalid options, or a domain of the wrong dimension.
+    pub fn normalise<B: Backend>(
+        mut self,
+        domain: Domain,
+        opts: &NormaliseOptions,
+    ) -> Result<Self, CoreError> {
+        opts.check()?;
+        let d = self.dim();
+        if domain.dim() != d {
             return Err(CoreError::DimensionMismatch {
                 what: "normalisation domain".into(),
-                expected: model.dim(),
-                found: norm.domain.dim(),
+                expected: d,
+                found: domain.dim(),
             });
         }
-        if !norm.log_z.is_finite() {
-            return Err(CoreError::NonFinite {
-                what: "log normaliser".into(),
-                row: 0,
-                col: 0,
-                value: norm.log_z,
-            });
+        let nodes_for = |p: usize| (p * opts.order).pow(d as u32);
+        let mut p = opts.min_panels;
+        let grid = Grid::new(&domain, p, opts.order)?;
+        let (mut lz, _) = integrate::<K, B>(&self, &grid)?;
+        let mut evaluations = grid.nodes.len();
+        let mut rel_err = f64::INFINITY;
+        let mut converged = false;
+        while nodes_for(2 * p) <= opts.max_nodes {
+            let grid2 = Grid::new(&domain, 2 * p, opts.order)?;
+            let (lz2, _) = integrate::<K, B>(&self, &grid2)?;
+            evaluations += grid2.nodes.len();
+            rel_err = (lz2 - lz).exp_m1().abs();
+            p *= 2;
+            lz = lz2;
+            if rel_err <= opts.rel_tol {
+                converged = true;
+                break;
+            }
         }
-        Ok(Self { model, norm, grid_panels: 0, panel_cdf: Vec::new(), panel_log_max: Vec::new() })
-    }
-
-    /// The unnormalised model.
-    pub fn model(&self) -> &KernelStudentT<K, B> {
-        &self.model
-    }
-
-    /// The normalisation (domain, `log Z`, accuracy).
-    pub fn normalisation(&self) -> &Normalisation {
-        &self.norm
-    }
-
-    /// `log p(x) = log q_k(x) − log Z_B` on the domain, `−∞` outside it.
-    pub fn log_density(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
-        let lq = self.model.log_unnormalised(q)?;
-        Ok(lq
-            .into_iter()
-            .enumerate()
-            .map(
-                |(i, v)| {
-                    if self.norm.domain.contains(q.point(i)) {
-                        v - self.norm.log_z
-                    } else {
-                        f64::NEG_INFINITY
-                    }
-                },
-            )
-            .collect())
-    }
-
-    /// `n` draws (seeded; the result does not depend on the thread count). See the module docs.
-    pub fn sample(&self, n: usize, seed: u64) -> Result<Sample, CoreError> {
-        if self.panel_cdf.is_empty() {
+        if !lz.is_finite() {
             return Err(CoreError::InvalidParameter {
-                name: "sampling".into(),
-                value: 0.0,
-                reason: "this density was built from stored parts without panel masses; normalise it with \
-                         `normalise` to sample"
+                name: "normalising constant".into(),
+                value: lz,
+                reason: "the density underflows or overflows on the whole domain; check the domain and \
+                         hyperparameters"
                     .into(),
             });
         }
-        let d = self.model.dim();
+        self.set_normalisation(Some(Normalisation {
+            domain,
+            log_z: lz,
+            rel_err,
+            converged,
+            panels: p,
+            order: opts.order,
+            evaluations,
+        }));
+        Ok(self)
+    }
+
+    /// `n` draws from the normalised density (seeded; the result does not depend on the thread
+    /// count). A panel of the normaliser's rule is chosen with probability equal to its quadrature
+    /// mass (one pass of that rule), then a point in it by rejection (module docs). Errors unless
+    /// the density is normalised.
+    pub fn sample<B: Backend>(&self, n: usize, seed: u64) -> Result<Sample, CoreError> {
+        let norm = self.normalisation().ok_or_else(|| CoreError::InvalidChoice {
+            what: "sampling an unnormalised density".into(),
+            reason: "normalise it on a box first (KernelStudentT::normalise, or normalise = true)".into(),
+        })?;
+        let d = self.dim();
+        let grid = Grid::new(&norm.domain, norm.panels, norm.order)?;
+        let (lz, lq) = integrate::<K, B>(self, &grid)?;
+        let npanels = grid.nodes.len() / grid.per_panel;
+        let mut cdf = Vec::with_capacity(npanels);
+        let mut panel_log_max = Vec::with_capacity(npanels);
+        let mut acc = 0.0;
+        for c in 0..npanels {
+            let r = c * grid.per_panel..(c + 1) * grid.per_panel;
+            let terms: Vec<f64> =
+                lq[r.clone()].iter().zip(&grid.log_weights[r.clone()]).map(|(a, b)| a + b).collect();
+            acc += (log_sum_exp(&terms) - lz).exp();
+            cdf.push(acc);
+            panel_log_max.push(lq[r].iter().cloned().fold(f64::NEG_INFINITY, f64::max));
+        }
+        cdf.iter_mut().for_each(|c| *c /= acc);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut out = Vec::with_capacity(n * d);
         let (mut proposals, mut violations, mut accepted) = (0, 0, 0);
@@ -461,18 +425,18 @@ impl<K: DensityKernel, B: Backend> NormalisedDensity<K, B> {
             let mut meta = Vec::with_capacity(batch);
             for _ in 0..batch {
                 let u: f64 = rng.random();
-                let c = self.panel_cdf.partition_point(|&v| v < u).min(self.panel_cdf.len() - 1);
-                let (lo, w) = panel_box(&self.norm.domain, self.grid_panels, c);
+                let c = cdf.partition_point(|&v| v < u).min(npanels - 1);
+                let (lo, w) = panel_box(&norm.domain, norm.panels, c);
                 for k in 0..d {
                     props.push(lo[k] + w[k] * rng.random::<f64>());
                 }
                 meta.push((c, rng.random::<f64>()));
             }
             let pts = Points::new("proposals", props, d)?;
-            let lq = self.model.log_unnormalised(&pts)?;
+            let lq = self.log_unnormalised::<B>(&pts)?;
             proposals += batch;
             for (i, &(c, u)) in meta.iter().enumerate() {
-                let log_env = self.panel_log_max[c] + std::f64::consts::LN_2;
+                let log_env = panel_log_max[c] + std::f64::consts::LN_2;
                 let ratio = (lq[i] - log_env).exp();
                 if ratio > 1.0 {
                     violations += 1;

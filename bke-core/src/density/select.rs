@@ -13,8 +13,10 @@
 //! normaliser of each candidate uses a fixed composite Gauss–Legendre rule (`search_panels`).
 //! Folds come from a seeded permutation.
 
+use super::NiwParams;
 use super::normalise::{Domain, Grid};
-use super::{DensityParams, log_sum_exp};
+use crate::estimator::Progress;
+use crate::numeric::log_sum_exp;
 use crate::{CoreError, Kernel, KernelFamily, Points};
 use bke_linalg::{Backend, Mat, Trans};
 use rand::SeedableRng;
@@ -22,11 +24,10 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-/// Options of [`select_hyperparameters`].
+/// The search of [`select_hyperparameters`]: grids, folds, the normalisation box and the search
+/// quadrature (the `select` part of [`super::KernelStudentTParams`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectOptions {
-    /// Kernel family. Default squared exponential.
-    pub family: KernelFamily,
     /// Lengthscale factors `c` (`ℓ_d = c · sd_d`). Default 14 values log-spaced in `[0.03, 10]`.
     pub lengthscale_factors: Vec<f64>,
     /// `σ₀²` grid. Default `10^{−1}, 10^{−0.5}, …, 10^{3.5}` (11 values).
@@ -58,7 +59,6 @@ impl Default for SelectOptions {
             (0..n).map(|i| (a.ln() + (b.ln() - a.ln()) * i as f64 / (n - 1) as f64).exp()).collect()
         };
         Self {
-            family: KernelFamily::SquaredExponential,
             lengthscale_factors: logspace(0.03, 10.0, 14),
             sigma0_sq: (0..11).map(|i| 10f64.powf(-1.0 + 0.5 * i as f64)).collect(),
             beta: vec![0.01, 1.0, 100.0],
@@ -114,7 +114,7 @@ pub struct Candidate {
     /// Lengthscale factor `c`.
     pub lengthscale_factor: f64,
     /// The NIW hyperparameters.
-    pub params: DensityParams,
+    pub params: NiwParams,
     /// Mean held-out log-likelihood per point over the folds.
     pub cv_log_lik: f64,
 }
@@ -125,7 +125,7 @@ pub struct Selection {
     /// The chosen kernel (`ℓ_d = c · sd_d`).
     pub kernel: Kernel,
     /// The chosen NIW hyperparameters.
-    pub params: DensityParams,
+    pub params: NiwParams,
     /// Its mean held-out log-likelihood per point.
     pub cv_log_lik: f64,
     /// The normalisation domain used.
@@ -136,10 +136,15 @@ pub struct Selection {
     pub candidates: Vec<Candidate>,
 }
 
-/// Chooses `(c, σ₀², β, α)` by K-fold cross-validated log-likelihood of the density normalised on the
-/// domain (1-D and 2-D data; see the module docs). Errors on fewer than 3 points, `d > 2`, or invalid
-/// options.
-pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> Result<Selection, CoreError> {
+/// Chooses `(c, σ₀², β, α)` for kernels of `family` by K-fold cross-validated log-likelihood of the
+/// density normalised on the domain (1-D and 2-D data; see the module docs). Reports stage `select`,
+/// one unit per lengthscale factor. Errors on fewer than 3 points, `d > 2`, or invalid options.
+pub fn select_hyperparameters<B: Backend>(
+    x: &Points,
+    family: KernelFamily,
+    opts: &SelectOptions,
+    progress: &dyn Progress,
+) -> Result<Selection, CoreError> {
     opts.check()?;
     x.check_len("density training data", 3)?;
     let d = x.dim();
@@ -195,9 +200,11 @@ pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> R
         opts.beta.iter().flat_map(|&b| opts.sigma0_sq.iter().map(move |&s| (b, s))).collect();
     let na = opts.alpha_offsets.len();
     let mut candidates = Vec::new();
-    for &c in &opts.lengthscale_factors {
+    for (step, &c) in opts.lengthscale_factors.iter().enumerate() {
+        progress.checkpoint()?;
+        progress.update("select", step as u64, opts.lengthscale_factors.len() as u64);
         let ls: Vec<f64> = scales.iter().map(|s| c * s).collect();
-        let kernel = Kernel::new(opts.family, ls)?;
+        let kernel = Kernel::new(family, ls)?;
         // Sum over folds of held-out log-likelihood, per (combo, alpha).
         let mut score = vec![0.0; combos.len() * na];
         for val in &fold_of {
@@ -216,7 +223,7 @@ pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> R
             for (ai, &a) in opts.alpha_offsets.iter().enumerate() {
                 candidates.push(Candidate {
                     lengthscale_factor: c,
-                    params: DensityParams { alpha: d as f64 - 1.0 + a, beta, sigma0_sq },
+                    params: NiwParams { alpha: d as f64 - 1.0 + a, beta, sigma0_sq },
                     cv_log_lik: score[ci * na + ai] / n as f64,
                 });
             }
@@ -233,7 +240,8 @@ pub fn select_hyperparameters<B: Backend>(x: &Points, opts: &SelectOptions) -> R
             reason: "no candidate gave a finite held-out log-likelihood; widen the grids or the domain"
                 .into(),
         })?;
-    let kernel = Kernel::new(opts.family, scales.iter().map(|s| best.lengthscale_factor * s).collect())?;
+    progress.update("select", opts.lengthscale_factors.len() as u64, opts.lengthscale_factors.len() as u64);
+    let kernel = Kernel::new(family, scales.iter().map(|s| best.lengthscale_factor * s).collect())?;
     Ok(Selection { kernel, params: best.params, cv_log_lik: best.cv_log_lik, domain, scales, candidates })
 }
 
@@ -311,9 +319,11 @@ fn fold_scores<B: Backend>(
     for (ci, &(beta, s2)) in combos.iter().enumerate() {
         let qs = &q_all[ci * ne..(ci + 1) * ne];
         for (ai, &a) in alpha_offsets.iter().enumerate() {
-            let params = DensityParams { alpha: d as f64 - 1.0 + a, beta, sigma0_sq: s2 };
+            let params = NiwParams { alpha: d as f64 - 1.0 + a, beta, sigma0_sq: s2 };
             let (gam, e) = (params.gamma(n), params.exponent(n));
-            let lz = log_sum_exp(qs[..g].iter().zip(&grid.log_weights).map(|(q, w)| w - e * (gam + q).ln()));
+            let terms: Vec<f64> =
+                qs[..g].iter().zip(&grid.log_weights).map(|(q, w)| w - e * (gam + q).ln()).collect();
+            let lz = log_sum_exp(&terms);
             let held: f64 = qs[g..]
                 .iter()
                 .zip(&inside)

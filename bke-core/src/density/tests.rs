@@ -4,9 +4,10 @@
 
 use super::normalise::Grid;
 use super::*;
-use crate::KernelFamily;
+use crate::numeric::log_sum_exp;
 use crate::special::ln_gamma;
-use bke_linalg::{Faer, Nalgebra};
+use crate::{KernelFamily, LogDensity};
+use bke_linalg::{Backend, Faer, Mat, Nalgebra};
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 
@@ -78,7 +79,7 @@ impl FeatureMap for Fourier {
 
 /// The textbook NIW posterior predictive (Murphy 2007) in the explicit feature space: the full,
 /// normalised multivariate Student-t log density of `ϕ(x)`.
-fn explicit_log_t(fm: &impl FeatureMap, x: &Points, q: &[f64], p: DensityParams) -> f64 {
+fn explicit_log_t(fm: &impl FeatureMap, x: &Points, q: &[f64], p: NiwParams) -> f64 {
     let phis: Vec<Vec<f64>> = x.iter().map(|xi| fm.features(xi)).collect();
     let dd = phis[0].len();
     let n = phis.len() as f64;
@@ -120,21 +121,21 @@ fn fig1_data() -> Points {
 fn explicit_feature_map_agrees() {
     let x = fig1_data();
     for params in [
-        DensityParams { alpha: 2.0, beta: 0.01, sigma0_sq: 1.0 },
-        DensityParams { alpha: 0.5, beta: 5.0, sigma0_sq: 0.3 },
+        NiwParams { alpha: 2.0, beta: 0.01, sigma0_sq: 1.0 },
+        NiwParams { alpha: 0.5, beta: 5.0, sigma0_sq: 0.3 },
     ] {
         let k = Polynomial::quadratic_features();
-        let model = KernelStudentT::<_, Faer>::fit(k.clone(), &x, params).unwrap();
+        let model = KernelStudentT::with_kernel::<Faer>(k.clone(), &x, params).unwrap();
         let qs: Vec<f64> = (0..41).map(|i| -1.5 + 0.1 * i as f64).collect();
         let q = Points::from_1d("q", &qs).unwrap();
-        let lr = model.log_restricted(&q).unwrap();
+        let lr = model.log_restricted::<Faer>(&q).unwrap();
         let offsets: Vec<f64> =
             qs.iter().zip(&lr).map(|(xq, l)| l - explicit_log_t(&k, &x, &[*xq], params)).collect();
         for o in &offsets {
             assert!((o - offsets[0]).abs() < 1e-10, "{params:?}: {o} vs {}", offsets[0]);
         }
         // Eq. (6): the Jacobian of ϕ(x) = (x, x²) is √(1 + 4x²).
-        let lu = model.log_unnormalised(&q).unwrap();
+        let lu = model.log_unnormalised::<Faer>(&q).unwrap();
         for i in 0..qs.len() {
             assert!((lu[i] - lr[i] - 0.5 * (1.0 + 4.0 * qs[i] * qs[i]).ln()).abs() < 1e-13);
         }
@@ -144,10 +145,10 @@ fn explicit_feature_map_agrees() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let nd = Normal::new(0.0, 1.0).unwrap();
     let x2 = Points::new("x2", (0..40).map(|_| nd.sample(&mut rng)).collect(), 2).unwrap();
-    let params = DensityParams { alpha: 3.0, beta: 0.7, sigma0_sq: 0.05 };
-    let model = KernelStudentT::<_, Nalgebra>::fit(f, &x2, params).unwrap();
+    let params = NiwParams { alpha: 3.0, beta: 0.7, sigma0_sq: 0.05 };
+    let model = KernelStudentT::with_kernel::<Nalgebra>(f, &x2, params).unwrap();
     let q = Points::new("q", (0..30).map(|i| (i as f64 * 0.37).sin() * 2.0).collect(), 2).unwrap();
-    let lr = model.log_restricted(&q).unwrap();
+    let lr = model.log_restricted::<Faer>(&q).unwrap();
     let f = Fourier { omegas: vec![vec![1.0, 0.3], vec![-0.4, 0.9], vec![0.7, -1.2]] };
     let off: Vec<f64> = (0..q.len()).map(|i| lr[i] - explicit_log_t(&f, &x2, q.point(i), params)).collect();
     for o in &off {
@@ -191,7 +192,7 @@ fn jacobians_match_feature_map_derivatives() {
     }
 }
 
-/// DESIGN.md §3.4 (centred Φ̃ inside `(I − 11ᵀ/(N+β))`) drops `βN/(β+N) φ̄φ̄ᵀ`; it matches the
+/// The first draft of docs/DESIGN.md §3.4 (centred Φ̃ inside `(I − 11ᵀ/(N+β))`) drops `βN/(β+N) φ̄φ̄ᵀ`; it matches the
 /// NIW predictive only as β → 0.
 #[test]
 fn design_reconstruction_differs_unless_beta_small() {
@@ -211,9 +212,9 @@ fn design_reconstruction_differs_unless_beta_small() {
         (r[0] * r[0] * s[(1, 1)] - 2.0 * r[0] * r[1] * s[(0, 1)] + r[1] * r[1] * s[(0, 0)]) / det
     };
     for (beta, differs) in [(1e-9, false), (3.0, true)] {
-        let params = DensityParams { alpha: 1.0, beta, sigma0_sq: 1.0 };
-        let model = KernelStudentT::<_, Faer>::fit(k.clone(), &x, params).unwrap();
-        let q = model.mahalanobis(&Points::from_1d("q", &qs).unwrap()).unwrap();
+        let params = NiwParams { alpha: 1.0, beta, sigma0_sq: 1.0 };
+        let model = KernelStudentT::with_kernel::<Faer>(k.clone(), &x, params).unwrap();
+        let q = model.mahalanobis::<Faer>(&Points::from_1d("q", &qs).unwrap()).unwrap();
         let maxdiff =
             qs.iter().zip(&q).map(|(&xq, &m)| (m - centred_q(beta, 1.0, xq)).abs()).fold(0.0, f64::max);
         if differs {
@@ -231,9 +232,10 @@ fn backends_agree() {
     let x = Points::new("x", (0..600).map(|_| nd.sample(&mut rng)).collect(), 2).unwrap();
     let q = Points::new("q", (0..700).map(|_| 1.5 * nd.sample(&mut rng)).collect(), 2).unwrap();
     let k = Kernel::se_ard(vec![0.4, 0.7]).unwrap();
-    let p = DensityParams { alpha: 2.0, beta: 0.1, sigma0_sq: 0.5 };
-    let a = KernelStudentT::<_, Faer>::fit(k.clone(), &x, p).unwrap().log_unnormalised(&q).unwrap();
-    let b = KernelStudentT::<_, Nalgebra>::fit(k, &x, p).unwrap().log_unnormalised(&q).unwrap();
+    let p = NiwParams { alpha: 2.0, beta: 0.1, sigma0_sq: 0.5 };
+    let a =
+        KernelStudentT::with_kernel::<Faer>(k.clone(), &x, p).unwrap().log_unnormalised::<Faer>(&q).unwrap();
+    let b = KernelStudentT::with_kernel::<Nalgebra>(k, &x, p).unwrap().log_unnormalised::<Faer>(&q).unwrap();
     for (u, v) in a.iter().zip(&b) {
         assert!((u - v).abs() < 1e-9 * (1.0 + u.abs()), "{u} vs {v}");
     }
@@ -249,14 +251,14 @@ fn normalisation_matches_known_student_t() {
     let nd = Normal::new(0.5, 1.0).unwrap();
     for d in [1usize, 2] {
         let x = Points::new("x", (0..20 * d).map(|_| nd.sample(&mut rng)).collect(), d).unwrap();
-        let params = DensityParams { alpha: d as f64 + 1.0, beta: 0.5, sigma0_sq: 0.8 };
-        let model = KernelStudentT::<_, Faer>::fit(lin.clone(), &x, params).unwrap();
-        let opts = NormaliseOptions { margin: 6.0, rel_tol: 1e-10, min_panels: 8, ..Default::default() };
-        let nd_model = normalise(model, &opts).unwrap();
-        let norm = nd_model.normalisation();
+        let params = NiwParams { alpha: d as f64 + 1.0, beta: 0.5, sigma0_sq: 0.8 };
+        let model = KernelStudentT::with_kernel::<Faer>(lin.clone(), &x, params).unwrap();
+        let opts = NormaliseOptions { rel_tol: 1e-10, min_panels: 8, ..Default::default() };
+        let nd_model = model.normalise::<Faer>(Domain::around(&x, 6.0).unwrap(), &opts).unwrap();
+        let norm = nd_model.normalisation().unwrap();
         assert!(norm.converged, "{norm:?}");
         let q = Points::new("q", (0..10 * d).map(|i| (i as f64 * 0.7).cos() * 2.0).collect(), d).unwrap();
-        let ld = nd_model.log_density(&q).unwrap();
+        let ld = nd_model.log_density::<Faer>(&q).unwrap();
         for i in 0..q.len() {
             let exact = explicit_log_t(&lin, &x, q.point(i), params);
             assert!((ld[i] - exact).abs() < 1e-8, "d={d}: {} vs {exact}", ld[i]);
@@ -270,14 +272,15 @@ fn normalised_se_density_integrates_to_one_2d() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
     let nd = Normal::new(0.0, 1.0).unwrap();
     let x = Points::new("x", (0..30).map(|_| nd.sample(&mut rng)).collect(), 2).unwrap();
-    let model = KernelStudentT::<_, Faer>::fit(
+    let model = KernelStudentT::with_kernel::<Faer>(
         Kernel::se_ard(vec![0.6, 0.5]).unwrap(),
         &x,
-        DensityParams { alpha: 1.5, beta: 0.01, sigma0_sq: 2.0 },
+        NiwParams { alpha: 1.5, beta: 0.01, sigma0_sq: 2.0 },
     )
     .unwrap();
-    let dens = normalise(model, &NormaliseOptions::default()).unwrap();
-    let norm = dens.normalisation().clone();
+    let dens =
+        model.normalise::<Faer>(Domain::around(&x, 0.25).unwrap(), &NormaliseOptions::default()).unwrap();
+    let norm = dens.normalisation().unwrap().clone();
     assert!(norm.converged && norm.rel_err < 1e-6, "{norm:?}");
     let m = 300;
     let (lo, hi) = (&norm.domain.lower, &norm.domain.upper);
@@ -285,12 +288,12 @@ fn normalised_se_density_integrates_to_one_2d() {
     let pts: Vec<f64> = (0..m * m)
         .flat_map(|c| [lo[0] + ((c / m) as f64 + 0.5) * h0, lo[1] + ((c % m) as f64 + 0.5) * h1])
         .collect();
-    let ld = dens.log_density(&Points::new("grid", pts, 2).unwrap()).unwrap();
+    let ld = dens.log_density::<Faer>(&Points::new("grid", pts, 2).unwrap()).unwrap();
     let total: f64 = ld.iter().map(|v| v.exp()).sum::<f64>() * h0 * h1;
     // Midpoint rule with h ≈ range/300: error O(h²) ≈ 1e-5 for this smooth integrand.
     assert!((total - 1.0).abs() < 2e-4, "{total}");
     // Outside the box the normalised density is zero.
-    let out = dens.log_density(&Points::new("o", vec![hi[0] + 1.0, 0.0], 2).unwrap()).unwrap();
+    let out = dens.log_density::<Faer>(&Points::new("o", vec![hi[0] + 1.0, 0.0], 2).unwrap()).unwrap();
     assert_eq!(out[0], f64::NEG_INFINITY);
 }
 
@@ -302,22 +305,23 @@ fn samples_follow_the_density() {
     let xs: Vec<f64> = (0..15).map(|i| (i as f64 * 1.3).sin() + 0.2).collect();
     let x = Points::from_1d("x", &xs).unwrap();
     let model =
-        KernelStudentT::<_, Faer>::fit(lin, &x, DensityParams { alpha: 1.0, beta: 1.0, sigma0_sq: 0.5 })
+        KernelStudentT::with_kernel::<Faer>(lin, &x, NiwParams { alpha: 1.0, beta: 1.0, sigma0_sq: 0.5 })
             .unwrap();
-    let dens = normalise(model, &NormaliseOptions { margin: 1.0, ..Default::default() }).unwrap();
+    let dens =
+        model.normalise::<Faer>(Domain::around(&x, 1.0).unwrap(), &NormaliseOptions::default()).unwrap();
     let n = 4000;
-    let s = dens.sample(n, 42).unwrap();
+    let s = dens.sample::<Faer>(n, 42).unwrap();
     assert_eq!(s.envelope_violations, 0);
     assert_eq!(s.points.len(), n);
-    let again = dens.sample(n, 42).unwrap();
+    let again = dens.sample::<Nalgebra>(n, 42).unwrap();
     assert_eq!(again.points, s.points, "seeded sampling must be reproducible");
     let mut v: Vec<f64> = s.points.as_slice().to_vec();
     v.sort_by(f64::total_cmp);
-    let dom = &dens.normalisation().domain;
+    let dom = &dens.normalisation().unwrap().domain;
     let m = 20000;
     let h = (dom.upper[0] - dom.lower[0]) / m as f64;
     let grid: Vec<f64> = (0..m).map(|i| dom.lower[0] + (i as f64 + 0.5) * h).collect();
-    let ld = dens.log_density(&Points::from_1d("g", &grid).unwrap()).unwrap();
+    let ld = dens.log_density::<Faer>(&Points::from_1d("g", &grid).unwrap()).unwrap();
     let mut cdf = Vec::with_capacity(m);
     let mut acc = 0.0;
     for l in ld {
@@ -336,31 +340,33 @@ fn samples_follow_the_density() {
 fn bad_input_is_rejected() {
     let x2 = Points::new("x", vec![0.0, 1.0, 2.0, 0.5, 1.0, 1.0], 2).unwrap();
     let k = Kernel::se(1.0).unwrap();
-    let fit = |p: DensityParams| KernelStudentT::<_, Faer>::fit(k.clone(), &x2, p);
-    let e = fit(DensityParams { alpha: 1.0, ..Default::default() }).unwrap_err().to_string();
+    let fit = |p: NiwParams| KernelStudentT::with_kernel::<Faer>(k.clone(), &x2, p);
+    let e = fit(NiwParams { alpha: 1.0, ..Default::default() }).unwrap_err().to_string();
     assert!(e.contains("alpha") && e.contains("improper"), "{e}");
-    assert!(fit(DensityParams { alpha: 1.01, ..Default::default() }).is_ok());
+    assert!(fit(NiwParams { alpha: 1.01, ..Default::default() }).is_ok());
     assert!(
-        fit(DensityParams { alpha: 2.0, beta: 0.0, ..Default::default() })
+        fit(NiwParams { alpha: 2.0, beta: 0.0, ..Default::default() })
             .unwrap_err()
             .to_string()
             .contains("beta")
     );
-    assert!(fit(DensityParams { alpha: 2.0, sigma0_sq: -1.0, ..Default::default() }).is_err());
-    assert!(fit(DensityParams { alpha: f64::NAN, ..Default::default() }).is_err());
-    let model = fit(DensityParams { alpha: 2.0, ..Default::default() }).unwrap();
-    let e = model.log_unnormalised(&Points::from_1d("q", &[0.0]).unwrap()).unwrap_err();
+    assert!(fit(NiwParams { alpha: 2.0, sigma0_sq: -1.0, ..Default::default() }).is_err());
+    assert!(fit(NiwParams { alpha: f64::NAN, ..Default::default() }).is_err());
+    let model = fit(NiwParams { alpha: 2.0, ..Default::default() }).unwrap();
+    let e = model.log_unnormalised::<Faer>(&Points::from_1d("q", &[0.0]).unwrap()).unwrap_err();
     assert!(matches!(e, CoreError::DimensionMismatch { .. }), "{e}");
     assert!(Points::new("q", vec![0.0, f64::NAN], 2).is_err());
     let ard = Kernel::se_ard(vec![1.0, 1.0, 1.0]).unwrap();
     assert!(
-        KernelStudentT::<_, Faer>::fit(ard, &x2, DensityParams { alpha: 2.0, ..Default::default() }).is_err()
+        KernelStudentT::with_kernel::<Faer>(ard, &x2, NiwParams { alpha: 2.0, ..Default::default() })
+            .is_err()
     );
     let x3 = Points::new("x", vec![0.0; 6], 3).unwrap();
     let m3 =
-        KernelStudentT::<_, Faer>::fit(k.clone(), &x3, DensityParams { alpha: 2.5, ..Default::default() })
+        KernelStudentT::with_kernel::<Faer>(k.clone(), &x3, NiwParams { alpha: 2.5, ..Default::default() })
             .unwrap();
-    assert!(normalise(m3, &NormaliseOptions::default()).is_err(), "no quadrature in 3-D");
+    let box3 = Domain::new(vec![-1.0; 3], vec![1.0; 3]).unwrap();
+    assert!(m3.normalise::<Faer>(box3, &NormaliseOptions::default()).is_err(), "no quadrature in 3-D");
     assert!(Polynomial::new(vec![1.0, -1.0]).is_err());
     assert!(Polynomial::new(vec![1.0, 0.0]).is_err());
 }
@@ -391,7 +397,8 @@ fn selection_spectral_path_matches_direct() {
         seed: 1,
         ..Default::default()
     };
-    let sel = select_hyperparameters::<Faer>(&x, &opts).unwrap();
+    let se = KernelFamily::SquaredExponential;
+    let sel = select_hyperparameters::<Faer>(&x, se, &opts, &()).unwrap();
     assert_eq!(sel.candidates.len(), 16);
     let best = sel.candidates.iter().map(|c| c.cv_log_lik).fold(f64::NEG_INFINITY, f64::max);
     assert_eq!(best, sel.cv_log_lik);
@@ -407,19 +414,21 @@ fn selection_spectral_path_matches_direct() {
         for f in 0..4 {
             let val: Vec<usize> = perm.iter().copied().skip(f).step_by(4).collect();
             let train: Vec<usize> = (0..n).filter(|i| !val.contains(i)).collect();
-            let m =
-                KernelStudentT::<_, Nalgebra>::fit(kernel.clone(), &x.select(&train), cand.params).unwrap();
-            let lq = m.log_unnormalised(&grid.nodes).unwrap();
-            let lz = log_sum_exp(lq.iter().zip(&grid.log_weights).map(|(a, b)| a + b));
-            total += m.log_unnormalised(&x.select(&val)).unwrap().iter().map(|v| v - lz).sum::<f64>();
+            let m = KernelStudentT::with_kernel::<Nalgebra>(kernel.clone(), &x.select(&train), cand.params)
+                .unwrap();
+            let lq = m.log_unnormalised::<Faer>(&grid.nodes).unwrap();
+            let terms: Vec<f64> = lq.iter().zip(&grid.log_weights).map(|(a, b)| a + b).collect();
+            let lz = log_sum_exp(&terms);
+            total += m.log_unnormalised::<Faer>(&x.select(&val)).unwrap().iter().map(|v| v - lz).sum::<f64>();
         }
         let direct = total / n as f64;
         assert!((direct - cand.cv_log_lik).abs() < 1e-9, "{direct} vs {}", cand.cv_log_lik);
     }
     // Validation.
-    assert!(select_hyperparameters::<Faer>(&x, &SelectOptions { folds: 1, ..opts.clone() }).is_err());
-    assert!(select_hyperparameters::<Faer>(&x, &SelectOptions { beta: vec![], ..opts }).is_err());
-    let _ = KernelFamily::SquaredExponential;
+    assert!(
+        select_hyperparameters::<Faer>(&x, se, &SelectOptions { folds: 1, ..opts.clone() }, &()).is_err()
+    );
+    assert!(select_hyperparameters::<Faer>(&x, se, &SelectOptions { beta: vec![], ..opts }, &()).is_err());
 }
 
 /// KDE: the LOO score against brute force, and the density integrates to 1.
@@ -427,7 +436,8 @@ fn selection_spectral_path_matches_direct() {
 fn kde_oracles() {
     let xs: Vec<f64> = (0..40).map(|i| (i as f64 * 0.77).sin() * 2.0 + (i % 3) as f64).collect();
     let x = Points::from_1d("x", &xs).unwrap();
-    let kde = GaussianKde::new(&x, vec![0.4]).unwrap();
+    let fit = |bandwidth| KdeParams { bandwidth }.check().unwrap().fit::<Faer>(&x).unwrap();
+    let kde = fit(Bandwidth::Fixed(vec![0.4]));
     let brute: f64 = (0..xs.len())
         .map(|i| {
             let s: f64 = (0..xs.len())
@@ -444,15 +454,173 @@ fn kde_oracles() {
     assert!((kde.loo_log_lik() - brute).abs() < 1e-12);
     let h = 0.001;
     let grid: Vec<f64> = (0..20000).map(|i| -10.0 + (i as f64 + 0.5) * h).collect();
-    let ld = kde.log_density(&Points::from_1d("g", &grid).unwrap()).unwrap();
+    let ld = kde.log_density::<Faer>(&Points::from_1d("g", &grid).unwrap()).unwrap();
     let total: f64 = ld.iter().map(|v| v.exp()).sum::<f64>() * h;
     assert!((total - 1.0).abs() < 1e-8, "{total}");
-    let s = GaussianKde::silverman(&x).unwrap();
+    let s = fit(Bandwidth::NormalReference);
     let sd = {
         let m = xs.iter().sum::<f64>() / 40.0;
         (xs.iter().map(|v| (v - m).powi(2)).sum::<f64>() / 39.0).sqrt()
     };
     assert!((s.bandwidths()[0] - sd * (4.0f64 / (3.0 * 40.0)).powf(0.2)).abs() < 1e-12);
-    let cv = GaussianKde::cross_validated(&x, &[0.05, 0.1, 0.2, 0.4, 0.8]).unwrap();
-    assert!(matches!(cv.rule(), KdeBandwidth::CrossValidated { .. }));
+    let factors = vec![0.05, 0.1, 0.2, 0.4, 0.8];
+    let cv = fit(Bandwidth::CrossValidated { factors: factors.clone() });
+    let KdeBandwidth::CrossValidated { loo_log_lik } = cv.rule() else { panic!("{:?}", cv.rule()) };
+    // The chosen factor maximises the LOO score over the grid (brute force over the factors).
+    let best = factors
+        .iter()
+        .map(|&c| fit(Bandwidth::Fixed(vec![c * sd])).loo_log_lik())
+        .fold(f64::NEG_INFINITY, f64::max);
+    assert!((loo_log_lik - best).abs() < 1e-12, "{loo_log_lik} vs {best}");
+    assert!(KdeParams { bandwidth: Bandwidth::CrossValidated { factors: vec![] } }.check().is_err());
+    assert!(KdeParams { bandwidth: Bandwidth::Fixed(vec![-1.0]) }.check().is_err());
+}
+
+fn two_bumps(n: usize, seed: u64) -> Points {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let (a, b) = (Normal::new(-1.0, 0.4).unwrap(), Normal::new(1.5, 0.6).unwrap());
+    let xs: Vec<f64> =
+        (0..n).map(|i| if i % 3 == 0 { a.sample(&mut rng) } else { b.sample(&mut rng) }).collect();
+    Points::from_1d("x", &xs).unwrap()
+}
+
+/// The estimator is the composition of its building blocks: selection on the box, the fit at the
+/// selected values, and the normaliser on the same box; with every value fixed there is no selection.
+#[test]
+fn estimator_composes_selection_fit_and_normalisation() {
+    let x = two_bumps(40, 21);
+    let select =
+        SelectOptions { lengthscale_factors: vec![0.3, 0.6, 1.2], folds: 4, seed: 3, ..Default::default() };
+    let params = KernelStudentTParams { select: select.clone(), ..Default::default() };
+    let model = params.check().unwrap().fit::<Faer>(&x).unwrap();
+    let domain = Domain::around(&x, select.margin).unwrap();
+    let opts = SelectOptions { domain: Some(domain.clone()), ..select };
+    let sel = select_hyperparameters::<Faer>(&x, KernelFamily::SquaredExponential, &opts, &()).unwrap();
+    assert_eq!(
+        (model.kernel(), model.niw(), model.cv_log_lik()),
+        (&sel.kernel, sel.params, Some(sel.cv_log_lik))
+    );
+    let direct = KernelStudentT::with_kernel::<Faer>(sel.kernel.clone(), &x, sel.params)
+        .unwrap()
+        .normalise::<Faer>(domain, &NormaliseOptions::default())
+        .unwrap();
+    assert_eq!(model.normalisation(), direct.normalisation());
+    // Fixed values: no selection, the given kernel and prior.
+    let fixed = KernelStudentTParams {
+        family: KernelFamily::Matern52,
+        lengthscales: Some(vec![0.5]),
+        alpha: Some(1.5),
+        beta: Some(0.1),
+        sigma0_sq: Some(2.0),
+        normalise: false,
+        ..Default::default()
+    };
+    let m = fixed.check().unwrap().fit::<Nalgebra>(&x).unwrap();
+    assert!(m.cv_log_lik().is_none() && m.normalisation().is_none());
+    assert_eq!(m.kernel(), &Kernel::new(KernelFamily::Matern52, vec![0.5]).unwrap());
+    let q = Points::from_1d("q", &[0.0, 1.0, 9.0]).unwrap();
+    assert_eq!(m.log_density::<Faer>(&q).unwrap(), m.log_unnormalised::<Faer>(&q).unwrap());
+    // A fixed α is validated against the data's dimension at fit time, not before.
+    let x2 = Points::new("x", (0..20).map(|i| (i as f64 * 0.7).sin()).collect(), 2).unwrap();
+    let bad = KernelStudentTParams { alpha: Some(0.5), ..Default::default() }.check().unwrap();
+    assert!(bad.fit::<Faer>(&x).is_ok(), "α = 0.5 > d − 1 = 0 in 1-D");
+    let e = bad.fit::<Faer>(&x2).unwrap_err().to_string();
+    assert!(e.contains("alpha") && e.contains("d - 1 = 1"), "{e}");
+    let x3 = Points::new("x", vec![0.0, 1.0, 2.0, 1.0, 0.0, 2.0, 0.5, 0.5, 0.5], 3).unwrap();
+    let e = KernelStudentTParams::default().check().unwrap().fit::<Faer>(&x3).unwrap_err().to_string();
+    assert!(e.contains("1-D and 2-D"), "{e}");
+    for bad in [
+        KernelStudentTParams { beta: Some(0.0), ..Default::default() },
+        KernelStudentTParams { lengthscales: Some(vec![]), ..Default::default() },
+        KernelStudentTParams {
+            select: SelectOptions { folds: 1, ..Default::default() },
+            ..Default::default()
+        },
+        KernelStudentTParams {
+            quadrature: NormaliseOptions { order: 0, ..Default::default() },
+            ..Default::default()
+        },
+    ] {
+        assert!(bad.check().is_err(), "{bad:?}");
+    }
+}
+
+/// Model files: round trip (same log densities and samples on another backend, the factor
+/// recomputed), kind mismatch, the bke 0.1 layout, invalid contents.
+#[test]
+fn model_file_round_trip_kind_and_legacy() {
+    use crate::model_file::{FORMAT, ModelFile, Saved, from_str, to_string};
+    let x = two_bumps(30, 22);
+    let params = KernelStudentTParams {
+        select: SelectOptions { lengthscale_factors: vec![0.5, 1.0], folds: 3, ..Default::default() },
+        ..Default::default()
+    };
+    let model = params.check().unwrap().fit::<Faer>(&x).unwrap();
+    let saved = Saved { columns: vec!["temp".into()], target: None, model: model.clone() };
+    let text = to_string(&saved).unwrap();
+    assert!(text.contains(FORMAT) && text.contains("\"kind\": \"density\""));
+    let back = from_str::<KernelStudentT>(&text, "d.json").unwrap();
+    assert_eq!(back.columns, vec!["temp".to_string()]);
+    let q = Points::from_1d("q", &[-1.0, 0.3, 1.4, 50.0]).unwrap();
+    let (a, b) = (model.log_density::<Faer>(&q).unwrap(), back.model.log_density::<Nalgebra>(&q).unwrap());
+    for (u, v) in a.iter().zip(&b) {
+        assert!(u == v || (u - v).abs() < 1e-10, "{u} vs {v}");
+    }
+    assert_eq!(a[3], f64::NEG_INFINITY);
+    assert_eq!(model.sample::<Faer>(50, 1).unwrap().points, back.model.sample::<Faer>(50, 1).unwrap().points);
+    // Another kind is refused, naming both.
+    let other = text.replace("\"kind\": \"density\"", "\"kind\": \"bank-regression\"");
+    let e = from_str::<KernelStudentT>(&other, "d.json").unwrap_err().to_string();
+    assert!(e.contains("'bank-regression'") && e.contains("'density'"), "{e}");
+    // The layout `bke density fit` of bke 0.1 wrote.
+    let n = model.normalisation().unwrap();
+    let legacy = serde_json::json!({
+        "format": "bke-density-v1",
+        "columns": ["temp"],
+        "kernel": "rq:1",
+        "lengthscales": [0.7],
+        "alpha": 1.0, "beta": 0.01, "sigma0_sq": 1.0,
+        "data": x.iter().map(<[f64]>::to_vec).collect::<Vec<_>>(),
+        "normalisation": {"lower": n.domain.lower, "upper": n.domain.upper, "log_z": 1.25, "rel_err": 1e-7,
+                          "converged": true, "panels": 32, "evaluations": 768},
+        "cv_log_lik": null,
+    });
+    let old = from_str::<KernelStudentT>(&legacy.to_string(), "old.json").unwrap();
+    assert_eq!(old.columns, vec!["temp".to_string()]);
+    assert_eq!(old.model.kernel().family(), KernelFamily::RationalQuadratic { alpha: 1.0 });
+    let lu = old.model.log_unnormalised::<Faer>(&q).unwrap();
+    assert!((old.model.log_density::<Faer>(&q).unwrap()[0] - (lu[0] - 1.25)).abs() < 1e-15);
+    // Invalid contents fail with a message, not later.
+    let bad = legacy.to_string().replace("\"alpha\":1.0", "\"alpha\":-1.0");
+    assert!(from_str::<KernelStudentT>(&bad, "bad.json").unwrap_err().to_string().contains("alpha"));
+    let bad = legacy.to_string().replace("\"kernel\":\"rq:1\"", "\"kernel\":\"cauchy\"");
+    assert!(from_str::<KernelStudentT>(&bad, "bad.json").unwrap_err().to_string().contains("kernel"));
+    assert_eq!(KernelStudentT::<Kernel>::KINDS, &["density"]);
+}
+
+/// `save` writes whole files atomically: a failed write (missing directory) leaves nothing behind and
+/// an existing model file is replaced whole.
+#[test]
+fn model_file_writes_are_atomic() {
+    use crate::model_file::{Saved, load, save};
+    let dir = std::env::temp_dir().join(format!("bke-density-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let x = two_bumps(12, 23);
+    let fixed = |l: f64| KernelStudentTParams {
+        lengthscales: Some(vec![l]),
+        alpha: Some(1.0),
+        beta: Some(0.1),
+        sigma0_sq: Some(1.0),
+        ..Default::default()
+    };
+    let path = dir.join("d.json");
+    save(&Saved::new(fixed(0.5).check().unwrap().fit::<Faer>(&x).unwrap()), &path).unwrap();
+    save(&Saved::new(fixed(0.9).check().unwrap().fit::<Faer>(&x).unwrap()), &path).unwrap();
+    assert_eq!(load::<KernelStudentT>(&path).unwrap().model.kernel().lengthscales(), &[0.9]);
+    let m = fixed(0.9).check().unwrap().fit::<Faer>(&x).unwrap();
+    assert!(save(&Saved::new(m), &dir.join("missing/d.json")).is_err());
+    let files: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    assert_eq!(files, vec![std::ffi::OsString::from("d.json")], "no temporary file left behind");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,6 +1,6 @@
 //! Kernel learning by maximum marginal pseudolikelihood (ML-II, seed 000 §4.3, §5).
 //!
-//! The objective is multimodal in the lengthscale (seed Fig. 2D), so [`fit`]:
+//! The objective is multimodal in the lengthscale (seed 000 Fig. 2D), so fitting [`EmbeddingParams`]:
 //! 1. holds out a random subset of `m` points as landmarks (the seed's choice; `m ≥ D` enforced) unless
 //!    landmarks are given;
 //! 2. scans a log-spaced grid of isotropic lengthscales at the initial `τ²`;
@@ -8,7 +8,9 @@
 //!    [log τ²])` using the analytic gradient;
 //! 4. returns the best optimum and all distinct local optima, best first, with the median heuristic
 //!    alongside (convention: `θ_med = median_{i<j} ‖x_i − x_j‖`, used as `θ` in
-//!    `exp(−‖x − y‖²/(2θ²))`).
+//!    `exp(−‖x − y‖²/(2θ²))`), and the posterior of the embedding at the learned hyperparameters
+//!    conditioned at the landmarks (all input points in `μ̂`; `O(m³ + nm)`), as a
+//!    [`FittedEmbedding`].
 //!
 //! **Learning τ² by ML-II can be ill-posed.** As `θ → ∞` the features `k(x_i, z_l)` become constant,
 //! the centred sum of squares `SS = Σ_i ‖φ_i − μ̂‖²` falls like `θ⁻⁴`, and with `τ² ∝ SS` the term
@@ -17,13 +19,15 @@
 //! Optima found with `learn_tau2` are therefore flagged [`LocalOptimum::at_boundary`] when polishing
 //! runs into the search box; the seed fixes `τ² = 1` for ML-II and learns `τ²` only under a prior.
 
-use super::{BkeParams, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
+use super::{BkeParams, BkePosterior, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
+use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, Valid};
 use crate::optim::{LbfgsOptions, minimize};
 use crate::{CoreError, Points, check_positive};
 use bke_linalg::Backend;
 use rand::SeedableRng;
 use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
+use serde::{Serialize, Serializer};
 
 /// A log-spaced grid of isotropic lengthscales `min · (max/min)^{i/(points−1)}`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,10 +67,13 @@ impl LengthscaleGrid {
     }
 }
 
-/// Options of [`fit`]. Defaults: 100 held-out landmarks, `τ² = 1` fixed, Lebesgue prior, Jacobian on,
+/// ML-II settings: learning the BKE hyperparameters by maximum marginal pseudolikelihood (see the
+/// module docs). Defaults: 100 held-out landmarks, `τ² = 1` fixed, Lebesgue prior, Jacobian on,
 /// isotropic, grid [`LengthscaleGrid::around`] the median heuristic, seed 0.
+///
+/// As an [`Estimator`] on [`Points`] (at least 2), it returns a [`FittedEmbedding`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct FitOptions {
+pub struct EmbeddingParams {
     /// Number `m` of landmarks held out of the data at random (ignored when `landmarks` is given).
     /// Must be `≥ D` and `< n`.
     pub num_landmarks: usize,
@@ -92,7 +99,7 @@ pub struct FitOptions {
     pub seed: u64,
 }
 
-impl Default for FitOptions {
+impl Default for EmbeddingParams {
     fn default() -> Self {
         Self {
             num_landmarks: 100,
@@ -110,13 +117,23 @@ impl Default for FitOptions {
     }
 }
 
-impl FitOptions {
-    /// Errors on invalid values (τ², grid, prior, zero landmarks or starts).
-    pub fn check(&self) -> Result<(), CoreError> {
+impl Params for EmbeddingParams {
+    type Error = CoreError;
+
+    /// `τ²` finite and positive, a valid prior measure and grid, at least 3 default grid points, at
+    /// least one landmark and one start.
+    fn validate(&self) -> Result<(), CoreError> {
         check_positive("tau2", self.tau2)?;
         self.prior.check()?;
         if let Some(g) = &self.grid {
             g.check()?;
+        }
+        if self.grid_points < 3 {
+            return Err(CoreError::InvalidParameter {
+                name: "grid_points".into(),
+                value: self.grid_points as f64,
+                reason: "the lengthscale scan needs at least 3 points".into(),
+            });
         }
         if self.num_landmarks == 0 && self.landmarks.is_none() {
             return Err(CoreError::InvalidParameter {
@@ -136,10 +153,12 @@ impl FitOptions {
     }
 }
 
-/// A local maximum of the marginal pseudolikelihood found by [`fit`].
-#[derive(Debug, Clone, PartialEq)]
+/// A local maximum of the marginal pseudolikelihood found by ML-II ([`EmbeddingParams`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LocalOptimum {
-    /// Lengthscale(s) (one, or one per dimension with ARD).
+    /// Lengthscale(s) (one, or one per dimension with ARD). JSON: `"lengthscale"`, a number when
+    /// there is one, else an array.
+    #[serde(rename = "lengthscale", serialize_with = "super::one_or_many")]
     pub lengthscales: Vec<f64>,
     /// `τ²` (the fixed value unless learned).
     pub tau2: f64,
@@ -154,9 +173,24 @@ pub struct LocalOptimum {
     pub at_boundary: bool,
 }
 
-/// Result of [`fit`].
+/// One point of the lengthscale scan.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ScanPoint {
+    /// The isotropic lengthscale.
+    pub lengthscale: f64,
+    /// The log marginal pseudolikelihood at the initial `τ²` (`−∞` where it failed).
+    pub log_marginal: f64,
+}
+
+/// The result of ML-II ([`EmbeddingParams`]): the learned hyperparameters, every local optimum, the
+/// scan, and the posterior of the embedding at the learned hyperparameters conditioned at the
+/// landmarks ([`Predict`]: posterior mean and variance of `μ`).
+///
+/// Its JSON (`bke embed fit`) has the fields `lengthscale` (a number, or an array with ARD), `tau2`,
+/// `log_marginal`, `local_optima`, `median_heuristic`, `median_heuristic_convention`, `scan`,
+/// `num_landmarks`, `landmark_indices`, `n_data`, `evaluations`, `prior`, `jacobian`.
 #[derive(Debug, Clone)]
-pub struct FitResult {
+pub struct FittedEmbedding {
     /// The best parameters found.
     pub params: BkeParams,
     /// Log marginal pseudolikelihood at `params`.
@@ -165,8 +199,8 @@ pub struct FitResult {
     pub local_optima: Vec<LocalOptimum>,
     /// Median heuristic `median ‖x_i − x_j‖` of the data (for comparison).
     pub median_heuristic: f64,
-    /// The scan: `(lengthscale, log marginal at the initial τ²)`.
-    pub scan: Vec<(f64, f64)>,
+    /// The scan over isotropic lengthscales at the initial `τ²`.
+    pub scan: Vec<ScanPoint>,
     /// The landmarks used.
     pub landmarks: Points,
     /// Indices of the held-out landmarks in the input (None for user landmarks).
@@ -175,6 +209,66 @@ pub struct FitResult {
     pub n_data: usize,
     /// Objective evaluations (scan + polishing).
     pub evaluations: usize,
+    /// The posterior of `μ` at `params`, `μ̂` from every input point, conditioned at the landmarks.
+    pub posterior: BkePosterior,
+}
+
+/// How [`FittedEmbedding::median_heuristic`] is defined.
+pub const MEDIAN_HEURISTIC_CONVENTION: &str =
+    "median pairwise Euclidean distance, used as theta in exp(-|x-y|^2/(2 theta^2))";
+
+impl Predict for FittedEmbedding {
+    type Output = Prediction;
+    type Error = CoreError;
+
+    /// The posterior mean and variance of `μ` at `x` ([`BkePosterior`] conditioned at the landmarks).
+    fn predict<B: Backend>(&self, x: &Points) -> Result<Prediction, CoreError> {
+        self.posterior.predict::<B>(x)
+    }
+}
+
+impl Serialize for FittedEmbedding {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Report<'a> {
+            #[serde(serialize_with = "super::one_or_many")]
+            lengthscale: &'a [f64],
+            tau2: f64,
+            log_marginal: f64,
+            local_optima: &'a [LocalOptimum],
+            median_heuristic: f64,
+            median_heuristic_convention: &'static str,
+            scan: &'a [ScanPoint],
+            num_landmarks: usize,
+            landmark_indices: &'a Option<Vec<usize>>,
+            n_data: usize,
+            evaluations: usize,
+            prior: EmbeddingPrior,
+            jacobian: bool,
+        }
+        Report {
+            lengthscale: &self.params.lengthscales,
+            tau2: self.params.tau2,
+            log_marginal: self.log_marginal,
+            local_optima: &self.local_optima,
+            median_heuristic: self.median_heuristic,
+            median_heuristic_convention: MEDIAN_HEURISTIC_CONVENTION,
+            scan: &self.scan,
+            num_landmarks: self.landmarks.len(),
+            landmark_indices: &self.landmark_indices,
+            n_data: self.n_data,
+            evaluations: self.evaluations,
+            prior: self.params.prior,
+            jacobian: self.params.jacobian,
+        }
+        .serialize(s)
+    }
+}
+
+/// The default number of held-out landmarks for `n` points in `dim` dimensions:
+/// `min(100, max(D, n/5))` (the CLI's default for `--num-landmarks`).
+pub fn default_num_landmarks(n: usize, dim: usize) -> usize {
+    100.min((n / 5).max(dim))
 }
 
 /// Splits `x` into `(data, landmarks, landmark_indices)` with `m` landmarks drawn uniformly without
@@ -201,40 +295,212 @@ pub fn hold_out_landmarks(
     Ok((x.select(&rest), x.select(&idx), idx))
 }
 
-/// ML-II kernel learning: see the module docs.
-pub fn fit<B: Backend>(x: &Points, opts: &FitOptions) -> Result<FitResult, CoreError> {
-    opts.check()?;
-    x.check_len("data", 2)?;
-    let dim = x.dim();
-    let (data, landmarks, landmark_indices) = match &opts.landmarks {
-        Some(z) => (x.clone(), z.clone(), None),
-        None => {
-            let (d, z, idx) = hold_out_landmarks(x, opts.num_landmarks, opts.seed)?;
-            (d, z, Some(idx))
+impl Estimator for EmbeddingParams {
+    type Data = Points;
+    type Fitted = FittedEmbedding;
+
+    /// ML-II kernel learning: see the module docs. Reports the stages `scan` and `polish`.
+    fn fit_valid<B: Backend>(
+        opts: &Valid<Self>,
+        x: &Points,
+        progress: &dyn Progress,
+    ) -> Result<FittedEmbedding, CoreError> {
+        x.check_len("data", 2)?;
+        let (data, landmarks, landmark_indices) = match &opts.landmarks {
+            Some(z) => (x.clone(), z.clone(), None),
+            None => {
+                let (d, z, idx) = hold_out_landmarks(x, opts.num_landmarks, opts.seed)?;
+                (d, z, Some(idx))
+            }
+        };
+        validate_data_landmarks(&data, &landmarks)?;
+        let median = crate::median_distance(x)?;
+        let grid = opts.grid.unwrap_or_else(|| {
+            LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
+        });
+        grid.check()?;
+        let base = BkeParams {
+            lengthscales: vec![1.0],
+            tau2: opts.tau2,
+            prior: opts.prior,
+            jacobian: opts.jacobian,
+        };
+        let objective = Objective { data: &data, landmarks: &landmarks, base: &base };
+        let scan = objective.scan::<B>(&grid, progress)?;
+        let starts = scan_maxima(&scan, opts.max_starts);
+        if starts.is_empty() {
+            return Err(CoreError::InvalidParameter {
+                name: "lengthscale grid".into(),
+                value: grid.min,
+                reason:
+                    "the marginal pseudolikelihood is −∞ on the whole grid: widen the grid or add landmarks"
+                        .into(),
+            });
         }
-    };
-    validate_data_landmarks(&data, &landmarks)?;
-    let median = crate::hypothesis::median_distance(x)?;
-    let grid = opts.grid.unwrap_or_else(|| {
-        LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
-    });
-    grid.check()?;
-    let base =
-        BkeParams { lengthscales: vec![1.0], tau2: opts.tau2, prior: opts.prior, jacobian: opts.jacobian };
-    let eval = |ls: Vec<f64>, tau2: f64| {
-        let p = BkeParams { lengthscales: ls, tau2, ..base.clone() };
-        marginal_pseudolikelihood::<B>(&data, &landmarks, &p)
-    };
-    // 1. scan
-    let thetas = grid.values();
-    let mut scan = Vec::with_capacity(thetas.len());
-    for &t in &thetas {
-        let v = eval(vec![t], opts.tau2)?.log_marginal;
-        scan.push((t, if v.is_nan() { f64::NEG_INFINITY } else { v }));
+        let box_ = SearchBox::new(&grid, opts, x.dim());
+        let mut optima: Vec<LocalOptimum> = Vec::new();
+        let mut evaluations = scan.len();
+        for (i, &s) in starts.iter().enumerate() {
+            progress.checkpoint()?;
+            progress.update("polish", i as u64, starts.len() as u64);
+            let (found, count) = objective.polish::<B>(scan[s].lengthscale, &box_);
+            evaluations += count;
+            if let Some(cand) = found {
+                merge_optimum(&mut optima, cand);
+            }
+        }
+        progress.update("polish", starts.len() as u64, starts.len() as u64);
+        optima.sort_by(|a, b| b.log_marginal.total_cmp(&a.log_marginal));
+        let best = optima.first().ok_or_else(|| CoreError::InvalidParameter {
+            name: "lengthscale".into(),
+            value: f64::NAN,
+            reason: "polishing failed from every start: check the data and landmarks".into(),
+        })?;
+        let params = BkeParams { lengthscales: best.lengthscales.clone(), tau2: best.tau2, ..base };
+        let posterior = BkePosterior::conditioned_at::<B>(&params, x, &landmarks)?;
+        Ok(FittedEmbedding {
+            log_marginal: best.log_marginal,
+            params,
+            local_optima: optima,
+            median_heuristic: median,
+            scan,
+            landmarks,
+            landmark_indices,
+            n_data: data.len(),
+            evaluations,
+            posterior,
+        })
     }
-    let mut evaluations = scan.len();
-    // 2. local maxima of the scan (ties: the first of a plateau)
-    let vals: Vec<f64> = scan.iter().map(|s| s.1).collect();
+}
+
+/// The marginal pseudolikelihood of the data at the landmarks, as a function of the hyperparameters.
+struct Objective<'a> {
+    data: &'a Points,
+    landmarks: &'a Points,
+    base: &'a BkeParams,
+}
+
+/// Where polishing may go (on the log scale) and how far one step may reach.
+struct SearchBox {
+    /// Number of lengthscales polished (1, or D with ARD).
+    n_ls: usize,
+    /// Bounds of log θ: `[grid.min/100, 100·grid.max]`.
+    lo: f64,
+    hi: f64,
+    /// Bounds of log τ² (`τ²₀ · [1e-8, 1e8]`) when τ² is learned.
+    tau2: Option<(f64, f64)>,
+    /// The initial (or fixed) τ².
+    tau2_0: f64,
+    /// One grid spacing on the log scale: the largest L-BFGS step.
+    step: f64,
+}
+
+impl SearchBox {
+    fn new(grid: &LengthscaleGrid, opts: &EmbeddingParams, dim: usize) -> Self {
+        let t0 = opts.tau2.ln();
+        Self {
+            n_ls: if opts.ard { dim } else { 1 },
+            lo: grid.min.ln() - 100f64.ln(),
+            hi: grid.max.ln() + 100f64.ln(),
+            tau2: opts.learn_tau2.then(|| (t0 - 8.0 * 10f64.ln(), t0 + 8.0 * 10f64.ln())),
+            tau2_0: opts.tau2,
+            step: (grid.max.ln() - grid.min.ln()) / (grid.points - 1) as f64,
+        }
+    }
+
+    fn contains(&self, p: &[f64]) -> bool {
+        p[..self.n_ls].iter().all(|v| (self.lo..=self.hi).contains(v))
+            && self.tau2.is_none_or(|(a, b)| (a..=b).contains(&p[self.n_ls]))
+    }
+
+    /// Within 0.1 of a bound: not an interior optimum.
+    fn near_edge(&self, p: &[f64]) -> bool {
+        let near = |v: f64, a: f64, b: f64| v < a + 0.1 || v > b - 0.1;
+        p[..self.n_ls].iter().any(|&v| near(v, self.lo, self.hi))
+            || self.tau2.is_some_and(|(a, b)| near(p[self.n_ls], a, b))
+    }
+
+    /// `(θ, τ²)` at the log-scale point `p`.
+    fn unpack(&self, p: &[f64]) -> (Vec<f64>, f64) {
+        let ls = p[..self.n_ls].iter().map(|v| v.exp()).collect();
+        (ls, if self.tau2.is_some() { p[self.n_ls].exp() } else { self.tau2_0 })
+    }
+}
+
+impl Objective<'_> {
+    fn eval<B: Backend>(
+        &self,
+        lengthscales: Vec<f64>,
+        tau2: f64,
+    ) -> Result<super::MarginalLikelihood, CoreError> {
+        let p = BkeParams { lengthscales, tau2, ..self.base.clone() };
+        marginal_pseudolikelihood::<B>(self.data, self.landmarks, &p)
+    }
+
+    /// The log-grid scan at the initial `τ²` (NaN counts as `−∞`).
+    fn scan<B: Backend>(
+        &self,
+        grid: &LengthscaleGrid,
+        progress: &dyn Progress,
+    ) -> Result<Vec<ScanPoint>, CoreError> {
+        let thetas = grid.values();
+        let mut scan = Vec::with_capacity(thetas.len());
+        for (i, &t) in thetas.iter().enumerate() {
+            progress.checkpoint()?;
+            progress.update("scan", i as u64, thetas.len() as u64);
+            let v = self.eval::<B>(vec![t], self.base.tau2)?.log_marginal;
+            scan.push(ScanPoint {
+                lengthscale: t,
+                log_marginal: if v.is_nan() { f64::NEG_INFINITY } else { v },
+            });
+        }
+        Ok(scan)
+    }
+
+    /// L-BFGS from the isotropic lengthscale `theta0` (steps of at most one grid spacing, so a start
+    /// stays in the basin of its scan maximum): the optimum reached (None if L-BFGS failed) and the
+    /// number of evaluations.
+    fn polish<B: Backend>(&self, theta0: f64, b: &SearchBox) -> (Option<LocalOptimum>, usize) {
+        let mut x0 = vec![theta0.ln(); b.n_ls];
+        if b.tau2.is_some() {
+            x0.push(b.tau2_0.ln());
+        }
+        let mut count = 0usize;
+        let res = minimize(
+            |p: &[f64]| {
+                count += 1;
+                if !b.contains(p) {
+                    return None;
+                }
+                let (ls, tau2) = b.unpack(p);
+                let ml = self.eval::<B>(ls, tau2).ok()?;
+                let mut g: Vec<f64> = ml.grad_log_lengthscale.iter().map(|v| -v).collect();
+                if b.tau2.is_some() {
+                    g.push(-ml.grad_log_tau2);
+                }
+                Some((-ml.log_marginal, g))
+            },
+            x0,
+            LbfgsOptions { memory: 8, max_iter: 100, grad_tol: 1e-6, f_tol: 1e-12, max_step: b.step },
+        );
+        let found = res.ok().map(|r| {
+            let (lengthscales, tau2) = b.unpack(&r.x);
+            LocalOptimum {
+                lengthscales,
+                tau2,
+                log_marginal: -r.f,
+                grad_norm: r.grad_norm,
+                converged: r.converged,
+                at_boundary: b.near_edge(&r.x),
+            }
+        });
+        (found, count)
+    }
+}
+
+/// Indices of the local maxima of the scan (ties: the first of a plateau), best first, at most `max`.
+fn scan_maxima(scan: &[ScanPoint], max: usize) -> Vec<usize> {
+    let vals: Vec<f64> = scan.iter().map(|s| s.log_marginal).collect();
     let k = vals.len();
     let mut starts: Vec<usize> = (0..k)
         .filter(|&i| {
@@ -244,89 +510,22 @@ pub fn fit<B: Backend>(x: &Points, opts: &FitOptions) -> Result<FitResult, CoreE
         })
         .collect();
     starts.sort_by(|&a, &b| vals[b].total_cmp(&vals[a]));
-    starts.truncate(opts.max_starts);
-    if starts.is_empty() {
-        return Err(CoreError::InvalidParameter {
-            name: "lengthscale grid".into(),
-            value: grid.min,
-            reason: "the marginal pseudolikelihood is −∞ on the whole grid: widen the grid or add landmarks"
-                .into(),
-        });
+    starts.truncate(max);
+    starts
+}
+
+/// Adds `cand` to `optima` unless an optimum within 1e-3 on the log scale is there (keeping the
+/// better of the two).
+fn merge_optimum(optima: &mut Vec<LocalOptimum>, cand: LocalOptimum) {
+    let same = |o: &LocalOptimum| {
+        o.lengthscales.iter().zip(&cand.lengthscales).all(|(a, b)| (a.ln() - b.ln()).abs() < 1e-3)
+            && (o.tau2.ln() - cand.tau2.ln()).abs() < 1e-3
+    };
+    match optima.iter_mut().find(|o| same(o)) {
+        Some(o) if o.log_marginal < cand.log_marginal => *o = cand,
+        Some(_) => {}
+        None => optima.push(cand),
     }
-    // 3. polish
-    let n_ls = if opts.ard { dim } else { 1 };
-    let (lo, hi) = (grid.min.ln() - 100f64.ln(), grid.max.ln() + 100f64.ln());
-    let step = (grid.max.ln() - grid.min.ln()) / (grid.points - 1) as f64;
-    let (tlo, thi) = (opts.tau2.ln() - 8.0 * 10f64.ln(), opts.tau2.ln() + 8.0 * 10f64.ln());
-    let mut optima: Vec<LocalOptimum> = Vec::new();
-    for &s in &starts {
-        let mut x0 = vec![thetas[s].ln(); n_ls];
-        if opts.learn_tau2 {
-            x0.push(opts.tau2.ln());
-        }
-        let mut count = 0usize;
-        let res = minimize(
-            |p: &[f64]| {
-                count += 1;
-                if p[..n_ls].iter().any(|v| *v < lo || *v > hi)
-                    || (opts.learn_tau2 && (p[n_ls] < tlo || p[n_ls] > thi))
-                {
-                    return None;
-                }
-                let ls: Vec<f64> = p[..n_ls].iter().map(|v| v.exp()).collect();
-                let tau2 = if opts.learn_tau2 { p[n_ls].exp() } else { opts.tau2 };
-                let ml = eval(ls, tau2).ok()?;
-                let mut g: Vec<f64> = ml.grad_log_lengthscale.iter().map(|v| -v).collect();
-                if opts.learn_tau2 {
-                    g.push(-ml.grad_log_tau2);
-                }
-                Some((-ml.log_marginal, g))
-            },
-            x0,
-            // steps of at most one grid spacing, so a start stays in the basin of its scan maximum
-            LbfgsOptions { memory: 8, max_iter: 100, grad_tol: 1e-6, f_tol: 1e-12, max_step: step },
-        );
-        evaluations += count;
-        let Ok(r) = res else { continue };
-        let near = |v: f64, a: f64, b: f64| v < a + 0.1 || v > b - 0.1;
-        let at_boundary =
-            r.x[..n_ls].iter().any(|&v| near(v, lo, hi)) || (opts.learn_tau2 && near(r.x[n_ls], tlo, thi));
-        let cand = LocalOptimum {
-            lengthscales: r.x[..n_ls].iter().map(|v| v.exp()).collect(),
-            tau2: if opts.learn_tau2 { r.x[n_ls].exp() } else { opts.tau2 },
-            log_marginal: -r.f,
-            grad_norm: r.grad_norm,
-            converged: r.converged,
-            at_boundary,
-        };
-        let same = |o: &LocalOptimum| {
-            o.lengthscales.iter().zip(&cand.lengthscales).all(|(a, b)| (a.ln() - b.ln()).abs() < 1e-3)
-                && (o.tau2.ln() - cand.tau2.ln()).abs() < 1e-3
-        };
-        match optima.iter_mut().find(|o| same(o)) {
-            Some(o) if o.log_marginal < cand.log_marginal => *o = cand,
-            Some(_) => {}
-            None => optima.push(cand),
-        }
-    }
-    optima.sort_by(|a, b| b.log_marginal.total_cmp(&a.log_marginal));
-    let best = optima.first().ok_or_else(|| CoreError::InvalidParameter {
-        name: "lengthscale".into(),
-        value: f64::NAN,
-        reason: "polishing failed from every start: check the data and landmarks".into(),
-    })?;
-    let params = BkeParams { lengthscales: best.lengthscales.clone(), tau2: best.tau2, ..base };
-    Ok(FitResult {
-        log_marginal: best.log_marginal,
-        params,
-        local_optima: optima,
-        median_heuristic: median,
-        scan,
-        landmarks,
-        landmark_indices,
-        n_data: data.len(),
-        evaluations,
-    })
 }
 
 #[cfg(test)]
@@ -365,9 +564,9 @@ mod tests {
             .collect();
         let x = Points::new("x", data, 2).unwrap();
         for (learn_tau2, ard) in [(false, false), (true, false), (false, true)] {
-            let opts = FitOptions { num_landmarks: 20, learn_tau2, ard, ..Default::default() };
-            let r = fit::<Faer>(&x, &opts).unwrap();
-            assert!(r.scan.iter().all(|(_, v)| *v <= r.log_marginal + 1e-9));
+            let opts = EmbeddingParams { num_landmarks: 20, learn_tau2, ard, ..Default::default() };
+            let r = opts.check().unwrap().fit::<Faer>(&x).unwrap();
+            assert!(r.scan.iter().all(|s| s.log_marginal <= r.log_marginal + 1e-9));
             assert_eq!(r.landmarks.len(), 20);
             assert_eq!(r.n_data, 380);
             let best = &r.local_optima[0];

@@ -137,7 +137,7 @@ impl Scaled<'_> {
 /// (bitwise identical results for any thread count).
 ///
 /// Errors: empty `x` or `z`, dimension mismatch, `m < D`, invalid parameters (see
-/// [`BkeParams::check`]), or `R_zz + (τ²/n)I` not positive definite even after the eigenvalue
+/// [`BkeParams::validate_for_dim`]), or `R_zz + (τ²/n)I` not positive definite even after the eigenvalue
 /// fallback (practically impossible: its eigenvalues are `≥ τ²/n`).
 pub fn marginal_pseudolikelihood<B: Backend>(
     x: &Points,
@@ -145,7 +145,7 @@ pub fn marginal_pseudolikelihood<B: Backend>(
     params: &BkeParams,
 ) -> Result<MarginalLikelihood, CoreError> {
     validate_data_landmarks(x, z)?;
-    params.check(x.dim())?;
+    params.validate_for_dim(x.dim())?;
     let (n, m, dim) = (x.len(), z.len(), x.dim());
     let ls = full_lengthscales(&params.lengthscales, dim);
     let inv_ls: Vec<f64> = ls.iter().map(|l| 1.0 / l).collect();

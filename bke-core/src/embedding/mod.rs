@@ -1,7 +1,7 @@
 //! # The Bayesian Kernel Embedding (BKE) model
 //!
 //! Flaxman, Sejdinovic, Cunningham, Filippi (UAI 2016), seeds 000 (paper) and 002 (appendix), with
-//! the corrections of `DESIGN.md` §3.1. Squared exponential kernel
+//! the corrections of `docs/DESIGN.md` §3.1. Squared exponential kernel
 //! `k_θ(x, y) = exp(−½ Σ_d (x_d − y_d)²/θ_d²)` (one `θ`: isotropic; one per dimension: ARD).
 //!
 //! **Model.** `μ_θ ~ GP(0, r_θ)` with `r_θ(x, y) = ∫ k_θ(x, u) k_θ(u, y) ν(du)` (eq. (3)–(4); the
@@ -24,46 +24,33 @@
 //! `∂/∂log θ_d = −½{tr(A⁻¹Ṙ) + 2αᵀ∂μ̂ − αᵀṘα + ∂SS/τ²} + Σ_i(Σ_l p_il u_ild² − 2)`,
 //! `∂/∂log τ² = −½{(τ²/n)(tr A⁻¹ − αᵀα) − SS/τ² + m(n−1)}`.
 //!
-//! ## API (stable: other modules and the CLI code against it)
+//! ## Usage (the estimator convention of [`crate::estimator`])
 //!
-//! ```text
-//! pub enum EmbeddingPrior { Lebesgue /*default*/, Unit, Gaussian { eta: f64 } }
-//!     fn parse(&str) -> Result<Self>          // "lebesgue" | "unit" | "gaussian:ETA"
-//!     fn log_r(&self, ls: &[f64; D], x, y) -> f64;  fn r(..) -> f64;  fn r_grad(.., grad: &mut [f64]) -> f64
-//! pub struct BkeParams { lengthscales: Vec<f64> /*1 or D*/, tau2: f64, prior: EmbeddingPrior, jacobian: bool }
-//!     fn new(lengthscales, tau2) -> Self;  fn check(&self, dim) -> Result<()>;  fn kernel(&self) -> Result<Kernel>
-//! pub struct MarginalLikelihood { log_marginal, log_gaussian, log_jacobian,
-//!                                 grad_log_lengthscale: Vec<f64>, grad_log_tau2 }
-//! pub fn marginal_pseudolikelihood<B: Backend>(x: &Points, z: &Points, p: &BkeParams)
-//!     -> Result<MarginalLikelihood, CoreError>
-//! pub struct BkePosterior   // conditioned on μ̂ at `at` points (default: the data, eq. (7))
-//!     fn fit<B: Backend>(x: &Points, at: Option<&Points>, p: &BkeParams) -> Result<Self>
-//!     fn weights(&self) -> &[f64]            // S-KMSE weights β = A⁻¹ μ̂(w) (§4.2)
-//!     fn empirical(&self) -> &[f64]          // μ̂(w)
-//!     fn mean(&self, q: &Points) -> Result<Vec<f64>>
-//!     fn mean_and_variance<B: Backend>(&self, q: &Points) -> Result<(Vec<f64>, Vec<f64>)>
-//!     fn covariance<B: Backend>(&self, q: &Points) -> Result<Mat>          // |q| × |q|
-//!     fn sample<B: Backend>(&self, q: &Points, draws: usize, seed: u64) -> Result<Mat>  // |q| × draws
-//! // ML-II (learn.rs): grid scan + L-BFGS polishing, all local optima
-//! pub struct FitOptions { num_landmarks, landmarks: Option<Points>, tau2, learn_tau2, prior, jacobian,
-//!                         ard, grid: Option<LengthscaleGrid>, max_starts, seed }
-//! pub fn fit<B: Backend>(x: &Points, o: &FitOptions) -> Result<FitResult>  // params, log_marginal,
-//!                         // local_optima (best first), median_heuristic, scan, landmarks, ...
-//! pub fn hold_out_landmarks(x: &Points, m: usize, seed: u64) -> Result<(data, landmarks, indices)>
-//! ```
+//! - [`BkeParams`] (`θ`, `τ²`, prior measure, Jacobian switch) `.check()?.fit::<B>(&x)` conditions
+//!   the posterior on the data (eq. (7)–(8)) and returns a [`BkePosterior`] ([`crate::Predict`]:
+//!   posterior mean and variance of `μ`); [`BkePosterior::conditioned_at`] conditions at other
+//!   points (landmarks: `O(p³ + np)` instead of `O(n³)`).
+//! - [`EmbeddingParams`] (ML-II settings) `.check()?.fit::<B>(&x)` learns `θ` (and optionally `τ²`)
+//!   and returns a [`FittedEmbedding`]: the learned hyperparameters, every local optimum, the scan,
+//!   the median heuristic, the landmarks, and the posterior conditioned at the landmarks
+//!   ([`crate::Predict`]).
+//! - [`marginal_pseudolikelihood`] evaluates eq. (15) and its gradient at given `θ`, `τ²`.
 //!
 //! ```
-//! use bke_core::embedding::{BkeParams, BkePosterior, marginal_pseudolikelihood};
-//! use bke_core::Points;
+//! use bke_core::embedding::{BkeParams, EmbeddingParams, marginal_pseudolikelihood};
+//! use bke_core::{Params, Points, Predict};
 //! use bke_linalg::Faer;
-//! let x = Points::from_1d("x", &[-1.0, -0.3, 0.2, 0.9, 1.4, -2.0]).unwrap();
+//! let x = Points::from_1d("x", &[-1.0, -0.3, 0.2, 0.9, 1.4, -2.0, 0.5, -0.7]).unwrap();
 //! let z = Points::from_1d("z", &[-1.5, 0.0, 1.0]).unwrap();
 //! let p = BkeParams::new(vec![0.8], 1.0);
 //! let ml = marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap();
 //! assert!(ml.log_marginal.is_finite() && ml.grad_log_lengthscale.len() == 1);
-//! let post = BkePosterior::fit::<Faer>(&x, None, &p).unwrap();
-//! let (mean, var) = post.mean_and_variance::<Faer>(&z).unwrap();
-//! assert!(var.iter().all(|v| *v >= 0.0) && mean.len() == 3);
+//! let post = p.check().unwrap().fit::<Faer>(&x).unwrap();
+//! let pred = post.predict::<Faer>(&z).unwrap();
+//! assert!(pred.variance.iter().all(|v| *v >= 0.0) && pred.mean.len() == 3);
+//! // ML-II: learn θ with 3 held-out landmarks.
+//! let fitted = EmbeddingParams { num_landmarks: 3, ..Default::default() }.check().unwrap().fit::<Faer>(&x).unwrap();
+//! assert!(fitted.params.lengthscales[0] > 0.0 && fitted.predict::<Faer>(&z).unwrap().mean.len() == 3);
 //! ```
 
 mod jacobian;
@@ -75,16 +62,25 @@ mod simd;
 #[cfg(test)]
 mod tests;
 
-pub use learn::{FitOptions, FitResult, LengthscaleGrid, LocalOptimum, fit, hold_out_landmarks};
+pub use learn::{
+    EmbeddingParams, FittedEmbedding, LengthscaleGrid, LocalOptimum, MEDIAN_HEURISTIC_CONVENTION, ScanPoint,
+    default_num_landmarks, hold_out_landmarks,
+};
 pub use marginal::{MarginalLikelihood, marginal_pseudolikelihood};
 pub use posterior::BkePosterior;
 pub use prior::EmbeddingPrior;
 
+use crate::estimator::{Estimator, Params, Progress, Valid};
 use crate::{CoreError, Kernel, Points, check_positive};
+use bke_linalg::Backend;
+use serde::{Deserialize, Serialize};
 
 /// Hyperparameters of the BKE model. Defaults: `θ = 1` (isotropic), `τ² = 1`, Lebesgue prior
 /// measure, Jacobian term included.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// As an [`Estimator`] on [`Points`], it conditions the posterior of the embedding on the data
+/// (seed 000 eq. (7)–(8)): [`BkePosterior`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BkeParams {
     /// Lengthscale(s) `θ > 0` of `k_θ`: one value (isotropic) or one per dimension (ARD).
     pub lengthscales: Vec<f64>,
@@ -120,12 +116,10 @@ impl BkeParams {
         self
     }
 
-    /// Errors unless the lengthscales are 1 or `dim` finite positive values, `τ²` is finite and
-    /// positive and the prior's parameter is valid.
-    pub fn check(&self, dim: usize) -> Result<(), CoreError> {
-        if self.lengthscales.is_empty() {
-            return Err(CoreError::Empty { what: "lengthscales".into(), needed: 1 });
-        }
+    /// [`Params::validate`], and the data-dependent rule: one lengthscale, or one per dimension of
+    /// `dim`-dimensional data.
+    pub fn validate_for_dim(&self, dim: usize) -> Result<(), CoreError> {
+        self.validate()?;
         if self.lengthscales.len() != 1 && self.lengthscales.len() != dim {
             return Err(CoreError::DimensionMismatch {
                 what: "lengthscales (give one, or one per dimension)".into(),
@@ -133,16 +127,52 @@ impl BkeParams {
                 found: self.lengthscales.len(),
             });
         }
+        Ok(())
+    }
+
+    /// The kernel `k_θ` (squared exponential, iso or ARD).
+    pub fn kernel(&self) -> Result<Kernel, CoreError> {
+        Kernel::se_ard(self.lengthscales.clone())
+    }
+}
+
+impl Params for BkeParams {
+    type Error = CoreError;
+
+    /// At least one lengthscale, every lengthscale and `τ²` finite and positive, a valid prior
+    /// measure.
+    fn validate(&self) -> Result<(), CoreError> {
+        if self.lengthscales.is_empty() {
+            return Err(CoreError::Empty { what: "lengthscales".into(), needed: 1 });
+        }
         for &l in &self.lengthscales {
             check_positive("lengthscale", l)?;
         }
         check_positive("tau2", self.tau2)?;
         self.prior.check()
     }
+}
 
-    /// The kernel `k_θ` (squared exponential, iso or ARD).
-    pub fn kernel(&self) -> Result<Kernel, CoreError> {
-        Kernel::se_ard(self.lengthscales.clone())
+impl Estimator for BkeParams {
+    type Data = Points;
+    type Fitted = BkePosterior;
+
+    /// The posterior of `μ_θ` conditioned on `μ̂_θ` at the data themselves (seed 000 eq. (7)).
+    fn fit_valid<B: Backend>(
+        params: &Valid<Self>,
+        x: &Points,
+        _progress: &dyn Progress,
+    ) -> Result<BkePosterior, CoreError> {
+        BkePosterior::conditioned_at::<B>(params, x, x)
+    }
+}
+
+/// Serialises one value as itself and several as an array (an isotropic lengthscale is a number in
+/// JSON, ARD lengthscales an array).
+pub(crate) fn one_or_many<T: Serialize, S: serde::Serializer>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        [one] => one.serialize(s),
+        many => many.serialize(s),
     }
 }
 
@@ -167,4 +197,19 @@ pub(crate) fn validate_data_landmarks(x: &Points, z: &Points) -> Result<(), Core
         });
     }
     Ok(())
+}
+
+/// `MarginalLikelihood` as JSON: `{"log_marginal", "log_gaussian", "log_jacobian",
+/// "grad_log_lengthscale", "grad_log_tau2"}` (the fields of `bke embed loglik`).
+impl Serialize for MarginalLikelihood {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("MarginalLikelihood", 5)?;
+        st.serialize_field("log_marginal", &self.log_marginal)?;
+        st.serialize_field("log_gaussian", &self.log_gaussian)?;
+        st.serialize_field("log_jacobian", &self.log_jacobian)?;
+        st.serialize_field("grad_log_lengthscale", &self.grad_log_lengthscale)?;
+        st.serialize_field("grad_log_tau2", &self.grad_log_tau2)?;
+        st.end()
+    }
 }

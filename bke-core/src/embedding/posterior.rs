@@ -1,6 +1,7 @@
 //! The BKE posterior of the embedding `μ_θ` (seed 000 eq. (7)–(8), §4.2). See the [module docs](super).
 
 use super::{BkeParams, EmbeddingPrior, full_lengthscales};
+use crate::estimator::{Predict, Prediction};
 use crate::{CoreError, Points};
 use bke_linalg::{Backend, JitterOptions, Mat, Trans};
 use rand::SeedableRng;
@@ -12,7 +13,8 @@ use rayon::prelude::*;
 const QBLOCK: usize = 512;
 
 /// The Gaussian posterior of the embedding `μ_θ` given the empirical embedding `μ̂_θ` observed at the
-/// conditioning points `w` (eq. (7)–(8)).
+/// conditioning points `w` (eq. (7)–(8)). Built by fitting [`BkeParams`] (conditioned at the data) or
+/// by [`BkePosterior::conditioned_at`]; [`Predict`] gives the posterior mean and variance.
 #[derive(Debug, Clone)]
 pub struct BkePosterior {
     at: Points,
@@ -25,16 +27,17 @@ pub struct BkePosterior {
 }
 
 impl BkePosterior {
-    /// Conditions on `μ̂_θ(w) = (1/n) Σ_i k_θ(x_i, w)` at `w = at` (default: the data themselves, as in
-    /// eq. (7); pass landmarks for an `O(p³)` instead of `O(n³)` posterior). Factorises
-    /// `A = R_ww + (τ²/n) I` (its eigenvalues are `≥ τ²/n`; if rounding still makes the Cholesky fail, the
-    /// smallest jitter that works is added and reported by [`BkePosterior::jitter`]).
-    pub fn fit<B: Backend>(x: &Points, at: Option<&Points>, params: &BkeParams) -> Result<Self, CoreError> {
+    /// Conditions on `μ̂_θ(w) = (1/n) Σ_i k_θ(x_i, w)` at the points `w` (the data themselves in
+    /// eq. (7), which is what fitting [`BkeParams`] does; landmarks give an `O(p³ + np)` instead of
+    /// `O(n³)` posterior). Factorises `A = R_ww + (τ²/n) I` (its eigenvalues are `≥ τ²/n`; if
+    /// rounding still makes the Cholesky fail, the smallest jitter that works is added and reported
+    /// by [`BkePosterior::jitter`]). Errors on invalid parameters, empty `x` or `w`, or a dimension
+    /// mismatch.
+    pub fn conditioned_at<B: Backend>(params: &BkeParams, x: &Points, w: &Points) -> Result<Self, CoreError> {
         x.check_len("data", 1)?;
-        let w = at.unwrap_or(x);
         w.check_len("conditioning points", 1)?;
         x.check_dim("conditioning points", w.dim())?;
-        params.check(x.dim())?;
+        params.validate_for_dim(x.dim())?;
         let (n, p, dim) = (x.len(), w.len(), x.dim());
         let ls = full_lengthscales(&params.lengthscales, dim);
         let kernel = params.kernel()?;
@@ -92,9 +95,7 @@ impl BkePosterior {
             .collect())
     }
 
-    /// Posterior mean and variance `r(x*, x*) − r(x*, w)ᵀ A⁻¹ r(w, x*)` (eq. (8), clamped at 0) at each
-    /// query point.
-    pub fn mean_and_variance<B: Backend>(&self, q: &Points) -> Result<(Vec<f64>, Vec<f64>), CoreError> {
+    fn mean_and_variance<B: Backend>(&self, q: &Points) -> Result<(Vec<f64>, Vec<f64>), CoreError> {
         self.check_query(q)?;
         let mut mean = Vec::with_capacity(q.len());
         let mut var = Vec::with_capacity(q.len());
@@ -165,6 +166,18 @@ impl BkePosterior {
         let mut out = Mat::from_fn(k, draws, |i, _| mean[i]);
         B::gemm(1.0, factor.as_ref(), Trans::No, eps.as_ref(), Trans::No, 1.0, out.as_mut())?;
         Ok(out)
+    }
+}
+
+impl Predict for BkePosterior {
+    type Output = Prediction;
+    type Error = CoreError;
+
+    /// Posterior mean `r(x*, w)ᵀ β` and variance `r(x*, x*) − r(x*, w)ᵀ A⁻¹ r(w, x*)` of `μ(x*)`
+    /// (eq. (8), the variance clamped at 0) at each query point, in blocks of 512 queries.
+    fn predict<B: Backend>(&self, q: &Points) -> Result<Prediction, CoreError> {
+        let (mean, variance) = self.mean_and_variance::<B>(q)?;
+        Ok(Prediction { mean, variance })
     }
 }
 

@@ -20,8 +20,10 @@
 use crate::{CoreError, check_positive};
 
 /// The measure `ν` under which `k_θ` is convolved with itself to give the prior covariance `r_θ`
-/// (see the module docs for the formulas). Default: [`EmbeddingPrior::Lebesgue`].
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// (see the module docs for the formulas). Default: [`EmbeddingPrior::Lebesgue`]. In JSON it is its
+/// name ([`EmbeddingPrior::name`]: `"lebesgue"`, `"unit"`, `"gaussian:2.5"`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum EmbeddingPrior {
     /// `ν` = Lebesgue measure: `r_θ = π^{D/2} Π θ_d · exp(−Σ δ_d²/(4θ_d²))` (seed 002 eq. (27)).
     #[default]
@@ -136,6 +138,19 @@ impl EmbeddingPrior {
     }
 }
 
+impl From<EmbeddingPrior> for String {
+    fn from(p: EmbeddingPrior) -> String {
+        p.name()
+    }
+}
+
+impl TryFrom<String> for EmbeddingPrior {
+    type Error = CoreError;
+    fn try_from(s: String) -> Result<Self, CoreError> {
+        EmbeddingPrior::parse(&s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,5 +235,12 @@ mod tests {
             EmbeddingPrior::parse(&EmbeddingPrior::Gaussian { eta: 0.5 }.name()).unwrap(),
             EmbeddingPrior::Gaussian { eta: 0.5 }
         );
+        let json = serde_json::to_string(&EmbeddingPrior::Gaussian { eta: 2.5 }).unwrap();
+        assert_eq!(json, "\"gaussian:2.5\"");
+        assert_eq!(
+            serde_json::from_str::<EmbeddingPrior>(&json).unwrap(),
+            EmbeddingPrior::Gaussian { eta: 2.5 }
+        );
+        assert!(serde_json::from_str::<EmbeddingPrior>("\"gaussian:-1\"").is_err());
     }
 }

@@ -3,6 +3,7 @@
 
 use super::jacobian::{JacScratch, log_volume, robust_for_test};
 use super::*;
+use crate::estimator::{Predict, Prediction};
 use bke_linalg::{Backend, Faer, Mat, Nalgebra};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -327,8 +328,8 @@ fn posterior_equals_direct_gp_conditioning() {
             let p = BkeParams::new(vec![0.6], 0.5).with_prior(prior);
             for at in [None, Some(&z)] {
                 let w = at.unwrap_or(&x);
-                let post = BkePosterior::fit::<Faer>(&x, at, &p).unwrap();
-                let (mean, var) = post.mean_and_variance::<Nalgebra>(&q).unwrap();
+                let post = BkePosterior::conditioned_at::<Faer>(&p, &x, at.unwrap_or(&x)).unwrap();
+                let Prediction { mean, variance: var } = post.predict::<Nalgebra>(&q).unwrap();
                 let cov = post.covariance::<Faer>(&q).unwrap();
                 // direct: y = μ̂(w) ~ N(μ(w), τ²/n I); μ(q), μ(w) jointly GP(0, r)
                 let ls = vec![0.6; dim];
@@ -385,8 +386,8 @@ fn posterior_samples_have_the_posterior_moments() {
     let x = random_points(&mut rng, 30, 1, 2.0);
     let q = Points::from_1d("grid", &[-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]).unwrap();
     let p = BkeParams::new(vec![0.5], 1.0);
-    let post = BkePosterior::fit::<Faer>(&x, None, &p).unwrap();
-    let (mean, var) = post.mean_and_variance::<Faer>(&q).unwrap();
+    let post = p.check().unwrap().fit::<Faer>(&x).unwrap();
+    let Prediction { mean, variance: var } = post.predict::<Faer>(&q).unwrap();
     let draws = 4000;
     let s = post.sample::<Faer>(&q, draws, 42).unwrap();
     assert_eq!((s.nrows(), s.ncols()), (q.len(), draws));
@@ -438,7 +439,8 @@ fn bad_input_gives_clear_errors() {
         )
         .unwrap_err();
         assert!(e.to_string().contains("eta"), "{e}");
-        assert!(BkePosterior::fit::<Faer>(&x, None, &BkeParams::new(vec![bad], 1.0)).is_err());
+        assert!(BkeParams::new(vec![bad], 1.0).check().is_err());
+        assert!(BkePosterior::conditioned_at::<Faer>(&BkeParams::new(vec![bad], 1.0), &x, &x).is_err());
     }
     // empty data / landmarks
     let empty = Points::new("x", vec![], 2).unwrap();
@@ -446,7 +448,7 @@ fn bad_input_gives_clear_errors() {
     assert!(e.contains("data") && e.contains("empty"), "{e}");
     let e = marginal_pseudolikelihood::<Faer>(&x, &empty, &p).unwrap_err().to_string();
     assert!(e.contains("landmarks"), "{e}");
-    assert!(BkePosterior::fit::<Faer>(&empty, None, &p).is_err());
+    assert!(p.check().unwrap().fit::<Faer>(&empty).is_err());
     // dimension mismatch: landmarks, ARD lengthscales, queries
     let z3 =
         Points::from_rows("z", &[vec![0.0, 0.0, 0.0], vec![1.0, 1.0, 1.0], vec![2.0, 0.0, 1.0]]).unwrap();
@@ -454,9 +456,9 @@ fn bad_input_gives_clear_errors() {
     assert!(e.contains("dimension mismatch"), "{e}");
     let e = marginal_pseudolikelihood::<Faer>(&x, &z, &BkeParams::new(vec![1.0, 2.0, 3.0], 1.0)).unwrap_err();
     assert!(e.to_string().contains("lengthscales"), "{e}");
-    let post = BkePosterior::fit::<Faer>(&x, None, &p).unwrap();
+    let post = p.check().unwrap().fit::<Faer>(&x).unwrap();
     assert!(post.mean(&z3).is_err());
-    assert!(post.mean_and_variance::<Faer>(&z3).is_err());
+    assert!(post.predict::<Faer>(&z3).is_err());
     assert!(post.sample::<Faer>(&z3, 3, 0).is_err());
 }
 
@@ -478,4 +480,39 @@ fn extreme_lengthscales_are_finite() {
             assert!(ml.grad_log_lengthscale[0].is_finite() && ml.grad_log_tau2.is_finite());
         }
     }
+}
+
+/// ML-II as an estimator: the fitted posterior is the BKE posterior at the learned hyperparameters
+/// conditioned at the landmarks (every input point in `μ̂`), and the JSON has the fields of
+/// `bke embed fit`.
+#[test]
+fn fitted_embedding_predicts_with_the_landmark_posterior() {
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let x = random_points(&mut rng, 60, 2, 2.0);
+    let q = random_points(&mut rng, 5, 2, 2.5);
+    let fitted = EmbeddingParams { num_landmarks: 8, ard: true, ..Default::default() }
+        .check()
+        .unwrap()
+        .fit::<Faer>(&x)
+        .unwrap();
+    let direct = BkePosterior::conditioned_at::<Faer>(&fitted.params, &x, &fitted.landmarks).unwrap();
+    let (a, b) = (fitted.predict::<Nalgebra>(&q).unwrap(), direct.predict::<Faer>(&q).unwrap());
+    for i in 0..q.len() {
+        assert!((a.mean[i] - b.mean[i]).abs() < 1e-12 && (a.variance[i] - b.variance[i]).abs() < 1e-12);
+    }
+    let j = serde_json::to_value(&fitted).unwrap();
+    for f in ["tau2", "log_marginal", "median_heuristic", "n_data", "evaluations", "num_landmarks"] {
+        assert!(j[f].is_number(), "{f}: {j}");
+    }
+    assert_eq!(j["lengthscale"].as_array().map(Vec::len), Some(2), "ARD: an array");
+    assert_eq!(j["local_optima"][0]["log_marginal"], j["log_marginal"]);
+    assert_eq!(j["prior"], "lebesgue");
+    assert_eq!(j["landmark_indices"].as_array().map(Vec::len), Some(8));
+    assert!(j["scan"][0]["lengthscale"].is_number() && j["median_heuristic_convention"].is_string());
+    // Data-independent checks at `check`, dimension checks at `fit`.
+    assert!(EmbeddingParams { tau2: 0.0, ..Default::default() }.check().is_err());
+    assert!(EmbeddingParams { grid_points: 2, ..Default::default() }.check().is_err());
+    let p3 = BkeParams::new(vec![1.0, 1.0, 1.0], 1.0).check().unwrap();
+    let e = p3.fit::<Faer>(&x).unwrap_err().to_string();
+    assert!(e.contains("lengthscales") && e.contains("expected 2"), "{e}");
 }

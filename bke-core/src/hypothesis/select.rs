@@ -61,7 +61,8 @@ use super::kernels::{
 };
 use super::median::{MedianConvention, median_lengthscale};
 use super::{choice, invalid};
-use crate::embedding::{EmbeddingPrior, FitOptions, FitResult, fit};
+use crate::embedding::{EmbeddingParams, EmbeddingPrior, FittedEmbedding};
+use crate::estimator::Params;
 use crate::{CoreError, Points, Progress, check_positive};
 use bke_linalg::Backend;
 use serde::Serialize;
@@ -96,19 +97,19 @@ impl BklParams {
         Ok(())
     }
 
-    fn fit<B: Backend>(&self, x: &Points) -> Result<FitResult, CoreError> {
+    fn fit<B: Backend>(&self, x: &Points, progress: &dyn Progress) -> Result<FittedEmbedding, CoreError> {
         x.check_len("sample for BKL", 2)?;
-        let mut opts = FitOptions {
+        let mut opts = EmbeddingParams {
             num_landmarks: self.landmarks,
             tau2: self.tau2,
             prior: self.prior,
             seed: self.seed,
-            ..FitOptions::default()
+            ..EmbeddingParams::default()
         };
         if opts.num_landmarks >= x.len() {
             opts.num_landmarks = (x.len() / 5).max(x.dim()).max(1);
         }
-        fit::<B>(x, &opts)
+        opts.check()?.fit_with_progress::<B>(x, progress)
     }
 }
 
@@ -281,7 +282,7 @@ pub fn select_kernels<B: Backend>(
             ..SelectedKernels::single(WeightedKernel::gaussian(median_lengthscale(&z, *c)?))
         }),
         LengthscaleSelection::Bkl(p) => {
-            let r = p.fit::<B>(&z)?;
+            let r = p.fit::<B>(&z, progress)?;
             let (theta, log_marginal) = bkl_choice(&r, landmark_resolution(&z, &r));
             let mut summary = summarise(&z, &r, p);
             summary.log_marginal = log_marginal;
@@ -310,7 +311,7 @@ pub fn select_kernels<B: Backend>(
             bkl: None,
         }),
         LengthscaleSelection::BklBayes(p) => {
-            let r = p.fit::<B>(&z)?;
+            let r = p.fit::<B>(&z, progress)?;
             let kernels = posterior_collection(&r)?;
             let mut summary = summarise(&z, &r, p);
             let mode = kernels.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).expect("non-empty");
@@ -318,17 +319,17 @@ pub fn select_kernels<B: Backend>(
                 .scan
                 .iter()
                 .min_by(|a, b| {
-                    (a.0.ln() - mode.lengthscale.ln())
+                    (a.lengthscale.ln() - mode.lengthscale.ln())
                         .abs()
-                        .total_cmp(&(b.0.ln() - mode.lengthscale.ln()).abs())
+                        .total_cmp(&(b.lengthscale.ln() - mode.lengthscale.ln()).abs())
                 })
-                .map_or(r.log_marginal, |s| s.1);
+                .map_or(r.log_marginal, |s| s.log_marginal);
             Ok(SelectedKernels { kernels, median_convention: None, bkl: Some(summary) })
         }
     }
 }
 
-fn summarise(z: &Points, r: &FitResult, p: &BklParams) -> BklSummary {
+fn summarise(z: &Points, r: &FittedEmbedding, p: &BklParams) -> BklSummary {
     BklSummary {
         log_marginal: r.log_marginal,
         local_optima: r.local_optima.iter().map(|o| (o.lengthscales[0], o.log_marginal)).collect(),
@@ -341,7 +342,7 @@ fn summarise(z: &Points, r: &FitResult, p: &BklParams) -> BklSummary {
 
 /// The median over the data points (the sample minus the landmarks) of the distance to the nearest
 /// landmark.
-fn landmark_resolution(z: &Points, r: &FitResult) -> f64 {
+fn landmark_resolution(z: &Points, r: &FittedEmbedding) -> f64 {
     let held: std::collections::HashSet<usize> = r.landmark_indices.iter().flatten().copied().collect();
     let mut d: Vec<f64> = (0..z.len())
         .filter(|i| !held.contains(i))
@@ -362,7 +363,7 @@ fn landmark_resolution(z: &Points, r: &FitResult) -> f64 {
 }
 
 /// The BKL rule among the local optima (module docs): `(θ, log marginal)`.
-fn bkl_choice(r: &FitResult, resolution: f64) -> (f64, f64) {
+fn bkl_choice(r: &FittedEmbedding, resolution: f64) -> (f64, f64) {
     r.local_optima
         .iter()
         .find(|o| !o.at_boundary && o.lengthscales[0] >= resolution)
@@ -377,9 +378,9 @@ const SCAN_POINTS_PER_KERNEL: usize = 4;
 const MIN_RELATIVE_MASS: f64 = 1e-3;
 
 /// The BKL-Bayes collection from the ML-II scan (module docs).
-fn posterior_collection(r: &FitResult) -> Result<Vec<WeightedKernel>, CoreError> {
+fn posterior_collection(r: &FittedEmbedding) -> Result<Vec<WeightedKernel>, CoreError> {
     let n = r.n_data as f64;
-    let top = r.scan.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+    let top = r.scan.iter().map(|s| s.log_marginal).fold(f64::NEG_INFINITY, f64::max);
     if !top.is_finite() {
         return Err(invalid(
             "BKE marginal pseudolikelihood",
@@ -389,7 +390,7 @@ fn posterior_collection(r: &FitResult) -> Result<Vec<WeightedKernel>, CoreError>
     }
     let centres = (r.scan.len() - 1) / SCAN_POINTS_PER_KERNEL + 1;
     let mut mass = vec![0.0; centres];
-    for (j, &(_, l)) in r.scan.iter().enumerate() {
+    for (j, l) in r.scan.iter().map(|s| s.log_marginal).enumerate() {
         let c = ((j as f64 / SCAN_POINTS_PER_KERNEL as f64).round() as usize).min(centres - 1);
         if l.is_finite() {
             mass[c] += ((l - top) / n).exp();
@@ -398,7 +399,7 @@ fn posterior_collection(r: &FitResult) -> Result<Vec<WeightedKernel>, CoreError>
     let largest = mass.iter().copied().fold(0.0, f64::max);
     let kept: Vec<(f64, f64)> = (0..centres)
         .filter(|&c| mass[c] >= MIN_RELATIVE_MASS * largest)
-        .map(|c| (r.scan[(c * SCAN_POINTS_PER_KERNEL).min(r.scan.len() - 1)].0, mass[c]))
+        .map(|c| (r.scan[(c * SCAN_POINTS_PER_KERNEL).min(r.scan.len() - 1)].lengthscale, mass[c]))
         .collect();
     let total: f64 = kept.iter().map(|k| k.1).sum();
     Ok(kept
@@ -486,10 +487,10 @@ mod tests {
         let x = Points::from_1d("x", &data).unwrap();
         let p = BklParams::default();
         let s = select(&x, &LengthscaleSelection::BklBayes(p.clone()));
-        let r = p.fit::<Faer>(&canonical_order(&x)).unwrap();
-        let top = r.scan.iter().map(|v| v.1).fold(f64::NEG_INFINITY, f64::max);
-        let mut mass = vec![0.0; 11];
-        for (j, (_, l)) in r.scan.iter().enumerate() {
+        let r = p.fit::<Faer>(&canonical_order(&x), &()).unwrap();
+        let top = r.scan.iter().map(|v| v.log_marginal).fold(f64::NEG_INFINITY, f64::max);
+        let mut mass = [0.0; 11];
+        for (j, l) in r.scan.iter().map(|v| v.log_marginal).enumerate() {
             mass[(j + 2) / 4] += ((l - top) / r.n_data as f64).exp();
         }
         let largest = mass.iter().copied().fold(0.0, f64::max);
@@ -497,7 +498,7 @@ mod tests {
         let total: f64 = kept.iter().map(|&c| mass[c]).sum();
         assert_eq!(s.kernels.len(), kept.len());
         for (k, &c) in s.kernels.iter().zip(&kept) {
-            assert_eq!(k.lengthscale, r.scan[4 * c].0);
+            assert_eq!(k.lengthscale, r.scan[4 * c].lengthscale);
             assert!((k.weight - mass[c] / total).abs() < 1e-12);
         }
         assert!((s.kernels.iter().map(|k| k.weight).sum::<f64>() - 1.0).abs() < 1e-12);

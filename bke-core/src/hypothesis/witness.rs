@@ -25,7 +25,7 @@
 use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
 use super::{WeightedKernel, choice};
 use crate::embedding::{BkeParams, BkePosterior, EmbeddingPrior};
-use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
+use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, TwoSamples, Valid};
 use crate::special::normal_quantile;
 use crate::{CoreError, Points, check_positive};
 use bke_linalg::{Backend, Mat};
@@ -100,8 +100,8 @@ impl Estimator for WitnessParams {
         let lengthscale = selected.kernels[0].lengthscale;
         let bke = BkeParams::new(vec![lengthscale], params.tau2).with_prior(params.prior);
         Ok(FittedWitness {
-            p: BkePosterior::fit::<B>(x, None, &bke)?,
-            q: BkePosterior::fit::<B>(y, None, &bke)?,
+            p: bke.clone().check()?.fit::<B>(x)?,
+            q: bke.check()?.fit::<B>(y)?,
             x: x.clone(),
             y: y.clone(),
             kernel: WeightedKernel::gaussian(lengthscale),
@@ -157,8 +157,8 @@ impl FittedWitness {
     /// The witness `μ_P − μ_Q` on `grid` with BKE posterior mean and credible band (module docs).
     pub fn witness<B: Backend>(&self, grid: &Points) -> Result<Witness, CoreError> {
         self.check_grid(grid)?;
-        let (mp, vp) = self.p.mean_and_variance::<B>(grid)?;
-        let (mq, vq) = self.q.mean_and_variance::<B>(grid)?;
+        let Prediction { mean: mp, variance: vp } = self.p.predict::<B>(grid)?;
+        let Prediction { mean: mq, variance: vq } = self.q.predict::<B>(grid)?;
         let z = normal_quantile(0.5 * (1.0 + self.level));
         let mean: Vec<f64> = mp.iter().zip(&mq).map(|(a, b)| a - b).collect();
         let sd: Vec<f64> = vp.iter().zip(&vq).map(|(a, b)| (a + b).sqrt()).collect();

@@ -16,8 +16,9 @@
 
 use crate::special::normal_quantile;
 
-/// Posterior summary of one scalar quantity over several chains.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Posterior summary of one scalar quantity over several chains. JSON: `mean`, `sd`, `mcse_mean`,
+/// `q05`, `q50`, `q95`, `rhat`, `ess` (bulk), `ess_tail` (NaN as `null`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Summary {
     /// Mean of all draws.
     pub mean: f64,
@@ -35,6 +36,7 @@ pub struct Summary {
     /// Rank-normalised split-R̂ (maximum of the plain and folded versions).
     pub rhat: f64,
     /// Bulk effective sample size.
+    #[serde(rename = "ess")]
     pub ess_bulk: f64,
     /// Tail effective sample size (5% and 95% quantiles).
     pub ess_tail: f64,

@@ -6,7 +6,7 @@
 //! its own ChaCha8 stream (`seed`, stream `c`), so the draws do not depend on the thread count.
 //!
 //! # The sampler
-//! Target: a density `π(q)` on `ℝ^d` given through [`LogDensity`] (`log π` and its gradient).
+//! Target: a density `π(q)` on `ℝ^d` given through [`Target`] (`log π` and its gradient).
 //! Hamiltonian `H(q, p) = −log π(q) + ½ pᵀ M⁻¹ p` with a diagonal inverse metric `M⁻¹` (the
 //! estimated posterior variances after warmup); momenta `p ~ N(0, M)`; leapfrog steps
 //! `p ← p + ½ε ∇log π(q)`, `q ← q + ε M⁻¹ p`, `p ← p + ½ε ∇log π(q)`.
@@ -23,11 +23,11 @@
 //!
 //! # Example
 //! ```
-//! use bke_core::nuts::{LogDensity, NutsParams, sample};
+//! use bke_core::nuts::{NutsParams, Target, sample};
 //! use bke_core::CoreError;
 //! /// A standard normal in two dimensions.
 //! struct StdNormal;
-//! impl LogDensity for StdNormal {
+//! impl Target for StdNormal {
 //!     fn dim(&self) -> usize { 2 }
 //!     fn log_density_grad(&self, q: &[f64], grad: &mut [f64]) -> Result<f64, CoreError> {
 //!         grad.iter_mut().zip(q).for_each(|(g, x)| *g = -x);
@@ -42,20 +42,24 @@
 
 mod adapt;
 pub mod diagnostics;
+mod tree;
 
 pub use diagnostics::Summary;
 
 use crate::CoreError;
+use crate::estimator::{Params, Progress};
 use adapt::{DualAveraging, WindowedVariance};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::StandardNormal;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tree::{PsPoint, Sampler, evaluate};
 
-/// A log density on `ℝ^d` with its gradient: the target of [`sample`].
+/// A log density on `ℝ^d` with its gradient: the target of [`sample`] (not to be confused with
+/// [`crate::LogDensity`], the trait of fitted density models).
 ///
 /// Implementations are shared by the chains running in parallel (hence `Sync`).
-pub trait LogDensity: Sync {
+pub trait Target: Sync {
     /// The dimension `d`.
     fn dim(&self) -> usize;
 
@@ -68,7 +72,7 @@ pub trait LogDensity: Sync {
     fn log_density_grad(&self, q: &[f64], grad: &mut [f64]) -> Result<f64, CoreError>;
 }
 
-/// Settings of [`sample`]. Defaults follow Stan.
+/// Settings of [`sample`]. Defaults follow Stan. [`Params::validate`] checks them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NutsParams {
     /// Number of chains (default 4), run in parallel.
@@ -122,9 +126,12 @@ impl Default for NutsParams {
     }
 }
 
-impl NutsParams {
-    /// Validates the settings.
-    pub fn check(&self) -> Result<(), CoreError> {
+impl Params for NutsParams {
+    type Error = CoreError;
+
+    /// At least one chain and one draw, `1 ≤ max_depth ≤ 30`, `0 < target_accept < 1`, positive
+    /// energy threshold, step size and initial radius, at least one initialisation attempt.
+    fn validate(&self) -> Result<(), CoreError> {
         let bad = |name: &str, value: f64, reason: &str| {
             Err(CoreError::InvalidParameter { name: name.into(), value, reason: reason.into() })
         };
@@ -237,19 +244,20 @@ impl NutsOutput {
 }
 
 /// Runs NUTS on `model` with `params` (no progress reporting, random initial values).
-pub fn sample<M: LogDensity + ?Sized>(model: &M, params: &NutsParams) -> Result<NutsOutput, CoreError> {
-    sample_with(model, params, None, &|| {})
+pub fn sample<M: Target + ?Sized>(model: &M, params: &NutsParams) -> Result<NutsOutput, CoreError> {
+    sample_with(model, params, None, &())
 }
 
-/// Runs NUTS: `inits` (one point per chain) replaces the random initial values, and `progress` is
-/// called once per iteration (warmup and sampling) of every chain, from the worker threads.
-pub fn sample_with<M: LogDensity + ?Sized>(
+/// Runs NUTS: `inits` (one point per chain) replaces the random initial values; `progress` hears
+/// of every iteration (warmup and sampling) of every chain as stage `NUTS`, `done` of
+/// `chains × (warmup + draws)`, and is polled for cancellation once per iteration.
+pub fn sample_with<M: Target + ?Sized>(
     model: &M,
     params: &NutsParams,
     inits: Option<&[Vec<f64>]>,
-    progress: &(dyn Fn() + Sync),
+    progress: &dyn Progress,
 ) -> Result<NutsOutput, CoreError> {
-    params.check()?;
+    params.validate()?;
     let dim = model.dim();
     if dim == 0 {
         return Err(CoreError::InvalidParameter {
@@ -276,518 +284,21 @@ pub fn sample_with<M: LogDensity + ?Sized>(
             }
         }
     }
+    let total = (params.chains * (params.warmup + params.draws)) as u64;
+    let done = AtomicU64::new(0);
+    let tick = || {
+        progress.update("NUTS", done.fetch_add(1, Ordering::Relaxed) + 1, total);
+        progress.checkpoint()
+    };
     let chains = (0..params.chains)
         .into_par_iter()
-        .map(|c| run_chain(model, params, c, inits.map(|i| i[c].as_slice()), progress))
+        .map(|c| run_chain(model, params, c, inits.map(|i| i[c].as_slice()), &tick))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(NutsOutput { dim, chains })
 }
 
-/// A point in phase space with the log density and its gradient at `q`.
-#[derive(Debug, Clone)]
-struct PsPoint {
-    q: Vec<f64>,
-    p: Vec<f64>,
-    grad: Vec<f64>,
-    logp: f64,
-}
-
-impl PsPoint {
-    fn new(dim: usize) -> Self {
-        Self { q: vec![0.0; dim], p: vec![0.0; dim], grad: vec![0.0; dim], logp: 0.0 }
-    }
-
-    fn copy_from(&mut self, o: &PsPoint) {
-        self.q.copy_from_slice(&o.q);
-        self.p.copy_from_slice(&o.p);
-        self.grad.copy_from_slice(&o.grad);
-        self.logp = o.logp;
-    }
-}
-
-/// Per-depth scratch of the tree recursion, allocated once per chain.
-#[derive(Debug, Clone)]
-struct Level {
-    p_sharp_init_end: Vec<f64>,
-    p_init_end: Vec<f64>,
-    rho_init: Vec<f64>,
-    p_sharp_final_beg: Vec<f64>,
-    p_final_beg: Vec<f64>,
-    rho_final: Vec<f64>,
-    rho_ext: Vec<f64>,
-    z_propose_final: PsPoint,
-}
-
-impl Level {
-    fn new(dim: usize) -> Self {
-        let z = || vec![0.0; dim];
-        Self {
-            p_sharp_init_end: z(),
-            p_init_end: z(),
-            rho_init: z(),
-            p_sharp_final_beg: z(),
-            p_final_beg: z(),
-            rho_final: z(),
-            rho_ext: z(),
-            z_propose_final: PsPoint::new(dim),
-        }
-    }
-}
-
-/// Evaluates the model at `z.q` into `z.logp`/`z.grad`; failures give `logp = −∞`.
-fn evaluate<M: LogDensity + ?Sized>(model: &M, z: &mut PsPoint) -> Result<(), CoreError> {
-    match model.log_density_grad(&z.q, &mut z.grad) {
-        Ok(lp) if lp.is_finite() && z.grad.iter().all(|g| g.is_finite()) => {
-            z.logp = lp;
-            Ok(())
-        }
-        Ok(lp) => {
-            z.logp = f64::NEG_INFINITY;
-            Err(CoreError::InvalidParameter {
-                name: "log density".into(),
-                value: lp,
-                reason: if lp.is_finite() {
-                    "the gradient is not finite".into()
-                } else {
-                    "the log density is not finite".into()
-                },
-            })
-        }
-        Err(e) => {
-            z.logp = f64::NEG_INFINITY;
-            Err(e)
-        }
-    }
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-/// The generalised no-U-turn criterion: `p♯₋·ρ > 0 and p♯₊·ρ > 0`.
-fn criterion(p_sharp_minus: &[f64], p_sharp_plus: &[f64], rho: &[f64]) -> bool {
-    dot(p_sharp_plus, rho) > 0.0 && dot(p_sharp_minus, rho) > 0.0
-}
-
-fn log_sum_exp(a: f64, b: f64) -> f64 {
-    if a == f64::NEG_INFINITY {
-        return b;
-    }
-    if b == f64::NEG_INFINITY {
-        return a;
-    }
-    let m = a.max(b);
-    m + ((a - m).exp() + (b - m).exp()).ln()
-}
-
-/// The statistics of one transition.
-#[derive(Debug, Clone, Copy)]
-struct TransitionStats {
-    accept_stat: f64,
-    depth: usize,
-    n_leapfrog: usize,
-    divergent: bool,
-    /// `H` of the new draw with its momentum.
-    energy: f64,
-}
-
-/// The integrator and tree builder of one chain: step size, metric, RNG and transition counters.
-struct Tree<'m, M: LogDensity + ?Sized> {
-    model: &'m M,
-    dim: usize,
-    eps: f64,
-    inv_metric: Vec<f64>,
-    max_energy_error: f64,
-    rng: ChaCha8Rng,
-    n_leapfrog: usize,
-    sum_metro_prob: f64,
-    divergent: bool,
-}
-
-/// Mutable references to the outputs of one `build_tree` call.
-struct TreeOut<'a> {
-    z_propose: &'a mut PsPoint,
-    p_sharp_beg: &'a mut [f64],
-    p_sharp_end: &'a mut [f64],
-    rho: &'a mut [f64],
-    p_beg: &'a mut [f64],
-    p_end: &'a mut [f64],
-}
-
-impl<M: LogDensity + ?Sized> Tree<'_, M> {
-    /// The Hamiltonian `−log π(q) + ½ pᵀ M⁻¹ p`; ∞ where the log density failed.
-    fn hamiltonian(&self, z: &PsPoint) -> f64 {
-        let kinetic = 0.5 * z.p.iter().zip(&self.inv_metric).map(|(p, m)| m * p * p).sum::<f64>();
-        let h = -z.logp + kinetic;
-        if h.is_nan() { f64::INFINITY } else { h }
-    }
-
-    /// Draws `p ~ N(0, M)`.
-    fn sample_momentum(&mut self, z: &mut PsPoint) {
-        for (p, m) in z.p.iter_mut().zip(&self.inv_metric) {
-            let n: f64 = self.rng.sample(StandardNormal);
-            *p = n / m.sqrt();
-        }
-    }
-
-    /// One leapfrog step of size `eps` (negative: backwards in time).
-    fn leapfrog(&self, z: &mut PsPoint, eps: f64) {
-        for i in 0..self.dim {
-            z.p[i] += 0.5 * eps * z.grad[i];
-            z.q[i] += eps * self.inv_metric[i] * z.p[i];
-        }
-        if evaluate(self.model, z).is_ok() {
-            for i in 0..self.dim {
-                z.p[i] += 0.5 * eps * z.grad[i];
-            }
-        }
-    }
-
-    /// Stan's step-size heuristic: from the current `ε`, double (or halve) it until the acceptance
-    /// probability `exp(H₀ − H)` of one leapfrog step from `z` (fresh momentum each time) crosses 0.8.
-    /// `z` is left unchanged.
-    fn init_step_size(&mut self, z: &mut PsPoint) -> Result<(), CoreError> {
-        let z_init = z.clone();
-        let log08 = 0.8f64.ln();
-        let mut direction = 0i32;
-        let result = loop {
-            z.copy_from(&z_init);
-            self.sample_momentum(z);
-            let h0 = self.hamiltonian(z);
-            self.leapfrog(z, self.eps);
-            let delta = h0 - self.hamiltonian(z);
-            if direction == 0 {
-                direction = if delta > log08 { 1 } else { -1 };
-                continue;
-            }
-            if (direction == 1 && !(delta > log08)) || (direction == -1 && !(delta < log08)) {
-                break Ok(());
-            }
-            self.eps = if direction == 1 { 2.0 * self.eps } else { 0.5 * self.eps };
-            if self.eps > 1e7 {
-                break Err(CoreError::Sampler(
-                    "the step size grew beyond 1e7 while searching for an acceptable one: the posterior is \
-                     probably improper (too flat); add or tighten the priors"
-                        .into(),
-                ));
-            }
-            if self.eps < 1e-300 {
-                break Err(CoreError::Sampler(
-                    "no acceptably small step size could be found: the log density is probably not \
-                     continuous, or its gradient is wrong"
-                        .into(),
-                ));
-            }
-        };
-        z.copy_from(&z_init);
-        result
-    }
-
-    /// Builds a subtree of `2^depth` leapfrog steps from `z` in direction `sign`; returns whether it is
-    /// valid (no divergence, no U-turn inside). `levels` holds the scratch of depths `1..=depth`.
-    #[allow(clippy::too_many_arguments)]
-    fn build_tree(
-        &mut self,
-        depth: usize,
-        levels: &mut [Level],
-        z: &mut PsPoint,
-        out: TreeOut<'_>,
-        h0: f64,
-        sign: f64,
-        log_sum_weight: &mut f64,
-    ) -> bool {
-        if depth == 0 {
-            self.leapfrog(z, sign * self.eps);
-            self.n_leapfrog += 1;
-            let h = self.hamiltonian(z);
-            if h - h0 > self.max_energy_error {
-                self.divergent = true;
-            }
-            *log_sum_weight = log_sum_exp(*log_sum_weight, h0 - h);
-            self.sum_metro_prob += if h0 - h > 0.0 { 1.0 } else { (h0 - h).exp() };
-            out.z_propose.copy_from(z);
-            for i in 0..self.dim {
-                let ps = self.inv_metric[i] * z.p[i];
-                out.p_sharp_beg[i] = ps;
-                out.p_sharp_end[i] = ps;
-                out.rho[i] += z.p[i];
-                out.p_beg[i] = z.p[i];
-                out.p_end[i] = z.p[i];
-            }
-            return !self.divergent;
-        }
-        let (lvl, lower) = levels.split_last_mut().expect("levels has `depth` entries");
-        // The initial subtree.
-        let mut log_sum_weight_init = f64::NEG_INFINITY;
-        lvl.rho_init.iter_mut().for_each(|v| *v = 0.0);
-        let valid_init = self.build_tree(
-            depth - 1,
-            lower,
-            z,
-            TreeOut {
-                z_propose: out.z_propose,
-                p_sharp_beg: out.p_sharp_beg,
-                p_sharp_end: &mut lvl.p_sharp_init_end,
-                rho: &mut lvl.rho_init,
-                p_beg: out.p_beg,
-                p_end: &mut lvl.p_init_end,
-            },
-            h0,
-            sign,
-            &mut log_sum_weight_init,
-        );
-        if !valid_init {
-            return false;
-        }
-        // The final subtree.
-        let mut log_sum_weight_final = f64::NEG_INFINITY;
-        lvl.rho_final.iter_mut().for_each(|v| *v = 0.0);
-        let valid_final = self.build_tree(
-            depth - 1,
-            lower,
-            z,
-            TreeOut {
-                z_propose: &mut lvl.z_propose_final,
-                p_sharp_beg: &mut lvl.p_sharp_final_beg,
-                p_sharp_end: out.p_sharp_end,
-                rho: &mut lvl.rho_final,
-                p_beg: &mut lvl.p_final_beg,
-                p_end: out.p_end,
-            },
-            h0,
-            sign,
-            &mut log_sum_weight_final,
-        );
-        if !valid_final {
-            return false;
-        }
-        // Uniform progressive sampling between the two halves.
-        let log_sum_weight_subtree = log_sum_exp(log_sum_weight_init, log_sum_weight_final);
-        *log_sum_weight = log_sum_exp(*log_sum_weight, log_sum_weight_subtree);
-        if log_sum_weight_final > log_sum_weight_subtree {
-            out.z_propose.copy_from(&lvl.z_propose_final);
-        } else {
-            let accept = (log_sum_weight_final - log_sum_weight_subtree).exp();
-            if self.rng.random::<f64>() < accept {
-                out.z_propose.copy_from(&lvl.z_propose_final);
-            }
-        }
-        // ρ of the subtree, added to the caller's running sum; the U-turn criterion over the subtree
-        // and across the seam between its halves.
-        for i in 0..self.dim {
-            let r = lvl.rho_init[i] + lvl.rho_final[i];
-            out.rho[i] += r;
-            lvl.rho_ext[i] = r;
-        }
-        let mut persist = criterion(out.p_sharp_beg, out.p_sharp_end, &lvl.rho_ext);
-        for i in 0..self.dim {
-            lvl.rho_ext[i] = lvl.rho_init[i] + lvl.p_final_beg[i];
-        }
-        persist &= criterion(out.p_sharp_beg, &lvl.p_sharp_final_beg, &lvl.rho_ext);
-        for i in 0..self.dim {
-            lvl.rho_ext[i] = lvl.rho_final[i] + lvl.p_init_end[i];
-        }
-        persist &= criterion(&lvl.p_sharp_init_end, out.p_sharp_end, &lvl.rho_ext);
-        persist
-    }
-}
-
-/// The state of one chain: the tree builder, the current state and the trajectory buffers.
-struct Sampler<'m, M: LogDensity + ?Sized> {
-    tree: Tree<'m, M>,
-    max_depth: usize,
-    /// The integrator's moving point.
-    z: PsPoint,
-    /// The current state (the last draw).
-    z_sample: PsPoint,
-    z_fwd: PsPoint,
-    z_bck: PsPoint,
-    z_propose: PsPoint,
-    p_fwd_fwd: Vec<f64>,
-    p_sharp_fwd_fwd: Vec<f64>,
-    p_fwd_bck: Vec<f64>,
-    p_sharp_fwd_bck: Vec<f64>,
-    p_bck_fwd: Vec<f64>,
-    p_sharp_bck_fwd: Vec<f64>,
-    p_bck_bck: Vec<f64>,
-    p_sharp_bck_bck: Vec<f64>,
-    rho: Vec<f64>,
-    rho_fwd: Vec<f64>,
-    rho_bck: Vec<f64>,
-    rho_ext: Vec<f64>,
-    levels: Vec<Level>,
-}
-
-impl<'m, M: LogDensity + ?Sized> Sampler<'m, M> {
-    fn new(model: &'m M, params: &NutsParams, rng: ChaCha8Rng, start: &PsPoint) -> Self {
-        let dim = model.dim();
-        let v = || vec![0.0; dim];
-        Self {
-            tree: Tree {
-                model,
-                dim,
-                eps: params.initial_step_size,
-                inv_metric: vec![1.0; dim],
-                max_energy_error: params.max_energy_error,
-                rng,
-                n_leapfrog: 0,
-                sum_metro_prob: 0.0,
-                divergent: false,
-            },
-            max_depth: params.max_depth,
-            z: start.clone(),
-            z_sample: start.clone(),
-            z_fwd: start.clone(),
-            z_bck: start.clone(),
-            z_propose: start.clone(),
-            p_fwd_fwd: v(),
-            p_sharp_fwd_fwd: v(),
-            p_fwd_bck: v(),
-            p_sharp_fwd_bck: v(),
-            p_bck_fwd: v(),
-            p_sharp_bck_fwd: v(),
-            p_bck_bck: v(),
-            p_sharp_bck_bck: v(),
-            rho: v(),
-            rho_fwd: v(),
-            rho_bck: v(),
-            rho_ext: v(),
-            levels: (0..params.max_depth).map(|_| Level::new(dim)).collect(),
-        }
-    }
-
-    /// Re-runs the step-size heuristic at the current state.
-    fn init_step_size(&mut self) -> Result<(), CoreError> {
-        self.tree.init_step_size(&mut self.z_sample)
-    }
-
-    /// One NUTS transition from the current state `z_sample`, which it replaces by the next draw.
-    fn transition(&mut self) -> TransitionStats {
-        let dim = self.tree.dim;
-        self.z.copy_from(&self.z_sample);
-        self.tree.sample_momentum(&mut self.z);
-        self.z_fwd.copy_from(&self.z);
-        self.z_bck.copy_from(&self.z);
-        self.z_sample.copy_from(&self.z);
-        for i in 0..dim {
-            let p = self.z.p[i];
-            let ps = self.tree.inv_metric[i] * p;
-            self.p_fwd_fwd[i] = p;
-            self.p_fwd_bck[i] = p;
-            self.p_bck_fwd[i] = p;
-            self.p_bck_bck[i] = p;
-            self.p_sharp_fwd_fwd[i] = ps;
-            self.p_sharp_fwd_bck[i] = ps;
-            self.p_sharp_bck_fwd[i] = ps;
-            self.p_sharp_bck_bck[i] = ps;
-            self.rho[i] = p;
-        }
-        let mut log_sum_weight = 0.0;
-        let h0 = self.tree.hamiltonian(&self.z);
-        self.tree.n_leapfrog = 0;
-        self.tree.sum_metro_prob = 0.0;
-        self.tree.divergent = false;
-        let mut depth = 0;
-        while depth < self.max_depth {
-            self.rho_fwd.iter_mut().for_each(|v| *v = 0.0);
-            self.rho_bck.iter_mut().for_each(|v| *v = 0.0);
-            let mut log_sum_weight_subtree = f64::NEG_INFINITY;
-            let forward = self.tree.rng.random::<f64>() > 0.5;
-            let valid = if forward {
-                // Extend the forward end; the old trajectory becomes the backward half.
-                self.z.copy_from(&self.z_fwd);
-                self.rho_bck.copy_from_slice(&self.rho);
-                self.p_bck_fwd.copy_from_slice(&self.p_fwd_bck);
-                self.p_sharp_bck_fwd.copy_from_slice(&self.p_sharp_fwd_bck);
-                let valid = self.tree.build_tree(
-                    depth,
-                    &mut self.levels[..depth],
-                    &mut self.z,
-                    TreeOut {
-                        z_propose: &mut self.z_propose,
-                        p_sharp_beg: &mut self.p_sharp_fwd_bck,
-                        p_sharp_end: &mut self.p_sharp_fwd_fwd,
-                        rho: &mut self.rho_fwd,
-                        p_beg: &mut self.p_fwd_bck,
-                        p_end: &mut self.p_fwd_fwd,
-                    },
-                    h0,
-                    1.0,
-                    &mut log_sum_weight_subtree,
-                );
-                self.z_fwd.copy_from(&self.z);
-                valid
-            } else {
-                // Extend the backward end; the old trajectory becomes the forward half.
-                self.z.copy_from(&self.z_bck);
-                self.rho_fwd.copy_from_slice(&self.rho);
-                self.p_fwd_bck.copy_from_slice(&self.p_bck_fwd);
-                self.p_sharp_fwd_bck.copy_from_slice(&self.p_sharp_bck_fwd);
-                let valid = self.tree.build_tree(
-                    depth,
-                    &mut self.levels[..depth],
-                    &mut self.z,
-                    TreeOut {
-                        z_propose: &mut self.z_propose,
-                        p_sharp_beg: &mut self.p_sharp_bck_fwd,
-                        p_sharp_end: &mut self.p_sharp_bck_bck,
-                        rho: &mut self.rho_bck,
-                        p_beg: &mut self.p_bck_fwd,
-                        p_end: &mut self.p_bck_bck,
-                    },
-                    h0,
-                    -1.0,
-                    &mut log_sum_weight_subtree,
-                );
-                self.z_bck.copy_from(&self.z);
-                valid
-            };
-            if !valid {
-                break;
-            }
-            depth += 1;
-            // Biased progressive sampling: move to the new subtree with probability
-            // min(1, w_subtree / w_old).
-            if log_sum_weight_subtree > log_sum_weight {
-                self.z_sample.copy_from(&self.z_propose);
-            } else {
-                let accept = (log_sum_weight_subtree - log_sum_weight).exp();
-                if self.tree.rng.random::<f64>() < accept {
-                    self.z_sample.copy_from(&self.z_propose);
-                }
-            }
-            log_sum_weight = log_sum_exp(log_sum_weight, log_sum_weight_subtree);
-            for i in 0..dim {
-                self.rho[i] = self.rho_bck[i] + self.rho_fwd[i];
-            }
-            // The no-U-turn criterion over the whole trajectory ...
-            let mut persist = criterion(&self.p_sharp_bck_bck, &self.p_sharp_fwd_fwd, &self.rho);
-            // ... and across the seam between its backward and forward halves.
-            for i in 0..dim {
-                self.rho_ext[i] = self.rho_bck[i] + self.p_fwd_bck[i];
-            }
-            persist &= criterion(&self.p_sharp_bck_bck, &self.p_sharp_fwd_bck, &self.rho_ext);
-            for i in 0..dim {
-                self.rho_ext[i] = self.rho_fwd[i] + self.p_bck_fwd[i];
-            }
-            persist &= criterion(&self.p_sharp_bck_fwd, &self.p_sharp_fwd_fwd, &self.rho_ext);
-            if !persist {
-                break;
-            }
-        }
-        let t = &self.tree;
-        TransitionStats {
-            accept_stat: if t.n_leapfrog > 0 { t.sum_metro_prob / t.n_leapfrog as f64 } else { 0.0 },
-            depth,
-            n_leapfrog: t.n_leapfrog,
-            divergent: t.divergent,
-            energy: t.hamiltonian(&self.z_sample),
-        }
-    }
-}
-
 /// Finds an initial point: `init` if given, else uniform draws on `(−r, r)^d`.
-fn initialise<M: LogDensity + ?Sized>(
+fn initialise<M: Target + ?Sized>(
     model: &M,
     params: &NutsParams,
     chain: usize,
@@ -825,12 +336,12 @@ fn initialise<M: LogDensity + ?Sized>(
     )))
 }
 
-fn run_chain<M: LogDensity + ?Sized>(
+fn run_chain<M: Target + ?Sized>(
     model: &M,
     params: &NutsParams,
     chain: usize,
     init: Option<&[f64]>,
-    progress: &(dyn Fn() + Sync),
+    tick: &(dyn Fn() -> Result<(), CoreError> + Sync),
 ) -> Result<Chain, CoreError> {
     let dim = model.dim();
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
@@ -855,7 +366,7 @@ fn run_chain<M: LogDensity + ?Sized>(
             s.init_step_size().map_err(name_chain)?;
             dual.restart(s.tree.eps);
         }
-        progress();
+        tick()?;
     }
     if params.warmup > 0 {
         s.tree.eps = dual.final_step_size();
@@ -883,7 +394,7 @@ fn run_chain<M: LogDensity + ?Sized>(
         out.n_leapfrog.push(st.n_leapfrog);
         out.divergent.push(st.divergent);
         out.energy.push(st.energy);
-        progress();
+        tick()?;
     }
     Ok(out)
 }

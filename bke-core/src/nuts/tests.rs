@@ -3,6 +3,7 @@
 //! deviation for the variance, the indicator for a quantile), with fixed seeds.
 
 use super::diagnostics::ess_mean;
+use super::tree::Tree;
 use super::*;
 use crate::special::normal_quantile;
 
@@ -56,7 +57,7 @@ struct Gaussian {
     prec: Vec<f64>,
 }
 
-impl LogDensity for Gaussian {
+impl Target for Gaussian {
     fn dim(&self) -> usize {
         self.mu.len()
     }
@@ -146,7 +147,7 @@ struct Banana {
     b: f64,
 }
 
-impl LogDensity for Banana {
+impl Target for Banana {
     fn dim(&self) -> usize {
         2
     }
@@ -181,7 +182,7 @@ struct Funnel {
     k: usize,
 }
 
-impl LogDensity for Funnel {
+impl Target for Funnel {
     fn dim(&self) -> usize {
         self.k + 1
     }
@@ -235,7 +236,7 @@ struct LogGamma {
     a: f64,
 }
 
-impl LogDensity for LogGamma {
+impl Target for LogGamma {
     fn dim(&self) -> usize {
         1
     }
@@ -277,7 +278,7 @@ fn draws_do_not_depend_on_the_thread_count() {
 /// A density that always fails, or whose support lies outside the initialisation box.
 struct Nowhere;
 
-impl LogDensity for Nowhere {
+impl Target for Nowhere {
     fn dim(&self) -> usize {
         2
     }
@@ -301,19 +302,19 @@ fn failed_initialisation_says_why() {
     assert!(e.contains("failed to initialise") && e.contains("outside the support"), "{e}");
     // Given initial values inside the support it runs.
     let inits = vec![vec![11.0, 0.0]; 4];
-    let out = sample_with(&Nowhere, &NutsParams { warmup: 100, draws: 50, ..quick(9) }, Some(&inits), &|| {});
+    let out = sample_with(&Nowhere, &NutsParams { warmup: 100, draws: 50, ..quick(9) }, Some(&inits), &());
     assert!(out.is_ok(), "{:?}", out.err());
     let bad = vec![vec![0.0, 0.0]; 4];
-    let e = sample_with(&Nowhere, &quick(9), Some(&bad), &|| {}).unwrap_err().to_string();
+    let e = sample_with(&Nowhere, &quick(9), Some(&bad), &()).unwrap_err().to_string();
     assert!(e.contains("given initial value"), "{e}");
-    let e = sample_with(&Nowhere, &quick(9), Some(&bad[..2]), &|| {}).unwrap_err();
+    let e = sample_with(&Nowhere, &quick(9), Some(&bad[..2]), &()).unwrap_err();
     assert!(matches!(e, CoreError::DimensionMismatch { .. }), "{e}");
 }
 
 /// A flat density: the step-size search diverges, which is reported as an improper posterior.
 struct Flat;
 
-impl LogDensity for Flat {
+impl Target for Flat {
     fn dim(&self) -> usize {
         1
     }
