@@ -12,4 +12,5 @@ pub mod fig2c;
 pub mod fig2d;
 pub mod fig3;
 pub mod level;
+pub mod power;
 pub mod witness;
