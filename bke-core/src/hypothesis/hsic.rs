@@ -5,12 +5,12 @@
 //! ```
 //! use bke_core::hypothesis::{HsicParams, LengthscaleSelection};
 //! use bke_core::{Params, Points, TwoSamples};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let t: Vec<f64> = (0..60).map(|i| i as f64 / 59.0 * 4.0 - 2.0).collect();
 //! let x = Points::from_1d("x", &t)?;
 //! let y = Points::from_1d("y", &t.iter().map(|v| v * v).collect::<Vec<_>>())?;
 //! let params = HsicParams { permutations: 200, ..HsicParams::default() };
-//! let report = params.check()?.fit::<Faer>(&TwoSamples { x, y })?.test::<Faer>()?;
+//! let report = params.check()?.fit::<DefaultBackend>(&TwoSamples { x, y })?.test::<DefaultBackend>()?;
 //! assert!(report.outcome.reject);
 //! # Ok::<(), bke_core::CoreError>(())
 //! ```

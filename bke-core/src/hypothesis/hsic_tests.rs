@@ -7,7 +7,7 @@ use crate::hypothesis::hsic_null::permutation_stats;
 use crate::hypothesis::mmd_null::draw_permutation;
 use crate::hypothesis::select::BklParams;
 use crate::hypothesis::{AggParams, draw_rng};
-use bke_linalg::{Faer, Nalgebra};
+use bke_linalg::DefaultBackend;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -31,7 +31,10 @@ fn dependent(seed: u64, n: usize, rho: f64) -> (Points, Points) {
 }
 
 fn run(x: &Points, y: &Points, params: &HsicParams) -> Result<HsicReport, CoreError> {
-    params.check()?.fit::<Faer>(&TwoSamples { x: x.clone(), y: y.clone() })?.test::<Faer>()
+    params
+        .check()?
+        .fit::<DefaultBackend>(&TwoSamples { x: x.clone(), y: y.clone() })?
+        .test::<DefaultBackend>()
 }
 
 fn fixed(l: f64) -> LengthscaleSelection {
@@ -89,8 +92,8 @@ fn permutation_draws_match_recomputation() {
     let ks: Vec<Mat> = kxs.iter().map(|k| Distances::new(&x).gram(k)).collect();
     let ls: Vec<Mat> = kys.iter().map(|k| Distances::new(&y).gram(k)).collect();
     for stat in [HsicStatistic::Biased, HsicStatistic::Unbiased] {
-        let batched = permutation_stats::<Faer>(&ks, &ls, stat, 25, 5, Some(4)).unwrap();
-        let one = permutation_stats::<Nalgebra>(&ks, &ls, stat, 25, 5, None).unwrap();
+        let batched = permutation_stats::<DefaultBackend>(&ks, &ls, stat, 25, 5, Some(4)).unwrap();
+        let one = permutation_stats::<DefaultBackend>(&ks, &ls, stat, 25, 5, None).unwrap();
         for (pair, draws) in batched.draws.iter().enumerate() {
             let (kx, ky) = (&kxs[pair / 3], &kys[pair % 3]);
             let direct = hsic_statistic(&x, &y, kx, ky, stat).unwrap();
@@ -120,7 +123,11 @@ fn wild_bootstrap_matches_its_definition() {
     };
     let fitted = HsicParams { selection: fixed(1.1), ..params.clone() }.check().unwrap();
     // one kernel per variable: x with 1.1, y with 1.1 too (fixed applies to both)
-    let out = fitted.fit::<Faer>(&TwoSamples { x: x.clone(), y: y.clone() }).unwrap().test::<Faer>().unwrap();
+    let out = fitted
+        .fit::<DefaultBackend>(&TwoSamples { x: x.clone(), y: y.clone() })
+        .unwrap()
+        .test::<DefaultBackend>()
+        .unwrap();
     let ky = WeightedKernel { lengthscale: 1.1, ..ky };
     let h = 10;
     let hh = |i: usize, j: usize| {
@@ -200,7 +207,7 @@ fn gamma_moments_match_permutation_null() {
     );
     let (mean, var) = gamma_moments(&k, &l);
     let draws = 3000;
-    let s = permutation_stats::<Faer>(&[k], &[l], HsicStatistic::Biased, draws, 0, None).unwrap();
+    let s = permutation_stats::<DefaultBackend>(&[k], &[l], HsicStatistic::Biased, draws, 0, None).unwrap();
     let s: Vec<f64> = s.draws[0].iter().map(|v| 80.0 * v).collect();
     let em = s.iter().sum::<f64>() / draws as f64;
     let ev = s.iter().map(|v| (v - em).powi(2)).sum::<f64>() / (draws as f64 - 1.0);

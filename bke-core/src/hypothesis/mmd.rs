@@ -7,11 +7,11 @@
 //! ```
 //! use bke_core::hypothesis::{LengthscaleSelection, MmdParams};
 //! use bke_core::{Params, Points, TwoSamples};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let x = Points::from_1d("x", &(0..40).map(|i| (i as f64 * 0.37).sin()).collect::<Vec<_>>())?;
 //! let y = Points::from_1d("y", &(0..40).map(|i| 1.0 + (i as f64 * 0.53).cos()).collect::<Vec<_>>())?;
 //! let params = MmdParams { selection: LengthscaleSelection::bkl(0), permutations: 200, ..MmdParams::default() };
-//! let report = params.check()?.fit::<Faer>(&TwoSamples { x, y })?.test::<Faer>()?;
+//! let report = params.check()?.fit::<DefaultBackend>(&TwoSamples { x, y })?.test::<DefaultBackend>()?;
 //! assert!(report.outcome.reject);
 //! assert_eq!(report.selection, "bkl");
 //! # Ok::<(), bke_core::CoreError>(())

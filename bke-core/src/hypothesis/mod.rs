@@ -1,4 +1,4 @@
-//! Kernel hypothesis tests (seed 000 §2.2, §5; DESIGN.md §3.2): the two-sample test with the maximum
+//! Kernel hypothesis tests (seed 000 §2.2, §5; docs/DESIGN.md §3.2): the two-sample test with the maximum
 //! mean discrepancy ([`mmd`]) and the independence test with the Hilbert–Schmidt independence criterion
 //! ([`hsic`]), their null distributions, kernel choice ([`select`]: a fixed lengthscale, the median
 //! heuristic ([`median`]), BKL, and the aggregated tests MMDAgg/HSICAgg, MMD-FUSE and BKL-Bayes over

@@ -411,10 +411,10 @@ fn posterior_collection(r: &FittedEmbedding) -> Result<Vec<WeightedKernel>, Core
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     fn select(x: &Points, s: &LengthscaleSelection) -> SelectedKernels {
-        select_kernels::<Faer>(x, s, TestKind::TwoSample, &()).unwrap()
+        select_kernels::<DefaultBackend>(x, s, TestKind::TwoSample, &()).unwrap()
     }
 
     #[test]
@@ -423,7 +423,13 @@ mod tests {
         let f = select(&x, &LengthscaleSelection::Fixed(0.3));
         assert_eq!(f.kernels, vec![WeightedKernel::gaussian(0.3)]);
         assert!(
-            select_kernels::<Faer>(&x, &LengthscaleSelection::Fixed(-1.0), TestKind::TwoSample, &()).is_err()
+            select_kernels::<DefaultBackend>(
+                &x,
+                &LengthscaleSelection::Fixed(-1.0),
+                TestKind::TwoSample,
+                &()
+            )
+            .is_err()
         );
         let m = select(&x, &LengthscaleSelection::default());
         assert_eq!((m.kernels[0].lengthscale, m.median_convention), (3.5, Some(MedianConvention::Muandet)));
@@ -487,7 +493,7 @@ mod tests {
         let x = Points::from_1d("x", &data).unwrap();
         let p = BklParams::default();
         let s = select(&x, &LengthscaleSelection::BklBayes(p.clone()));
-        let r = p.fit::<Faer>(&canonical_order(&x), &()).unwrap();
+        let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
         let top = r.scan.iter().map(|v| v.log_marginal).fold(f64::NEG_INFINITY, f64::max);
         let mut mass = [0.0; 11];
         for (j, l) in r.scan.iter().map(|v| v.log_marginal).enumerate() {

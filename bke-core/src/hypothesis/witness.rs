@@ -13,11 +13,11 @@
 //! ```
 //! use bke_core::hypothesis::{LengthscaleSelection, WitnessParams};
 //! use bke_core::{Params, Points, TwoSamples};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let x = Points::from_1d("x", &[-1.0, -0.5, 0.0, 0.3, 0.8])?;
 //! let y = Points::from_1d("y", &[0.5, 1.0, 1.4, 2.0, 2.2])?;
 //! let params = WitnessParams { selection: LengthscaleSelection::Fixed(0.7), ..WitnessParams::default() };
-//! let w = params.check()?.fit::<Faer>(&TwoSamples { x, y })?.witness::<Faer>(&Points::from_1d("g", &[-1.0, 2.0])?)?;
+//! let w = params.check()?.fit::<DefaultBackend>(&TwoSamples { x, y })?.witness::<DefaultBackend>(&Points::from_1d("g", &[-1.0, 2.0])?)?;
 //! assert!(w.mean[0] > 0.0 && w.mean[1] < 0.0);
 //! # Ok::<(), bke_core::CoreError>(())
 //! ```
@@ -187,10 +187,10 @@ impl FittedWitness {
 mod tests {
     use super::*;
     use crate::Kernel;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     fn fitted(x: &Points, y: &Points, p: &WitnessParams) -> Result<FittedWitness, CoreError> {
-        p.check()?.fit::<Faer>(&TwoSamples { x: x.clone(), y: y.clone() })
+        p.check()?.fit::<DefaultBackend>(&TwoSamples { x: x.clone(), y: y.clone() })
     }
 
     fn fixed(p: &WitnessParams) -> f64 {
@@ -269,7 +269,7 @@ mod tests {
         };
         let fit = fitted(&x, &y, &p).unwrap();
         assert_eq!(fit.lengthscale(), 0.6);
-        let w = fit.witness::<Faer>(&g).unwrap();
+        let w = fit.witness::<DefaultBackend>(&g).unwrap();
         let (mp, vp) = dense_posterior(&x, &g, &p);
         let (mq, vq) = dense_posterior(&y, &g, &p);
         let z = 1.281_551_565_544_600_5;
@@ -285,11 +285,13 @@ mod tests {
             assert!((w.empirical[i] - e).abs() < 1e-14);
         }
         // a wider level gives a wider band
-        let w95 =
-            fitted(&x, &y, &WitnessParams { level: 0.95, ..p.clone() }).unwrap().witness::<Faer>(&g).unwrap();
+        let w95 = fitted(&x, &y, &WitnessParams { level: 0.95, ..p.clone() })
+            .unwrap()
+            .witness::<DefaultBackend>(&g)
+            .unwrap();
         assert!(w95.upper.iter().zip(&w.upper).all(|(a, b)| a > b));
         // draws: their spread matches the posterior sd (400 draws: relative sd error ≈ 3.5 %)
-        let d = fit.draws::<Faer>(&g, 400, 3).unwrap();
+        let d = fit.draws::<DefaultBackend>(&g, 400, 3).unwrap();
         for i in 0..g.len() {
             let row: Vec<f64> = (0..400).map(|j| d[(i, j)]).collect();
             let m = row.iter().sum::<f64>() / 400.0;
@@ -304,7 +306,7 @@ mod tests {
         let x = sample(0.0, 10);
         let g2 = Points::from_rows("g", &[vec![0.0, 0.0]]).unwrap();
         let p = WitnessParams::default();
-        assert!(fitted(&x, &x, &p).unwrap().witness::<Faer>(&g2).is_err());
+        assert!(fitted(&x, &x, &p).unwrap().witness::<DefaultBackend>(&g2).is_err());
         assert!(fitted(&x, &x.select(&[0]), &p).is_err());
         assert!(fitted(&x, &x, &WitnessParams { level: 1.0, ..p.clone() }).is_err());
         assert!(
