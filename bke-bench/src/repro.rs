@@ -14,4 +14,5 @@ pub mod fig3;
 pub mod kbr;
 pub mod level;
 pub mod lfi_budget;
+pub mod power;
 pub mod witness;

@@ -57,6 +57,14 @@ macro_rules! backend_suite {
             fn mmd_permutation_null() {
                 check_mmd_permutation_null::<B>()
             }
+            #[test]
+            fn mmd_tests_every_selection() {
+                check_mmd_tests::<B>()
+            }
+            #[test]
+            fn hsic_tests_and_witness() {
+                check_hsic_and_witness::<B>()
+            }
 
             // ==== BaNK, RKS, MKL (bank; append below) ====
             #[test]
@@ -271,7 +279,7 @@ fn check_gaussian_kde<B: Backend>() {
 /// The GEMM-batched permutation null of both quadratic MMD statistics.
 fn check_mmd_permutation_null<B: Backend>() {
     use bke_core::Kernel;
-    use bke_core::hypothesis::mmd::{MmdPermutation, MmdStatistic};
+    use bke_core::hypothesis::{MmdPermutation, MmdStatistic};
     let xy = clusters(51, 3, 14);
     let gram = Kernel::se(1.1).unwrap().gram(&xy).unwrap();
     let perm = MmdPermutation::new(&gram, 31).unwrap();
@@ -279,6 +287,60 @@ fn check_mmd_permutation_null<B: Backend>() {
         let (a, b) = (perm.null::<B>(stat, 70, 9).unwrap(), perm.null::<Faer>(stat, 70, 9).unwrap());
         close(&a, &b, "permutation null");
     }
+}
+
+/// Statistic, p-value and every kernel's statistic of a test report, for comparing backends.
+fn test_numbers(
+    outcome: &bke_core::hypothesis::Outcome,
+    kernels: &[bke_core::hypothesis::KernelReport],
+) -> Vec<f64> {
+    let mut v = vec![outcome.statistic, outcome.p_value];
+    v.extend(kernels.iter().map(|k| k.statistic));
+    v.extend(&outcome.null_samples);
+    v
+}
+
+/// The MMD test under every selection (single kernels and the aggregated tests).
+fn check_mmd_tests<B: Backend>() {
+    use bke_core::TwoSamples;
+    use bke_core::hypothesis::{AggParams, BklParams, Families, LengthscaleSelection, MmdParams};
+    let data = TwoSamples { x: clusters(40, 2, 40), y: clusters(40, 2, 41) };
+    for selection in [
+        LengthscaleSelection::default(),
+        LengthscaleSelection::Agg(AggParams::default()),
+        LengthscaleSelection::Fuse(Families::Both),
+        LengthscaleSelection::BklBayes(BklParams { landmarks: 20, ..BklParams::default() }),
+    ] {
+        let params = MmdParams { permutations: 100, selection, ..MmdParams::default() }.check().unwrap();
+        let a = params.fit::<B>(&data).unwrap().test::<B>().unwrap();
+        let b = params.fit::<Faer>(&data).unwrap().test::<Faer>().unwrap();
+        close(&test_numbers(&a.outcome, &a.kernels), &test_numbers(&b.outcome, &b.kernels), a.selection);
+    }
+}
+
+/// HSIC (single kernel, permutation; HSICAgg, wild bootstrap) and the witness.
+fn check_hsic_and_witness<B: Backend>() {
+    use bke_core::TwoSamples;
+    use bke_core::hypothesis::{
+        AggParams, HsicParams, LengthscaleSelection, NullDistribution, WitnessParams,
+    };
+    let data = TwoSamples { x: clusters(40, 2, 42), y: clusters(40, 1, 43) };
+    for (selection, null) in [
+        (LengthscaleSelection::default(), NullDistribution::Permutation),
+        (LengthscaleSelection::Agg(AggParams::default()), NullDistribution::WildBootstrap),
+    ] {
+        let params =
+            HsicParams { permutations: 100, selection, null, ..HsicParams::default() }.check().unwrap();
+        let a = params.fit::<B>(&data).unwrap().test::<B>().unwrap();
+        let b = params.fit::<Faer>(&data).unwrap().test::<Faer>().unwrap();
+        close(&test_numbers(&a.outcome, &a.kernels), &test_numbers(&b.outcome, &b.kernels), a.selection);
+    }
+    let two = TwoSamples { x: clusters(30, 2, 44), y: clusters(30, 2, 45) };
+    let grid = clusters(6, 2, 46);
+    let params = WitnessParams::default().check().unwrap();
+    let a = params.fit::<B>(&two).unwrap().witness::<B>(&grid).unwrap();
+    let b = params.fit::<Faer>(&two).unwrap().witness::<Faer>(&grid).unwrap();
+    close(&[a.mean, a.lower, a.upper].concat(), &[b.mean, b.lower, b.upper].concat(), "witness");
 }
 
 // ==== check functions: BaNK, RKS, MKL (bank; append below) ====

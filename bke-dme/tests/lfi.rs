@@ -236,7 +236,7 @@ fn conjugate_2d_posterior_matches_the_exact_one() {
     let second = normal_samples(-0.4, sd, 2000, 12);
     exact = exact.iter().zip(&second).flat_map(|(a, b)| [*a, *b]).collect();
     let exact = Points::new("exact", exact, 2).unwrap();
-    let kernel = Kernel::se(sd).unwrap();
+    let kernel = bke_core::hypothesis::WeightedKernel::gaussian(sd);
     // Reference: MMD between 200 and 2000 exact samples.
     let ref200 = Points::new("ref", exact.as_slice()[..400].to_vec(), 2).unwrap();
     let floor = mmd_statistic(&ref200, &exact, &kernel, MmdStatistic::Biased).unwrap();

@@ -69,6 +69,11 @@ const REPROS: &[Repro] = &[
         bke_bench::repro::level::run,
     ),
     (
+        "power",
+        "MMD power of median / bkl / mmdagg / fuse / bkl-bayes on perturbed uniform d = 1, 2 (--smoke, --reps, --permutations, --dims)",
+        bke_bench::repro::power::run,
+    ),
+    (
         "witness",
         "seed 000 Fig. 3: witness N(0,1) vs Laplace with BKE posterior bands, n = 50 and 400 (θ by BKL)",
         bke_bench::repro::witness::run,

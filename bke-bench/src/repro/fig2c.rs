@@ -21,9 +21,8 @@
 use crate::plot::{Plot, Series};
 use crate::report::Table;
 use bke_core::Points;
-use bke_core::hypothesis::mmd::{MmdParams, mmd_test_gram};
-use bke_core::hypothesis::{LengthscaleSelection, MedianConvention, select_lengthscale};
-use bke_core::{Kernel, check_positive};
+use bke_core::hypothesis::{LengthscaleSelection, MedianConvention, MmdParams};
+use bke_core::{Params, TwoSamples, check_positive};
 use bke_linalg::Faer;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -114,14 +113,14 @@ fn replicate(eps: f64, rep: usize, permutations: usize) -> anyhow::Result<(f64, 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let x = blobs(None, 100, &mut rng);
     let y = blobs(Some(eps), 100, &mut rng);
-    let pooled = x.concat(&y)?;
-    let params = MmdParams { permutations, seed, ..MmdParams::default() };
+    let data = TwoSamples { x, y };
     let mut out = Vec::new();
-    for sel in [LengthscaleSelection::Median(MedianConvention::Muandet), LengthscaleSelection::bkl(seed)] {
-        let theta = select_lengthscale::<Faer>(&pooled, &sel)?.lengthscale;
-        let k = Kernel::se(theta)?.gram(&pooled)?;
-        let o = mmd_test_gram::<Faer>(&k, x.len(), &params)?;
-        out.push((theta, o.reject));
+    for selection in
+        [LengthscaleSelection::Median(MedianConvention::Muandet), LengthscaleSelection::bkl(seed)]
+    {
+        let params = MmdParams { permutations, seed, selection, ..MmdParams::default() };
+        let report = params.check()?.fit::<Faer>(&data)?.test::<Faer>()?;
+        out.push((report.lengthscale, report.outcome.reject));
     }
     Ok((out[0].0, out[0].1, out[1].0, out[1].1))
 }

@@ -8,8 +8,8 @@
 
 use crate::plot::{Plot, Series};
 use crate::report::Table;
-use bke_core::Points;
-use bke_core::hypothesis::{LengthscaleSelection, WitnessParams, select_lengthscale, witness};
+use bke_core::hypothesis::{LengthscaleSelection, WitnessParams};
+use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -36,9 +36,10 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         let xs: Vec<f64> = (0..n).map(|_| StandardNormal.sample(&mut rng)).collect();
         let ys: Vec<f64> = (0..n).map(|_| laplace(&mut rng, 0.5f64.sqrt())).collect();
         let (x, y) = (Points::from_1d("P", &xs)?, Points::from_1d("Q", &ys)?);
-        let sel = select_lengthscale::<Faer>(&x.concat(&y)?, &LengthscaleSelection::bkl(0))?;
-        let params = WitnessParams { lengthscale: sel.lengthscale, ..WitnessParams::default() };
-        let w = witness::<Faer>(&x, &y, &grid, &params)?;
+        let params = WitnessParams { selection: LengthscaleSelection::bkl(0), ..WitnessParams::default() };
+        let fitted = params.check()?.fit::<Faer>(&TwoSamples { x, y })?;
+        let w = fitted.witness::<Faer>(&grid)?;
+        let theta = fitted.lengthscale();
         let excl = w.lower.iter().zip(&w.upper).filter(|(l, u)| **l > 0.0 || **u < 0.0).count();
         let mut csv = String::from("x,mean,lower,upper,sd,empirical\n");
         for i in 0..grid_x.len() {
@@ -50,7 +51,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         }
         bke_core::model_file::write_atomic(out.join(format!("witness_n{n}.csv")), csv)?;
         let plot = Plot::new(
-            &format!("witness μ_P − μ_Q, n = {n}, θ = {:.3} (BKL), 80 % band", sel.lengthscale),
+            &format!("witness μ_P − μ_Q, n = {n}, θ = {theta:.3} (BKL), 80 % band"),
             "x",
             "witness",
         )
@@ -61,7 +62,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         plot.save(&out.join(format!("witness_n{n}.svg")))?;
         table.push(vec![
             n.to_string(),
-            format!("{:.3}", sel.lengthscale),
+            format!("{theta:.3}"),
             format!("{excl} / {} ({:.0} %)", grid_x.len(), 100.0 * excl as f64 / grid_x.len() as f64),
             format!("{:.4}", w.mean.iter().fold(0.0f64, |a, v| a.max(v.abs()))),
             format!("{:.4}", w.sd.iter().fold(0.0f64, |a, v| a.max(*v))),
