@@ -1,8 +1,8 @@
-//! The baselines of seed 001 §4.2–4.3, on the same random Fourier features (eq. 3):
+//! The baselines of seed 001 §4.2–4.3, on the same random Fourier features (seed 001 eq. (3)):
 //!
 //! * **RKS** (random kitchen sinks): fixed RBF frequencies `ω ~ N(0, ℓ⁻² I)`, `ℓ` = the median
 //!   pairwise distance of the (standardised) training inputs.
-//! * **MKL** with random features (eq. 17): the features of a bank of kernels concatenated — Laplace
+//! * **MKL** with random features (seed 001 eq. (17)): the features of a bank of kernels concatenated — Laplace
 //!   `exp(−‖t‖₁/ℓ)` (per-coordinate Cauchy frequencies), RBF (Gaussian frequencies) and Cauchy
 //!   `∏ 1/(1 + t_k²/ℓ²)` (per-coordinate Laplace frequencies) at the scales `ℓ ∈ {½, 1, 2} × median`,
 //!   the `M` frequencies split evenly among the nine kernels. As in the seed, the kernel weights are
@@ -96,6 +96,7 @@ impl bke_core::Params for BaselineParams {
             .into());
         }
         check_count("frequencies", self.frequencies)?;
+        crate::error::check_features(self.frequencies, 1, 1, 1)?;
         check_count("newton_iterations", self.newton_iterations)?;
         if let Some(l) = self.lengthscale {
             crate::error::check_positive("lengthscale", l)?;
@@ -401,10 +402,51 @@ impl BaselineModel {
     }
 }
 
+/// Model files of the RKS and MKL baselines (kinds `baseline-regression`, `baseline-classification`;
+/// `kind` inside the model says RKS or MKL). Used by the Python package's save/load and pickling.
+impl bke_core::model_file::ModelFile for BaselineModel {
+    const KINDS: &'static [&'static str] = &["baseline-regression", "baseline-classification"];
+    const VERSION: u32 = 1;
+
+    fn kind(&self) -> &'static str {
+        match self.task {
+            Task::Regression => "baseline-regression",
+            Task::Classification => "baseline-classification",
+        }
+    }
+
+    /// Finite values, positive input scales and target scale, `M × d` frequencies and `2M` weights
+    /// (plus the intercept for classification).
+    fn validate(&self) -> Result<(), bke_core::CoreError> {
+        let bad = |m: &str| bke_core::CoreError::ModelFile(format!("invalid baseline model: {m}"));
+        let d = self.inputs.shift.len();
+        if d == 0 || self.inputs.scale.len() != d {
+            return Err(bad("the input standardisation needs one shift and one scale per input"));
+        }
+        if self.w.is_empty() || self.w.len() % d != 0 {
+            return Err(bad("the frequencies must be an M × d matrix with M ≥ 1"));
+        }
+        let intercept = usize::from(self.task == Task::Classification);
+        if self.beta.len() != 2 * (self.w.len() / d) + intercept {
+            return Err(bad("the weights must number 2M (plus the intercept for classification)"));
+        }
+        let values = [&self.inputs.shift, &self.w, &self.beta];
+        if values.iter().any(|v| v.iter().any(|x| !x.is_finite()))
+            || !(self.y_mean.is_finite() && self.chosen_prior.is_finite())
+        {
+            return Err(bad("every value must be finite"));
+        }
+        if self.inputs.scale.iter().chain([&self.y_scale]).any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(bad("the input and target scales must be finite and positive"));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     #[test]
     fn mkl_frequencies_have_the_right_spectral_laws() {
@@ -430,31 +472,32 @@ mod tests {
         let y: Vec<f64> = (0..80).map(|i| (i as f64 / 10.0).sin()).collect();
         use bke_core::Params;
         let p = BaselineParams { frequencies: 10, ..Default::default() };
-        let m = p.check().unwrap().fit::<Faer>(&Dataset::new(x.clone(), y.clone()).unwrap()).unwrap();
+        let m =
+            p.check().unwrap().fit::<DefaultBackend>(&Dataset::new(x.clone(), y.clone()).unwrap()).unwrap();
         // dense check of the posterior mean at the chosen λ
         let xs = m.inputs.apply(&x);
         let phi = feature_matrix(&xs, &m.w);
         let (ym, ysd) = target_moments(&y);
         let ys: Vec<f64> = y.iter().map(|v| (v - ym) / ysd).collect();
-        let mut a = Faer::gram(phi.as_ref());
+        let mut a = DefaultBackend::gram(phi.as_ref());
         for i in 0..20 {
             a[(i, i)] += m.chosen_prior;
         }
         let mut b = vec![0.0; 20];
-        Faer::gemv(1.0, phi.as_ref(), Trans::Yes, &ys, 0.0, &mut b).unwrap();
-        let l = Faer::cholesky(a.as_ref()).unwrap();
-        Faer::cholesky_solve_vec_in_place(l.as_ref(), &mut b).unwrap();
+        DefaultBackend::gemv(1.0, phi.as_ref(), Trans::Yes, &ys, 0.0, &mut b).unwrap();
+        let l = DefaultBackend::cholesky(a.as_ref()).unwrap();
+        DefaultBackend::cholesky_solve_vec_in_place(l.as_ref(), &mut b).unwrap();
         for (u, v) in b.iter().zip(&m.beta) {
             assert!((u - v).abs() < 1e-8 * u.abs().max(1.0));
         }
-        let pred = m.predict_mean::<Faer>(&x).unwrap();
+        let pred = m.predict_mean::<DefaultBackend>(&x).unwrap();
         let mse: f64 = pred.iter().zip(&y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 80.0;
         assert!(mse < 0.01, "{mse}");
         // logistic: gradient of the log posterior vanishes at the MAP
         let yc: Vec<f64> = (0..80).map(|i| if (i as f64 / 10.0).sin() > 0.2 { 1.0 } else { 0.0 }).collect();
-        let (beta, _) = logistic_map::<Faer>(&phi, &yc, 4.0, 50).unwrap();
+        let (beta, _) = logistic_map::<DefaultBackend>(&phi, &yc, 4.0, 50).unwrap();
         let mut eta = vec![0.0; 80];
-        Faer::gemv(1.0, phi.as_ref(), Trans::No, &beta[..20], 0.0, &mut eta).unwrap();
+        DefaultBackend::gemv(1.0, phi.as_ref(), Trans::No, &beta[..20], 0.0, &mut eta).unwrap();
         for c in 0..21 {
             let g: f64 = (0..80)
                 .map(|i| (yc[i] - sigmoid(eta[i] + beta[20])) * if c < 20 { phi[(i, c)] } else { 1.0 })
@@ -462,5 +505,22 @@ mod tests {
                 - beta[c] / 4.0;
             assert!(g.abs() < 1e-6, "gradient {c} = {g}");
         }
+    }
+
+    #[test]
+    fn model_file_round_trip_and_kind_check() {
+        use bke_core::Params;
+        use bke_core::model_file::{Saved, from_str, to_string};
+        let x = Points::from_1d("x", &(0..40).map(|i| i as f64 / 5.0).collect::<Vec<_>>()).unwrap();
+        let y: Vec<f64> = (0..40).map(|i| (i as f64 / 5.0).cos()).collect();
+        let p = BaselineParams { frequencies: 6, ..Default::default() };
+        let m = p.check().unwrap().fit::<DefaultBackend>(&Dataset::new(x, y).unwrap()).unwrap();
+        let text = to_string(&Saved::new(m.clone())).unwrap();
+        assert_eq!(from_str::<BaselineModel>(&text, "t").unwrap().model, m);
+        let err = from_str::<crate::BankModel>(&text, "t").unwrap_err().to_string();
+        assert!(err.contains("'baseline-regression' model"), "{err}");
+        let mut broken = m;
+        broken.beta.pop();
+        assert!(to_string(&Saved::new(broken)).unwrap_err().to_string().contains("2M"));
     }
 }

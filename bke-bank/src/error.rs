@@ -73,6 +73,31 @@ pub(crate) fn check_count(name: &str, v: usize) -> Result<(), BankError> {
     Ok(())
 }
 
+/// Refuses `frequencies` random features for `n` rows of `d` inputs, kept for `samples` posterior
+/// samples, when the work would not fit in memory ([`bke_core::budget`]): the feature matrix
+/// (`n × (2M + 1)`), the normal-equation matrices (`3 min(n, 2M + 1)²`), and the stored samples
+/// (`samples × M (d + 2)`). Checked before anything is allocated.
+pub(crate) fn check_features(
+    frequencies: usize,
+    samples: usize,
+    n: usize,
+    d: usize,
+) -> Result<(), BankError> {
+    use bke_core::budget::{Bytes, check};
+    let width = frequencies.saturating_mul(2).saturating_add(1);
+    let side = width.min(n.max(1)).max(1);
+    let bytes = Bytes::f64s(n)
+        .times(width)
+        .plus(Bytes::f64s(side).times(side).times(3))
+        .plus(Bytes::f64s(frequencies).times(d.saturating_add(2)).times(samples.max(1)));
+    let setting = if n > 1 {
+        format!("frequencies = {frequencies} (samples = {samples}, {n} rows of {d} inputs)")
+    } else {
+        format!("frequencies = {frequencies} (samples = {samples})")
+    };
+    Ok(check(&setting, bytes)?)
+}
+
 /// Errors on the first non-finite target.
 pub(crate) fn check_targets(y: &[f64]) -> Result<(), BankError> {
     match y.iter().position(|v| !v.is_finite()) {

@@ -1,5 +1,5 @@
 //! The fitted BaNK model: the retained states of the chain (seed 001 §3), the posterior predictive
-//! (a mixture over states), the learned kernel (eq. 4, 5) and the model file.
+//! (a mixture over states), the learned kernel (seed 001 eq. (4), (5)) and the model file.
 //!
 //! **Prediction.** Regression state `s` gives a Student-t predictive with `2a_n` degrees of freedom,
 //! location `φ(x)ᵀμ_n` and squared scale `(b_n/a_n)(1 + φ(x)ᵀΛ_n⁻¹φ(x))`; the model averages the
@@ -120,7 +120,7 @@ pub struct BankModel {
     pub resolved: Option<Resolved>,
 }
 
-/// The learned spectral mixture `ρ(ω) = Σ_k π_k N(ω | μ_k, Σ_k)` (eq. 4) in the original input units.
+/// The learned spectral mixture `ρ(ω) = Σ_k π_k N(ω | μ_k, Σ_k)` (seed 001 eq. (4)) in the original input units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpectralMixture {
     /// Weights `π_k = m_k / M`.
@@ -188,7 +188,10 @@ impl BankModel {
         };
         let xs = self.inputs.apply(x);
         let t = x.len();
-        let f = 2 * self.frequencies;
+        let f = self
+            .frequencies
+            .checked_mul(2)
+            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
         let mut mean = vec![0.0; t];
         let mut second = vec![0.0; t];
         let mut mu = vec![0.0; t];
@@ -222,7 +225,10 @@ impl BankModel {
         };
         let xs = self.inputs.apply(x);
         let t = x.len();
-        let f = 2 * self.frequencies;
+        let f = self
+            .frequencies
+            .checked_mul(2)
+            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
         let mut p = vec![0.0; t];
         let mut eta = vec![0.0; t];
         for s in samples {
@@ -288,7 +294,7 @@ impl BankModel {
 
     /// The learned kernel `k(t)` at the lags `ts` (original units), averaged over retained states, two
     /// ways: from the sampled frequencies, `M⁻¹ Σ_j cos(ω_jᵀt)` (the kernel the features realise), and
-    /// from the mixture, `Σ_k π_k exp(−½ tᵀΣ_k t) cos(μ_kᵀt)` (eq. 5). Returns `(features, mixture)`.
+    /// from the mixture, `Σ_k π_k exp(−½ tᵀΣ_k t) cos(μ_kᵀt)` (seed 001 eq. (5)). Returns `(features, mixture)`.
     pub fn kernel(&self, ts: &Points) -> Result<(Vec<f64>, Vec<f64>), BankError> {
         self.check_inputs(ts)?;
         let d = self.dim;
@@ -367,7 +373,10 @@ impl BankModel {
     }
 
     fn validate_samples(&self) -> Result<usize, CoreError> {
-        let f = 2 * self.frequencies;
+        let f = self
+            .frequencies
+            .checked_mul(2)
+            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
         match &self.samples {
             Samples::Regression(v) => {
                 for s in v {

@@ -8,7 +8,7 @@
 //! proposal `2N(2M)² + (2M)³/3 + …`, i.e. `O(NM³)` a sweep: it is timed on a few proposals and
 //! scaled by `M / count` (the table says how many).
 
-use crate::report::{Table, fmt_seconds, median_seconds};
+use crate::report::{GemmReference, Table, fmt_seconds, median_seconds};
 use bke_bank::evidence::NigParams;
 use bke_bank::regression::RegressionState;
 use bke_linalg::{Backend, BackendKind, Mat, Trans, WithBackend};
@@ -164,6 +164,7 @@ pub fn bench(
     ms: &[usize],
     reference_budget: f64,
     max_sweep_seconds: f64,
+    gemm: GemmReference,
 ) -> anyhow::Result<(Table, Vec<Row>)> {
     let threads = rayon::current_num_threads();
     let mut table = Table::new(
@@ -180,7 +181,8 @@ pub fn bench(
             "accepted",
             "drift",
         ],
-    );
+    )
+    .with_timing(gemm);
     let mut rows = Vec::new();
     for kind in BackendKind::available() {
         let rate = kind.dispatch(GemmRate {
@@ -197,7 +199,7 @@ pub fn bench(
                         "  {:<9} N={n:<7} M={m:<4} skipped (about {estimate:.0} s at its DGEMM rate)",
                         kind.name()
                     );
-                    table.push(vec![
+                    let cells = vec![
                         kind.name().into(),
                         n.to_string(),
                         m.to_string(),
@@ -208,7 +210,8 @@ pub fn bench(
                         "-".into(),
                         "-".into(),
                         "-".into(),
-                    ]);
+                    ];
+                    table.push_timed(cells, f64::NAN, Some(flops));
                     continue;
                 }
                 let prob = Problem::new(n, m, 7);
@@ -224,7 +227,7 @@ pub fn bench(
                         fmt_seconds(r)
                     ))
                 );
-                table.push(vec![
+                let cells = vec![
                     kind.name().into(),
                     n.to_string(),
                     m.to_string(),
@@ -235,7 +238,8 @@ pub fn bench(
                     reference.map_or("-".into(), |(r, _)| format!("{:.0}x", r / t)),
                     format!("{accepted}/{m}"),
                     format!("{drift:.1e}"),
-                ]);
+                ];
+                table.push_timed(cells, t, Some(flops));
                 rows.push(Row {
                     backend: kind.name(),
                     n,
@@ -248,18 +252,7 @@ pub fn bench(
                 });
             }
         }
-        table.push(vec![
-            kind.name().into(),
-            "DGEMM".into(),
-            "rate".into(),
-            "-".into(),
-            "-".into(),
-            format!("{rate:.1}"),
-            "(sweep-shaped product)".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-        ]);
+        table.notes.push(format!("{}: sweep-shaped DGEMM rate {rate:.1} GFLOP/s", kind.name()));
     }
     Ok((table, rows))
 }

@@ -150,7 +150,7 @@ fn write_csv(path: &Path, header: &[&str], rows: impl Iterator<Item = Vec<f64>>)
         let cells: Vec<String> = r.iter().map(|v| format!("{v}")).collect();
         s += &(cells.join(",") + "\n");
     }
-    std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
+    bke_core::model_file::write_atomic(path, s).with_context(|| format!("writing {}", path.display()))
 }
 
 fn f64s(v: &Value, key: &str) -> anyhow::Result<Vec<f64>> {

@@ -202,14 +202,13 @@ impl Report {
     }
 }
 
-/// Writes `text` to a temporary file beside `path` and renames it over `path`.
+/// Writes `text` to `path` atomically ([`bke_core::model_file::write_atomic`]), creating its
+/// directory.
 pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)?;
+    bke_core::model_file::write_atomic(path, text)?;
     Ok(())
 }
 

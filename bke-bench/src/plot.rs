@@ -500,7 +500,8 @@ impl Figure {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(path, self.to_svg()?)?;
+        let svg = self.to_svg()?;
+        bke_core::model_file::write_atomic(path, svg)?;
         Ok(())
     }
 }

@@ -1,8 +1,70 @@
 //! Timing and report tables: median of repeated runs, printed as an aligned table and written as
 //! CSV and markdown under `target/bench/`.
+//!
+//! Every suite's CSV is machine-readable: sizes are plain integers and the last columns of each
+//! timed row are `seconds` (median wall time), `gflops` (where a flop count is defined, else empty),
+//! `gemm_n`, `gemm_seconds` (one faer `n × n` GEMM timed in the same run: [`GemmReference`]) and
+//! `x_gemm` (`seconds / gemm_seconds`), so a result can be judged as a share of the machine's own
+//! GEMM rate on any machine.
 
+use bke_linalg::{Backend, Faer, Mat, Trans};
 use std::path::Path;
 use std::time::Instant;
+
+/// One faer GEMM `C ← A B` of `n × n` standard normal matrices, timed in the same run as a suite
+/// (median of at least 3 runs and 0.5 s of work): the machine's own dense rate, against which every
+/// other time is reported.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct GemmReference {
+    /// Matrix order.
+    pub n: usize,
+    /// Median wall seconds of one GEMM.
+    pub seconds: f64,
+}
+
+impl GemmReference {
+    /// Times the GEMM at order `n`.
+    pub fn measure(n: usize) -> Self {
+        let a = crate::linalg::gaussian(n, n, 1);
+        let b = crate::linalg::gaussian(n, n, 2);
+        let mut c = Mat::zeros(n, n);
+        let seconds = median_seconds(
+            &mut c,
+            3,
+            0.5,
+            |_| {},
+            |c| {
+                Faer::gemm(1.0, a.as_ref(), Trans::No, b.as_ref(), Trans::No, 0.0, c.as_mut())
+                    .expect("square shapes");
+                c[(0, 0)]
+            },
+        );
+        Self { n, seconds }
+    }
+
+    /// `2n³` flops.
+    pub fn flops(&self) -> f64 {
+        2.0 * (self.n as f64).powi(3)
+    }
+
+    /// Achieved GFLOP/s.
+    pub fn gflops(&self) -> f64 {
+        self.flops() / self.seconds / 1e9
+    }
+
+    /// The note printed under every table.
+    pub fn note(&self) -> String {
+        format!(
+            "reference: one faer GEMM at n = {} in this run: {} ({:.1} GFLOP/s); x_gemm = seconds / that time",
+            self.n,
+            fmt_seconds(self.seconds),
+            self.gflops()
+        )
+    }
+}
+
+/// Headers of the machine-readable timing columns appended by [`Table::push_timed`].
+pub const TIMING_HEADERS: [&str; 5] = ["seconds", "gflops", "gemm_n", "gemm_seconds", "x_gemm"];
 
 /// Median wall time in seconds of `run(state)` over repetitions, `prepare(state)` untimed before
 /// each. Repeats at least `min_reps` times and until `min_total` seconds of timed work (at most 1000).
@@ -40,6 +102,8 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// Notes printed under the table (thread counts, machine, flop conventions).
     pub notes: Vec<String>,
+    /// The GEMM reference of the run, for tables with timing columns.
+    pub gemm: Option<GemmReference>,
 }
 
 impl Table {
@@ -52,8 +116,32 @@ impl Table {
         }
     }
 
+    /// The same table with the machine-readable timing columns ([`TIMING_HEADERS`]) appended to
+    /// its headers, measured against `gemm`.
+    pub fn with_timing(mut self, gemm: GemmReference) -> Self {
+        self.headers.extend(TIMING_HEADERS.iter().map(|h| h.to_string()));
+        self.notes.push(gemm.note());
+        self.gemm = Some(gemm);
+        self
+    }
+
     /// Appends a row.
     pub fn push(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    /// Appends a row followed by its timing cells: `seconds` (empty when not finite, e.g. a
+    /// skipped configuration), `gflops` (empty without a flop count), the GEMM reference and the
+    /// ratio. Panics if the table was not built [`with_timing`](Self::with_timing) (a bench bug).
+    pub fn push_timed(&mut self, mut row: Vec<String>, seconds: f64, flops: Option<f64>) {
+        let gemm = self.gemm.expect("push_timed on a table built with_timing");
+        let finite = seconds.is_finite();
+        let num = |v: f64| if finite { format!("{v:.6e}") } else { String::new() };
+        row.push(num(seconds));
+        row.push(flops.filter(|_| finite).map_or(String::new(), |f| format!("{:.3}", f / seconds / 1e9)));
+        row.push(gemm.n.to_string());
+        row.push(format!("{:.6e}", gemm.seconds));
+        row.push(if finite { format!("{:.4}", seconds / gemm.seconds) } else { String::new() });
         self.rows.push(row);
     }
 
@@ -117,8 +205,8 @@ impl Table {
     /// their tables in the HTML report instead).
     pub fn write_files(&self, dir: &Path, stem: &str) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join(format!("{stem}.csv")), self.to_csv())?;
-        std::fs::write(dir.join(format!("{stem}.md")), self.to_markdown())?;
+        bke_core::model_file::write_atomic(dir.join(format!("{stem}.csv")), self.to_csv())?;
+        bke_core::model_file::write_atomic(dir.join(format!("{stem}.md")), self.to_markdown())?;
         Ok(())
     }
 }
@@ -131,5 +219,29 @@ pub fn fmt_seconds(s: f64) -> String {
         format!("{:.3} ms", s * 1e3)
     } else {
         format!("{:.1} us", s * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Timed rows end in plain numbers a script can parse; a skipped row leaves them empty.
+    #[test]
+    fn timing_columns_are_numeric() {
+        let gemm = GemmReference { n: 4, seconds: 2e-3 };
+        let mut t = Table::new("t", &["n", "backend"]).with_timing(gemm);
+        t.push_timed(vec!["10".into(), "faer".into()], 1e-3, Some(4e6));
+        t.push_timed(vec!["20".into(), "faer".into()], f64::NAN, Some(4e6));
+        let csv = t.to_csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "n,backend,seconds,gflops,gemm_n,gemm_seconds,x_gemm");
+        let cells: Vec<f64> = lines[1].split(',').map(|c| c.parse().unwrap_or(f64::NAN)).collect();
+        assert_eq!(cells[2], 1e-3);
+        assert!((cells[3] - 4.0).abs() < 1e-12);
+        assert_eq!(cells[4], 4.0);
+        assert_eq!(cells[5], 2e-3);
+        assert!((cells[6] - 0.5).abs() < 1e-12);
+        assert_eq!(lines[2], "20,faer,,,4,2.000000e-3,");
     }
 }

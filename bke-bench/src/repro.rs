@@ -18,7 +18,10 @@ pub mod fig2c;
 pub mod fig2d;
 pub mod fig3;
 pub mod fig4;
+pub mod kbr;
 pub mod level;
+pub mod lfi_budget;
+pub mod power;
 pub mod witness;
 
 use crate::html::{Report, Section, utc_now};

@@ -118,7 +118,7 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     selection.select.get_or_insert(Select::Bkl);
     let mut params = PcParams { alpha: a.alpha, max_condition: a.max_condition, ..PcParams::default() };
     params.prewhiten = Prewhitening::parse(&a.prewhiten)?;
-    params.ci.selection = selection.rule(a.lengthscale, a.seed)?;
+    params.ci.selection = selection.rule(a.lengthscale, a.seed, false)?;
     params.ci.hsic.statistic = HsicStatistic::parse(&a.statistic)?;
     params.ci.hsic.permutations = a.permutations;
     params.ci.hsic.seed = a.seed;
@@ -127,7 +127,8 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.svg {
         let title = format!("PC, HSIC with {} kernels, α = {}", result.selection, result.alpha);
         let svg = draw::graph_svg(&result.nodes, &[(&title, &result.graph())], &[]);
-        std::fs::write(path, svg).with_context(|| format!("cannot write the SVG to {}", path.display()))?;
+        bke_core::model_file::write_atomic(path, svg)
+            .with_context(|| format!("cannot write the SVG to {}", path.display()))?;
     }
     let mut out = serde_json::to_value(&result)?;
     if let Some(m) = out.as_object_mut() {

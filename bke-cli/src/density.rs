@@ -8,7 +8,7 @@
 
 use crate::exec::{Bar, ExecArgs};
 use crate::io;
-use anyhow::Context;
+use anyhow::{Context, bail};
 use bke_core::density::{KernelStudentT, KernelStudentTParams, SelectOptions};
 use bke_core::model_file::{self, Saved};
 use bke_core::{KernelFamily, LogDensity, Params, Points};
@@ -194,14 +194,24 @@ fn fit(a: &FitArgs) -> anyhow::Result<Value> {
     io::merge(&model.summary(), extra)
 }
 
-/// The query points of `eval`: `--columns`, else the model's columns when the table has them all,
-/// else every column; of the model's dimension.
+/// The query points of `eval`: `--columns`, else the model's columns (an error naming the missing
+/// ones when the table lacks any), else (a model file without column names) every column; of the
+/// model's dimension.
 fn query_points(a: &EvalArgs, columns: &[String], dim: usize) -> anyhow::Result<Points> {
     let table = io::CsvTable::read(&a.at)?;
+    let missing: Vec<&str> =
+        columns.iter().filter(|c| !table.names.contains(c)).map(String::as_str).collect();
     let q = match &a.columns {
         Some(c) => table.points(Some(c))?,
-        None if columns.iter().all(|c| table.names.contains(c)) => table.points(Some(columns))?,
-        None => table.points(None)?,
+        None if columns.is_empty() => table.points(None)?,
+        None if missing.is_empty() => table.points(Some(columns))?,
+        None => bail!(
+            "{}: the model was fitted on the columns {}, but this file has no column named {}; \
+             rename them, or choose the query columns with --columns",
+            table.path,
+            columns.join(", "),
+            missing.join(", ")
+        ),
     };
     q.check_dim("query points (columns of --at)", dim)
         .with_context(|| format!("the model was fitted on {dim} column(s): {}", columns.join(", ")))?;

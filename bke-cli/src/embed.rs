@@ -149,7 +149,7 @@ impl WithBackend for Job {
     fn run<B: Backend>(self) -> Self::Output {
         match self {
             Job::Loglik { x, z, params } => {
-                let ml = marginal_pseudolikelihood::<B>(&x, &z, &params)?;
+                let ml = marginal_pseudolikelihood::<B>(&x, &z, &params)?.finite()?;
                 let extra = json!({"n": x.len(), "m": z.len(), "prior": params.prior,
                                    "jacobian": params.jacobian, "backend": B::NAME});
                 io::merge(&ml, extra)

@@ -3,6 +3,9 @@
 //!
 //! `--threads N` runs the command in a pool of `N` workers (`N ≥ 1`; omit the flag for all cores).
 //! Results never depend on `N`: the library's parallel reductions have a fixed order.
+//! `--max-memory SIZE` caps the memory planned work may need ([`bke_core::budget`]; default: the
+//! available memory): work that needs more is refused up front, naming the setting that made it
+//! large, instead of aborting in the allocator.
 
 use anyhow::{Context, bail};
 use bke_linalg::{BackendKind, WithBackend};
@@ -21,11 +24,15 @@ pub struct ExecArgs {
     /// Worker threads, at least 1 [default: all cores]. Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Refuse work that needs more memory than this (bytes, or e.g. 512M, 8G) [default: the
+    /// available memory].
+    #[arg(long, value_parser = bke_core::budget::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 impl Default for ExecArgs {
     fn default() -> Self {
-        Self { backend: "faer".into(), threads: None }
+        Self { backend: "faer".into(), threads: None, max_memory: None }
     }
 }
 
@@ -46,7 +53,9 @@ impl ExecArgs {
     }
 
     /// Runs `f` in a pool of `--threads` workers (the global pool when the flag is absent).
+    /// Also sets the memory limit of `--max-memory`.
     pub fn install<T: Send>(&self, f: impl FnOnce() -> anyhow::Result<T> + Send) -> anyhow::Result<T> {
+        bke_core::budget::set_limit(self.max_memory);
         match self.threads {
             None => f(),
             Some(0) => bail!("--threads must be at least 1 (omit it to use all cores)"),

@@ -1,26 +1,28 @@
-//! `bke test mmd`, `bke test hsic`: kernel two-sample and independence tests with a fixed, median-
-//! heuristic or learned (BKL) lengthscale (squared exponential kernel `exp(−‖x − y‖²/(2θ²))`), and
-//! `bke witness`: the witness function μ_P − μ_Q with BKE posterior bands.
+//! `bke test mmd`, `bke test hsic`: kernel two-sample and independence tests, and `bke witness`: the
+//! witness function μ_P − μ_Q with BKE posterior bands. A thin layer over
+//! [`bke_core::hypothesis`]: the library chooses the kernels and runs the test, and its report
+//! serialises to the JSON printed here.
 //!
-//! The median heuristic's default convention is `muandet` (θ = median pairwise distance); `mooij` is
-//! θ = median/√2 (seed 000 §2.4). BKL learns θ by ML-II on the BKE marginal pseudolikelihood: on the
-//! pooled sample for MMD and the witness, on each marginal for HSIC. Every output names the selection,
-//! the convention, the statistic and the null it used.
+//! `--select`: `median` (default; `--median-convention muandet` θ = median distance, `mooij` θ =
+//! median/√2, seed 000 §2.4), `bkl` (ML-II on the BKE marginal pseudolikelihood: on the pooled sample
+//! for MMD and the witness, on each variable for HSIC), the aggregated tests `mmdagg` (MMD) /
+//! `hsicagg` (HSIC), `fuse` (MMD-FUSE, MMD only) and `bkl-bayes` (a kernel collection weighted by the
+//! BKE posterior over the lengthscale).
 
+use crate::exec::{Bar, ExecArgs};
 use crate::io;
-use anyhow::{Context, bail};
-use bke_core::embedding::{EmbeddingParams, EmbeddingPrior};
-use bke_core::hypothesis::hsic::{HsicParams, HsicStatistic};
-use bke_core::hypothesis::mmd::{MmdParams, MmdStatistic};
+use anyhow::bail;
+use bke_core::embedding::EmbeddingPrior;
+use bke_core::hypothesis::report::SelectionFields;
 use bke_core::hypothesis::{
-    LengthscaleSelection, MedianConvention, NullDistribution, SelectedLengthscale, TestOutcome,
-    WitnessParams, select_lengthscale,
+    AggParams, BandwidthWeights, BklParams, Families, HsicParams, HsicStatistic, LengthscaleSelection,
+    MedianConvention, MmdParams, MmdStatistic, NullDistribution, WitnessParams,
 };
-use bke_core::{Kernel, Points};
-use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_core::{Params, Points, TwoSamples};
+use bke_linalg::{Backend, WithBackend};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The kernel tests.
 #[derive(Subcommand)]
@@ -31,14 +33,23 @@ pub enum TestCommand {
     Hsic(Box<HsicArgs>),
 }
 
-/// How the lengthscale is chosen when none is given.
+/// How the kernel(s) are chosen when no lengthscale is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Select {
     /// Median heuristic (convention set by --median-convention, default muandet: θ = median distance).
     Median,
-    /// BKL: maximise the BKE marginal pseudolikelihood (ML-II; pooled sample for MMD, each marginal
+    /// BKL: maximise the BKE marginal pseudolikelihood (ML-II; pooled sample for MMD, each variable
     /// for HSIC).
     Bkl,
+    /// MMDAgg (Schrab et al. 2023): Gaussian and Laplace kernels at 10 bandwidths each, weighted
+    /// min-p with a corrected level (MMD only).
+    Mmdagg,
+    /// HSICAgg (Schrab et al. 2022): 5 × 5 Gaussian bandwidths around each variable's median (HSIC only).
+    Hsicagg,
+    /// MMD-FUSE (Biggs et al. 2023): soft maximum of normalised MMDs over 20 kernels (MMD only).
+    Fuse,
+    /// BKL-Bayes: Gaussian kernels weighted by the BKE posterior over the lengthscale, soft maximum.
+    BklBayes,
 }
 
 /// Median-heuristic convention (seed 000 §2.4).
@@ -50,52 +61,90 @@ pub enum Convention {
     Mooij,
 }
 
-impl From<Convention> for MedianConvention {
-    fn from(c: Convention) -> Self {
-        match c {
-            Convention::Muandet => MedianConvention::Muandet,
-            Convention::Mooij => MedianConvention::Mooij,
-        }
-    }
+/// Kernel families of mmdagg and fuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AggKernels {
+    /// Gaussian and Laplace (ℓ₁), as the papers.
+    Both,
+    /// Gaussian only.
+    Gaussian,
+    /// Laplace (ℓ₁) only.
+    Laplace,
 }
 
 /// How the lengthscale is chosen (shared by the tests and the witness).
 #[derive(Args, Clone, Debug)]
 pub struct Selection {
-    /// How to choose a lengthscale that is not given: median (default) or bkl.
+    /// How to choose the kernel(s) when no lengthscale is given [default: median].
     #[arg(long, value_enum)]
     pub select: Option<Select>,
     /// Median-heuristic convention.
     #[arg(long, value_enum, default_value = "muandet")]
     pub median_convention: Convention,
-    /// BKL: number of landmarks held out at random (default 100; max(D, n/5) when n ≤ 100).
+    /// BKL / BKL-Bayes: number of landmarks held out at random (default 100; max(D, n/5) when n ≤ 100).
     #[arg(long, default_value_t = 100)]
     pub bkl_landmarks: usize,
-    /// BKL: τ² of the BKE likelihood (the seed uses 1).
+    /// BKL / BKL-Bayes: τ² of the BKE likelihood (the seed uses 1).
     #[arg(long, default_value_t = 1.0)]
     pub bkl_tau2: f64,
-    /// BKL: prior measure of r_θ: lebesgue (default), unit or gaussian:ETA.
+    /// BKL / BKL-Bayes: prior measure of r_θ: lebesgue (default), unit or gaussian:ETA.
     #[arg(long, default_value = "lebesgue")]
     pub bkl_prior: String,
+    /// mmdagg / hsicagg: weights of the bandwidths: uniform, centred, increasing or decreasing.
+    #[arg(long, default_value = "uniform")]
+    pub agg_weights: String,
+    /// mmdagg / fuse: kernel families.
+    #[arg(long, value_enum, default_value = "both")]
+    pub agg_kernels: AggKernels,
 }
 
 impl Selection {
     /// The selection rule for a fixed lengthscale (if any) and these options; `seed` seeds BKL's
-    /// landmark hold-out.
-    pub fn rule(&self, fixed: Option<f64>, seed: u64) -> anyhow::Result<LengthscaleSelection> {
+    /// landmark hold-out. `two_sample` tells which aggregate `--select` may name.
+    pub fn rule(
+        &self,
+        fixed: Option<f64>,
+        seed: u64,
+        two_sample: bool,
+    ) -> anyhow::Result<LengthscaleSelection> {
         if let Some(l) = fixed {
             bke_core::check_positive("--lengthscale", l)?;
             return Ok(LengthscaleSelection::Fixed(l));
         }
-        Ok(match self.select.unwrap_or(Select::Median) {
-            Select::Median => LengthscaleSelection::Median(self.median_convention.into()),
-            Select::Bkl => LengthscaleSelection::Bkl(Box::new(EmbeddingParams {
-                num_landmarks: self.bkl_landmarks,
+        let bkl = || -> anyhow::Result<BklParams> {
+            Ok(BklParams {
+                landmarks: self.bkl_landmarks,
                 tau2: self.bkl_tau2,
                 prior: EmbeddingPrior::parse(&self.bkl_prior)?,
                 seed,
-                ..EmbeddingParams::default()
-            })),
+            })
+        };
+        let families = match self.agg_kernels {
+            AggKernels::Both => Families::Both,
+            AggKernels::Gaussian => Families::Gaussian,
+            AggKernels::Laplace => Families::Laplace,
+        };
+        let agg = || -> anyhow::Result<LengthscaleSelection> {
+            Ok(LengthscaleSelection::Agg(AggParams {
+                families,
+                weights: BandwidthWeights::parse(&self.agg_weights)?,
+            }))
+        };
+        Ok(match (self.select.unwrap_or(Select::Median), two_sample) {
+            (Select::Median, _) => LengthscaleSelection::Median(match self.median_convention {
+                Convention::Muandet => MedianConvention::Muandet,
+                Convention::Mooij => MedianConvention::Mooij,
+            }),
+            (Select::Bkl, _) => LengthscaleSelection::Bkl(bkl()?),
+            (Select::BklBayes, _) => LengthscaleSelection::BklBayes(bkl()?),
+            (Select::Fuse, _) => LengthscaleSelection::Fuse(families),
+            (Select::Mmdagg, true) | (Select::Hsicagg, false) => agg()?,
+            (Select::Mmdagg, false) => {
+                bail!("--select mmdagg is the two-sample aggregate; for HSIC use --select hsicagg")
+            }
+            (Select::Hsicagg, true) => {
+                bail!("--select hsicagg is the independence aggregate; for MMD use --select mmdagg")
+            }
         })
     }
 }
@@ -105,7 +154,7 @@ impl Selection {
 pub struct Common {
     #[command(flatten)]
     pub selection: Selection,
-    /// Number of permutations / bootstrap draws B.
+    /// Number of permutations / bootstrap draws B (mmdagg, hsicagg: B₁ = B₂ = B).
     #[arg(long, default_value_t = 1000)]
     pub permutations: usize,
     /// Test level α in (0, 1).
@@ -114,12 +163,8 @@ pub struct Common {
     /// Seed of the resampling streams (the p-value does not depend on --threads).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Linear-algebra backend (see `bke backends`).
-    #[arg(long, default_value = "faer")]
-    pub backend: String,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub exec: ExecArgs,
 }
 
 /// `bke test mmd`.
@@ -171,7 +216,7 @@ pub struct HsicArgs {
     /// Statistic: biased (default, Gretton et al. 2008) or unbiased (Song et al. 2012).
     #[arg(long, default_value = "biased")]
     pub statistic: String,
-    /// Null distribution: permutation (default) or gamma.
+    /// Null distribution: permutation (default), wild (pairs of pairs) or gamma.
     #[arg(long, default_value = "permutation")]
     pub null: String,
     #[command(flatten)]
@@ -181,149 +226,81 @@ pub struct HsicArgs {
 /// Runs a `bke test …` command.
 pub fn run(cmd: TestCommand) -> anyhow::Result<()> {
     let out = match cmd {
-        TestCommand::Mmd(a) => with_threads(a.common.threads, || mmd(&a))?,
-        TestCommand::Hsic(a) => with_threads(a.common.threads, || hsic(&a))?,
+        TestCommand::Mmd(a) => mmd(&a)?,
+        TestCommand::Hsic(a) => hsic(&a)?,
     };
     io::emit(&out)
 }
 
-/// Runs `f` in a rayon pool with `threads` workers (the global pool when `None`).
-pub fn with_threads<T: Send>(
-    threads: Option<usize>,
-    f: impl FnOnce() -> anyhow::Result<T> + Send,
-) -> anyhow::Result<T> {
-    match threads {
-        None => f(),
-        Some(0) => bail!("--threads must be at least 1"),
-        Some(t) => rayon::ThreadPoolBuilder::new().num_threads(t).build()?.install(f),
-    }
-}
-
-struct SelectJob<'a> {
-    points: &'a Points,
-    rule: &'a LengthscaleSelection,
-}
-
-impl WithBackend for SelectJob<'_> {
-    type Output = Result<SelectedLengthscale, bke_core::CoreError>;
-    fn run<B: Backend>(self) -> Self::Output {
-        select_lengthscale::<B>(self.points, self.rule)
-    }
-}
-
-/// Chooses θ for `points` by `rule` on `backend`.
-pub fn choose(
-    points: &Points,
-    rule: &LengthscaleSelection,
-    backend: BackendKind,
-) -> anyhow::Result<SelectedLengthscale> {
-    Ok(backend.dispatch(SelectJob { points, rule })??)
-}
-
-/// JSON fields describing a selection; `suffix` distinguishes the variables of HSIC ("", "_x", "_y").
-pub fn selection_json(sel: &SelectedLengthscale, suffix: &str) -> serde_json::Map<String, Value> {
-    let mut m = serde_json::Map::new();
-    if let Some(c) = sel.median_convention {
-        m.insert("median_convention".into(), json!(c.name()));
-    }
-    if let Some(b) = &sel.bkl {
-        m.insert(format!("bkl_log_marginal{suffix}"), json!(b.log_marginal));
-        m.insert(
-            format!("bkl_local_optima{suffix}"),
-            json!(
-                b.local_optima
-                    .iter()
-                    .map(|(t, v)| json!({"lengthscale": t, "log_marginal": v}))
-                    .collect::<Vec<_>>()
-            ),
-        );
-        m.insert(format!("bkl_landmarks{suffix}"), json!(b.landmarks));
-        m.insert(format!("median_distance{suffix}"), json!(b.median_distance));
-        m.insert("bkl_tau2".into(), json!(b.tau2));
-    }
-    m
-}
-
 /// Errors unless the file gave at least 2 points.
-pub fn at_least_two(path: &std::path::Path, p: &Points) -> anyhow::Result<()> {
+pub fn at_least_two(path: &Path, p: &Points) -> anyhow::Result<()> {
     if p.len() < 2 {
         bail!("{}: {} data row(s); the test needs at least 2", path.display(), p.len());
     }
     Ok(())
 }
 
-fn outcome_json(o: &TestOutcome) -> serde_json::Map<String, Value> {
-    let mut m = serde_json::Map::new();
-    m.insert("statistic".into(), json!(o.statistic));
-    m.insert("p_value".into(), json!(o.p_value));
-    m.insert("reject".into(), json!(o.reject));
-    m.insert("null".into(), json!(o.null.name()));
-    m.insert("alpha".into(), json!(o.alpha));
-    m.insert("null_mean".into(), json!(o.null_mean));
-    m.insert("null_sd".into(), json!(o.null_sd));
-    m
+/// Fits and runs a test on one backend, printing progress.
+struct TestJob<'a, P> {
+    params: &'a P,
+    data: &'a TwoSamples,
 }
 
-struct MmdRun<'a> {
-    x: &'a Points,
-    y: &'a Points,
-    kernel: &'a Kernel,
-    params: &'a MmdParams,
+impl WithBackend for TestJob<'_, MmdParams> {
+    type Output = anyhow::Result<Value>;
+    fn run<B: Backend>(self) -> anyhow::Result<Value> {
+        let bar = Bar::new("mmd");
+        let fitted = self.params.check()?.fit_with_progress::<B>(self.data, &bar)?;
+        let report = fitted.test_with_progress::<B>(&bar)?;
+        bar.finish();
+        Ok(serde_json::to_value(report)?)
+    }
 }
 
-impl WithBackend for MmdRun<'_> {
-    type Output = Result<TestOutcome, bke_core::CoreError>;
-    fn run<B: Backend>(self) -> Self::Output {
-        bke_core::hypothesis::mmd_test::<B>(self.x, self.y, self.kernel, self.params)
+impl WithBackend for TestJob<'_, HsicParams> {
+    type Output = anyhow::Result<Value>;
+    fn run<B: Backend>(self) -> anyhow::Result<Value> {
+        let bar = Bar::new("hsic");
+        let fitted = self.params.check()?.fit_with_progress::<B>(self.data, &bar)?;
+        let report = fitted.test_with_progress::<B>(&bar)?;
+        bar.finish();
+        Ok(serde_json::to_value(report)?)
     }
 }
 
 fn mmd(a: &MmdArgs) -> anyhow::Result<Value> {
+    let c = &a.common;
     let params = MmdParams {
         statistic: MmdStatistic::parse(&a.statistic)?,
         null: NullDistribution::parse(&a.null)?,
-        permutations: a.common.permutations,
-        alpha: a.common.alpha,
-        seed: a.common.seed,
+        permutations: c.permutations,
+        alpha: c.alpha,
+        seed: c.seed,
+        selection: c.selection.rule(a.lengthscale, c.seed, true)?,
     };
     params.check()?;
-    let backend = BackendKind::parse(&a.common.backend).map_err(anyhow::Error::msg)?;
+    c.exec.kind()?;
     let cols = a.columns.as_deref();
-    let x = io::read_points(&a.x, cols)?;
-    let y = io::read_points(&a.y, cols)?;
+    let (x, y) = (io::read_points(&a.x, cols)?, io::read_points(&a.y, cols)?);
     at_least_two(&a.x, &x)?;
     at_least_two(&a.y, &y)?;
     x.check_dim(&format!("{} (number of columns)", a.y.display()), y.dim())?;
-    let pooled = x.concat(&y)?;
-    let rule = a.common.selection.rule(a.lengthscale, a.common.seed)?;
-    let chosen = choose(&pooled, &rule, backend).context("choosing the lengthscale on the pooled sample")?;
-    let kernel = Kernel::se(chosen.lengthscale)?;
-    let outcome = backend.dispatch(MmdRun { x: &x, y: &y, kernel: &kernel, params: &params })??;
-    let mut m = outcome_json(&outcome);
-    m.insert("lengthscale".into(), json!(chosen.lengthscale));
-    m.insert("selection".into(), json!(chosen.method));
-    m.extend(selection_json(&chosen, ""));
-    m.insert("statistic_kind".into(), json!(params.statistic.name()));
-    m.insert("kernel".into(), json!("se"));
-    m.insert("n_x".into(), json!(x.len()));
-    m.insert("n_y".into(), json!(y.len()));
-    if params.null.is_resampling() {
-        m.insert("permutations".into(), json!(params.permutations));
-        m.insert("seed".into(), json!(params.seed));
-    }
-    m.insert("backend".into(), json!(backend.name()));
-    Ok(Value::Object(m))
+    c.exec.run(TestJob { params: &params, data: &TwoSamples { x, y } })
 }
 
 fn hsic(a: &HsicArgs) -> anyhow::Result<Value> {
+    let c = &a.common;
     let params = HsicParams {
         statistic: HsicStatistic::parse(&a.statistic)?,
         null: NullDistribution::parse(&a.null)?,
-        permutations: a.common.permutations,
-        alpha: a.common.alpha,
-        seed: a.common.seed,
+        permutations: c.permutations,
+        alpha: c.alpha,
+        seed: c.seed,
+        selection: c.selection.rule(a.lengthscale_x, c.seed, false)?,
+        selection_y: a.lengthscale_y.map(|l| c.selection.rule(Some(l), c.seed, false)).transpose()?,
     };
     params.check()?;
+    c.exec.kind()?;
     let x = io::read_points(&a.x, a.x_columns.as_deref())?;
     let y = io::read_points(&a.y, a.y_columns.as_deref())?;
     at_least_two(&a.x, &x)?;
@@ -336,27 +313,7 @@ fn hsic(a: &HsicArgs) -> anyhow::Result<Value> {
             y.len()
         );
     }
-    let backend = BackendKind::parse(&a.common.backend).map_err(anyhow::Error::msg)?;
-    let rule_x = a.common.selection.rule(a.lengthscale_x, a.common.seed)?;
-    let rule_y = a.common.selection.rule(a.lengthscale_y, a.common.seed)?;
-    let cx = choose(&x, &rule_x, backend).context("choosing the lengthscale of x")?;
-    let cy = choose(&y, &rule_y, backend).context("choosing the lengthscale of y")?;
-    let (kx, ky) = (Kernel::se(cx.lengthscale)?, Kernel::se(cy.lengthscale)?);
-    let outcome = bke_core::hypothesis::hsic_test(&x, &y, &kx, &ky, &params)?;
-    let mut m = outcome_json(&outcome);
-    m.insert("lengthscale_x".into(), json!(cx.lengthscale));
-    m.insert("lengthscale_y".into(), json!(cy.lengthscale));
-    m.insert("selection".into(), json!(cx.method));
-    m.extend(selection_json(&cx, "_x"));
-    m.extend(selection_json(&cy, "_y"));
-    m.insert("statistic_kind".into(), json!(params.statistic.name()));
-    m.insert("kernel".into(), json!("se"));
-    m.insert("n".into(), json!(x.len()));
-    if params.null.is_resampling() {
-        m.insert("permutations".into(), json!(params.permutations));
-        m.insert("seed".into(), json!(params.seed));
-    }
-    Ok(Value::Object(m))
+    c.exec.run(TestJob { params: &params, data: &TwoSamples { x, y } })
 }
 
 /// `bke witness`: the witness function μ_P − μ_Q on a grid, with the BKE posterior mean and a
@@ -396,40 +353,56 @@ pub struct WitnessArgs {
     /// Seed (BKL's landmark hold-out).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Linear-algebra backend (see `bke backends`).
-    #[arg(long, default_value = "faer")]
-    pub backend: String,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub exec: ExecArgs,
     /// `--bayes`: integrate the hyperparameters out by NUTS (bke-cli/src/sample.rs).
     #[command(flatten)]
     pub bayes: crate::sample::BayesWitnessArgs,
 }
 
 struct WitnessJob<'a> {
-    x: &'a Points,
-    y: &'a Points,
+    params: &'a WitnessParams,
+    data: &'a TwoSamples,
     grid: &'a Points,
-    params: WitnessParams,
 }
 
 impl WithBackend for WitnessJob<'_> {
-    type Output = Result<bke_core::hypothesis::Witness, bke_core::CoreError>;
-    fn run<B: Backend>(self) -> Self::Output {
-        bke_core::hypothesis::witness::<B>(self.x, self.y, self.grid, &self.params)
+    type Output = anyhow::Result<Value>;
+    fn run<B: Backend>(self) -> anyhow::Result<Value> {
+        let bar = Bar::new("witness");
+        let fitted = self.params.check()?.fit_with_progress::<B>(self.data, &bar)?;
+        let w = fitted.witness::<B>(self.grid)?;
+        bar.finish();
+        let mut m = json!({
+            "mean": w.mean, "lower": w.lower, "upper": w.upper, "sd": w.sd, "empirical": w.empirical,
+            "level": self.params.level,
+            "lengthscale": fitted.lengthscale(),
+            "selection": self.params.selection.name(bke_core::hypothesis::select::TestKind::TwoSample),
+            "tau2": self.params.tau2,
+            "prior": self.params.prior.name(),
+            "posterior": "bke",
+            "n_x": self.data.x.len(),
+            "n_y": self.data.y.len(),
+            "backend": B::NAME,
+        });
+        if let Value::Object(fields) =
+            serde_json::to_value(SelectionFields::new(fitted.selected(), "", true))?
+        {
+            m.as_object_mut().expect("object").extend(fields);
+        }
+        Ok(m)
     }
 }
 
 /// Runs `bke witness`.
 pub fn run_witness(args: WitnessArgs) -> anyhow::Result<()> {
-    let out = with_threads(args.threads, || witness(&args))?;
+    let out = witness(&args)?;
     io::emit(&out)
 }
 
 /// The `bke witness` JSON: `mean`, `lower`, `upper` (+ `sd`, `empirical`, and what was used).
 pub fn witness(a: &WitnessArgs) -> anyhow::Result<Value> {
-    let backend = BackendKind::parse(&a.backend).map_err(anyhow::Error::msg)?;
+    let backend = a.exec.kind()?;
     let cols = a.columns.as_deref();
     let x = io::read_points(&a.x, cols)?;
     let y = io::read_points(&a.y, cols)?;
@@ -440,30 +413,16 @@ pub fn witness(a: &WitnessArgs) -> anyhow::Result<Value> {
     x.check_dim(&format!("{} (number of columns)", a.grid.display()), grid.dim())?;
     let prior = EmbeddingPrior::parse(&a.prior)?;
     if a.bayes.bayes {
-        return crate::sample::bayes_witness(&a.bayes, x, y, grid, a.tau2, prior, a.level, a.seed, backend);
+        return a.exec.install(|| {
+            crate::sample::bayes_witness(&a.bayes, x, y, grid, a.tau2, prior, a.level, a.seed, backend)
+        });
     }
-    // validate the cheap parameters before a possibly slow selection
-    WitnessParams { lengthscale: 1.0, tau2: a.tau2, prior, level: a.level }.check()?;
-    let rule = a.selection.rule(a.lengthscale, a.seed)?;
-    let chosen =
-        choose(&x.concat(&y)?, &rule, backend).context("choosing the lengthscale on the pooled sample")?;
-    let params = WitnessParams { lengthscale: chosen.lengthscale, tau2: a.tau2, prior, level: a.level };
-    let w = backend.dispatch(WitnessJob { x: &x, y: &y, grid: &grid, params })??;
-    let mut m = serde_json::Map::new();
-    m.insert("mean".into(), json!(w.mean));
-    m.insert("lower".into(), json!(w.lower));
-    m.insert("upper".into(), json!(w.upper));
-    m.insert("sd".into(), json!(w.sd));
-    m.insert("empirical".into(), json!(w.empirical));
-    m.insert("level".into(), json!(a.level));
-    m.insert("lengthscale".into(), json!(chosen.lengthscale));
-    m.insert("selection".into(), json!(chosen.method));
-    m.extend(selection_json(&chosen, ""));
-    m.insert("tau2".into(), json!(a.tau2));
-    m.insert("prior".into(), json!(prior.name()));
-    m.insert("posterior".into(), json!("bke"));
-    m.insert("n_x".into(), json!(x.len()));
-    m.insert("n_y".into(), json!(y.len()));
-    m.insert("backend".into(), json!(backend.name()));
-    Ok(Value::Object(m))
+    let params = WitnessParams {
+        selection: a.selection.rule(a.lengthscale, a.seed, true)?,
+        tau2: a.tau2,
+        prior,
+        level: a.level,
+    };
+    params.check()?;
+    a.exec.run(WitnessJob { params: &params, data: &TwoSamples { x, y }, grid: &grid })
 }

@@ -22,11 +22,13 @@ impl CsvTable {
     /// Reads a CSV file with a header row; every cell must parse as a finite number.
     pub fn read(path: &Path) -> anyhow::Result<CsvTable> {
         let shown = path.display().to_string();
-        let mut reader = csv::ReaderBuilder::new()
-            .has_headers(true)
-            .trim(csv::Trim::All)
-            .from_path(path)
-            .with_context(|| format!("cannot open CSV file {shown}"))?;
+        let bytes = std::fs::read(path).with_context(|| format!("cannot open CSV file {shown}"))?;
+        Self::from_bytes(&bytes, shown)
+    }
+
+    /// Parses the contents of a CSV file; `shown` names it in errors.
+    pub fn from_bytes(bytes: &[u8], shown: String) -> anyhow::Result<CsvTable> {
+        let mut reader = csv::ReaderBuilder::new().has_headers(true).trim(csv::Trim::All).from_reader(bytes);
         let names: Vec<String> = reader
             .headers()
             .with_context(|| format!("{shown}: cannot read the header row"))?
@@ -36,6 +38,8 @@ impl CsvTable {
         if names.is_empty() {
             bail!("{shown}: the header row is empty; the first line must name the columns");
         }
+        check_unique_names(&shown, &names)?;
+        check_no_blank_lines(&shown, bytes, &names[0])?;
         let mut values = Vec::new();
         let mut rows = 0;
         for (i, record) in reader.records().enumerate() {
@@ -99,6 +103,36 @@ impl CsvTable {
     }
 }
 
+/// Errors on a blank line before the last data line: the CSV parser would skip it, silently
+/// dropping a row (in a one-column file, a row whose cell is empty). Blank lines at the end are fine.
+fn check_no_blank_lines(shown: &str, bytes: &[u8], first_column: &str) -> anyhow::Result<()> {
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let blank = |l: &[u8]| l.iter().all(u8::is_ascii_whitespace);
+    let last_data = lines.iter().rposition(|l| !blank(l)).unwrap_or(0);
+    if let Some(i) = lines[..last_data].iter().position(|l| blank(l)) {
+        bail!(
+            "{shown}, line {}, column 1 ('{first_column}'): empty line (a row with an empty cell); \
+             remove it or fill in the value",
+            i + 1
+        );
+    }
+    Ok(())
+}
+
+/// Errors when two columns have the same name (a column named twice cannot be selected by name).
+fn check_unique_names(shown: &str, names: &[String]) -> anyhow::Result<()> {
+    for (j, name) in names.iter().enumerate() {
+        if let Some(k) = names[..j].iter().position(|n| n == name) {
+            bail!(
+                "{shown}, line 1: columns {} and {} are both named '{name}'; column names must be unique",
+                k + 1,
+                j + 1
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Reads the selected columns of a CSV file as points.
 pub fn read_points(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Points> {
     CsvTable::read(path)?.points(columns)
@@ -116,7 +150,10 @@ pub fn emit(value: &serde_json::Value) -> anyhow::Result<()> {
 
 /// The JSON of a library value (its serde form, as the Python package sees it) with the command's
 /// own fields (backend, paths, timings) added. Errors unless both are JSON objects.
+/// A non-finite number anywhere in `value` is an error naming it ([`crate::finite::check`]), never
+/// a `null` in the output.
 pub fn merge(value: &impl serde::Serialize, extra: serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    crate::finite::check("the result", value)?;
     let mut v = serde_json::to_value(value)?;
     match (&mut v, extra) {
         (serde_json::Value::Object(m), serde_json::Value::Object(e)) => m.extend(e),
@@ -170,5 +207,28 @@ mod tests {
         assert!(e.contains("line 2") && e.contains("not finite"), "{e}");
         let p = write("ragged.csv", "a,b\n1,2,3\n");
         assert!(CsvTable::read(&p).is_err());
+        let p = write("inf.csv", "a,b\n1,2\n3,-inf\n");
+        let e = CsvTable::read(&p).unwrap_err().to_string();
+        assert!(e.contains("inf.csv, line 3, column 2 ('b')") && e.contains("not finite"), "{e}");
+    }
+
+    #[test]
+    fn duplicated_column_names_are_an_error() {
+        let p = write("dup.csv", "x,y,x\n1,2,3\n");
+        let e = CsvTable::read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 1: columns 1 and 3 are both named 'x'"), "{e}");
+    }
+
+    #[test]
+    fn empty_cells_of_a_single_column_are_an_error_not_a_skipped_row() {
+        let p = write("one.csv", "a\n1\n\n3\n");
+        let e = CsvTable::read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 3, column 1 ('a')") && e.contains("empty"), "{e}");
+        // Line numbers after a quoted field still count file lines; a trailing newline is fine.
+        let p = write("tail.csv", "a\n1\n2\n");
+        assert_eq!(CsvTable::read(&p).unwrap().rows, 2);
+        let p = write("one_empty.csv", "a,b\n1,\n");
+        let e = CsvTable::read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2, column 2 ('b')") && e.contains("not a number"), "{e}");
     }
 }

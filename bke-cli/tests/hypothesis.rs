@@ -163,7 +163,7 @@ fn bad_input_gives_clear_errors() {
         (vec!["test", "mmd", "--x", p, "--y", q19, "--null", "wild"], "pairs x_i with y_i"),
         (vec!["test", "mmd", "--x", p, "--y", p, "--lengthscale", "-1"], "lengthscale"),
         (vec!["test", "hsic", "--x", p, "--y", q19], "paired"),
-        (vec!["test", "hsic", "--x", p, "--y", p, "--null", "wild"], "permutation and gamma"),
+        (vec!["test", "hsic", "--x", p, "--y", p, "--null", "normal"], "permutation, wild and gamma"),
     ];
     for (args, needle) in cases {
         let (ok, _, err) = bke(&args);
@@ -232,4 +232,49 @@ fn witness_json_contract() {
         let (ok, _, err) = bke(&args);
         assert!(!ok && err.contains(needle), "{args:?}: {err}");
     }
+}
+
+/// The aggregated selections (issue 15): `--select mmdagg|fuse|bkl-bayes` for MMD and
+/// `hsicagg|bkl-bayes` for HSIC keep `statistic`, `p_value`, `reject` and list every kernel with its
+/// `family`, `lengthscale`, `weight` and `statistic`; the weights sum to 1; a clear shift is detected;
+/// a selection the test does not offer is refused with a message naming the alternative.
+#[test]
+fn aggregated_selections_report_their_kernels() {
+    let p = write_csv("a1.csv", 80, 2, 0.0, 21);
+    let q = write_csv("a2.csv", 80, 2, 0.8, 22);
+    let (p, q) = (p.to_str().unwrap(), q.to_str().unwrap());
+    for (test, select, count) in [
+        ("mmd", "mmdagg", Some(20)),
+        ("mmd", "fuse", Some(20)),
+        ("mmd", "bkl-bayes", None),
+        ("hsic", "hsicagg", Some(25)),
+        ("hsic", "bkl-bayes", None),
+    ] {
+        let (ok, j, err) =
+            bke(&["test", test, "--x", p, "--y", q, "--select", select, "--permutations", "300"]);
+        assert!(ok, "{test} {select}: {err}");
+        assert_eq!(j["selection"], select);
+        for key in ["statistic", "p_value", "reject"] {
+            assert!(j.get(key).is_some(), "{test} {select}: missing {key}: {j}");
+        }
+        let kernels = j["kernels"].as_array().unwrap();
+        if let Some(c) = count {
+            assert_eq!(kernels.len(), c, "{test} {select}");
+        }
+        let mut total = 0.0;
+        for k in kernels {
+            for key in ["family", "lengthscale", "weight", "statistic"] {
+                assert!(k.get(key).is_some(), "{test} {select}: kernel without {key}: {k}");
+            }
+            total += k["weight"].as_f64().unwrap();
+        }
+        assert!((total - 1.0).abs() < 1e-9, "{test} {select}: weights sum to {total}");
+        if test == "mmd" {
+            assert_eq!(j["reject"], true, "{select}: a 0.8 shift with 80 + 80 points: {j}");
+        }
+    }
+    let (ok, _, err) = bke(&["test", "hsic", "--x", p, "--y", q, "--select", "fuse"]);
+    assert!(!ok && err.contains("hsicagg"), "{err}");
+    let (ok, _, err) = bke(&["test", "mmd", "--x", p, "--y", q, "--select", "hsicagg"]);
+    assert!(!ok && err.contains("mmdagg"), "{err}");
 }

@@ -63,6 +63,28 @@ pub enum CoreError {
     /// The caller asked to stop (see [`crate::Progress::cancelled`]).
     #[error("cancelled")]
     Cancelled,
+    /// A computed result that is not finite (degenerate data or parameters; the message says which
+    /// and what to do).
+    #[error("{what} is not finite: {reason}")]
+    NonFiniteResult {
+        /// The quantity.
+        what: String,
+        /// Why, and what to change.
+        reason: String,
+    },
+    /// Planned work that needs more memory than the limit ([`crate::budget`]).
+    #[error(
+        "{setting}: the planned work needs about {needed}, more than {limit}; lower it, or raise the \
+         limit with --max-memory (BKE_MAX_MEMORY in the environment)"
+    )]
+    TooLarge {
+        /// The setting that made it large, with its value (e.g. `draws = 1000000`).
+        setting: String,
+        /// The estimate, e.g. `7.5 GiB`.
+        needed: String,
+        /// The limit and where it came from.
+        limit: String,
+    },
     /// A model file that cannot be read, written or used (the message names the file and why).
     #[error("{0}")]
     ModelFile(String),

@@ -27,12 +27,12 @@
 //! ```
 //! use bke_core::gp::GpParams;
 //! use bke_core::{Dataset, Params, Points, Predict};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let xs: Vec<f64> = (0..40).map(|i| i as f64 / 8.0).collect();
 //! let y: Vec<f64> = xs.iter().map(|x| x.sin() + 0.05 * (7.0 * x).cos()).collect();
 //! let data = Dataset::new(Points::from_1d("x", &xs)?, y)?;
-//! let gp = GpParams::default().check()?.fit::<Faer>(&data)?;
-//! let p = gp.predict::<Faer>(&Points::from_1d("x*", &[1.0])?)?;
+//! let gp = GpParams::default().check()?.fit::<DefaultBackend>(&data)?;
+//! let p = gp.predict::<DefaultBackend>(&Points::from_1d("x*", &[1.0])?)?;
 //! assert!((p.mean[0] - 1f64.sin()).abs() < 0.1);
 //! assert_eq!(gp.residuals().len(), 40);
 //! # Ok::<(), bke_core::CoreError>(())

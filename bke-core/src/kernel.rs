@@ -267,6 +267,8 @@ impl Kernel {
         xs.check_dim("second point set", ys.dim())?;
         self.check_dim(xs.dim())?;
         let (n, m) = (xs.len(), ys.len());
+        let bytes = crate::budget::Bytes::f64s(n).times(m);
+        crate::budget::check(&format!("a {n} × {m} Gram matrix ({n} and {m} points)"), bytes)?;
         let mut k = Mat::zeros(n, m);
         if n > 0 {
             k.as_mut_slice().par_chunks_mut(n).enumerate().for_each(|(j, col)| {

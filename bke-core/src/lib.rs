@@ -14,6 +14,7 @@
 //! ```
 
 pub mod bayes;
+pub mod budget;
 pub mod causal;
 pub mod density;
 pub mod embedding;

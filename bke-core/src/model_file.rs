@@ -150,7 +150,11 @@ pub fn load<M: ModelFile>(path: &Path) -> Result<Saved<M>, CoreError> {
 /// Writes `bytes` to `path` through a temporary file in the same directory that is synced and then
 /// renamed over `path`: readers see the old file or the new one, never a part. On any error the
 /// temporary file is removed and `path` is untouched.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
+///
+/// A process killed between the write and the rename (SIGKILL, power loss) may leave the
+/// temporary file `.NAME.tmp-PID-N` beside the target, never a partial target.
+pub fn write_atomic(path: impl AsRef<Path>, bytes: impl AsRef<[u8]>) -> Result<(), CoreError> {
+    let (path, bytes) = (path.as_ref(), bytes.as_ref());
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let shown = path.display();
     let fail = |what: &str, e: std::io::Error| CoreError::ModelFile(format!("cannot {what} {shown}: {e}"));
@@ -270,9 +274,17 @@ mod tests {
         assert!(save(&Saved::new(Toy { scale: f64::NAN }), &path).is_err());
         assert_eq!(load::<Toy>(&path).unwrap().model.scale, 2.0);
         // A write into a missing directory fails cleanly and leaves no temporary file behind.
-        assert!(write_atomic(&d.join("missing/model.json"), b"{}").is_err());
+        assert!(write_atomic(d.join("missing/model.json"), b"{}").is_err());
         let litter: Vec<_> = std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()).collect();
         assert_eq!(litter.len(), 1, "{litter:?}");
+        // An error after the bytes are written (the rename onto a non-empty directory fails): the
+        // target is untouched and the temporary file is removed.
+        let target = d.join("occupied");
+        std::fs::create_dir_all(target.join("inside")).unwrap();
+        assert!(write_atomic(&target, b"new contents").is_err());
+        assert!(target.join("inside").is_dir());
+        let litter: Vec<_> = std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()).collect();
+        assert_eq!(litter.len(), 2, "{litter:?}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -12,6 +12,16 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// The sum of the terms of a parallel iterator in index order, whatever the number of threads: the
+/// terms are computed in parallel, then added sequentially (rayon's own `sum` splits the work, and
+/// so the order of the additions, by the pool size, which changes the last digits).
+pub fn ordered_sum<I>(terms: I) -> f64
+where
+    I: rayon::iter::IndexedParallelIterator<Item = f64>,
+{
+    let terms: Vec<f64> = terms.collect();
+    terms.iter().sum()
+}
 /// `log(eᵃ + eᵇ)`, exact when either is `−∞`.
 #[inline]
 pub fn log_add_exp(a: f64, b: f64) -> f64 {
@@ -138,6 +148,20 @@ impl LogParamReader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ordered_sum_is_thread_invariant() {
+        use rayon::prelude::*;
+        let terms: Vec<f64> = (0..10_000).map(|i| ((i as f64) * 0.37).sin() * 10f64.powi(i % 17)).collect();
+        let sum = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| ordered_sum(terms.par_iter().copied()))
+        };
+        let one = sum(1);
+        assert_eq!(one.to_bits(), sum(2).to_bits());
+        assert_eq!(one.to_bits(), sum(3).to_bits());
+        assert_eq!(one.to_bits(), terms.iter().sum::<f64>().to_bits());
+    }
 
     #[test]
     fn log_sum_exp_is_stable() {

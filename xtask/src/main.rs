@@ -4,8 +4,10 @@
 //! cargo xtask demo [--json]              the main job: a tour of bke on the bundled data -> target/bke-report/index.html
 //! cargo xtask repro [name|all] [--smoke] paper reproductions into the same report; without a name, list them
 //! cargo xtask check-report [PATH]        load the report in headless Chromium, check it, save screenshot.png
+//! cargo xtask test                       the tests: cargo test --workspace, then the Python package's pytest suite
 //! cargo xtask setup                      install system packages the optional backends need (libopenblas-dev)
 //! cargo xtask bench <suite>              run a benchmark suite (linalg, bkl, tests, bank, dme) for every compiled backend
+//! cargo xtask fuzz [--seconds N]         run the cargo-fuzz targets of fuzz/ (nightly + cargo-fuzz)
 //! ```
 //!
 //! Heavy work runs in release-built binaries (`bke`, `bke-bench`'s `bke-demo`, `bke-repro`); xtask
@@ -13,6 +15,8 @@
 //! OpenBLAS backend is compiled in whenever the system library is present.
 
 mod browser;
+mod fuzz;
+mod python;
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -25,6 +29,8 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("setup") => setup(),
         Some("demo") => demo(&args[1..], &root),
+        Some("test") => python::test(&root, &args[1..]),
+        Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("bench") => {
             run_tool("bke-bench", &args[1..], &root, &["--out", &root.join("target/bench").to_string_lossy()])
         }
@@ -45,7 +51,7 @@ fn main() -> anyhow::Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme"
+                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme\n  test                             cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  fuzz [--seconds N]               fuzz targets (nightly + cargo-fuzz)"
             );
             bail!("no command given")
         }

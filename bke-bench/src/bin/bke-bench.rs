@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use bke_bench::linalg::{Inputs, Op, Scratch, run};
-use bke_bench::report::{Table, fmt_seconds, median_seconds};
+use bke_bench::report::{GemmReference, Table, fmt_seconds, median_seconds};
 use bke_linalg::{Backend, BackendKind, WithBackend};
 use std::path::PathBuf;
 
@@ -10,6 +10,18 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let suite = args.first().map(String::as_str).unwrap_or("");
     let out = flag(&args, "--out").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target/bench"));
+    // The same run's faer GEMM: 2000 for dme (its targets are stated at n = 2000), else 2048.
+    let gemm_n = match flag(&args, "--gemm-n") {
+        Some(v) => v.parse().context("--gemm-n takes an integer")?,
+        None if suite == "dme" => 2000,
+        None => 2048,
+    };
+    let known = ["linalg", "tests", "dme", "bank", "bkl"];
+    if !known.contains(&suite) {
+        bail!("unknown suite '{suite}'; available: {}", known.join(", "));
+    }
+    let gemm = GemmReference::measure(gemm_n);
+    eprintln!("{}", gemm.note());
     match suite {
         "linalg" => {
             let sizes = match flag(&args, "--sizes") {
@@ -19,7 +31,7 @@ fn main() -> anyhow::Result<()> {
                     .collect::<Result<_, _>>()?,
                 None => vec![128, 512, 1024, 2048],
             };
-            bench_linalg(&sizes)?.emit(&out, "linalg")
+            bench_linalg(&sizes, gemm)?.emit(&out, "linalg")
         }
         "tests" => {
             let n = flag(&args, "--n")
@@ -32,7 +44,7 @@ fn main() -> anyhow::Result<()> {
                 .transpose()
                 .context("--permutations takes an integer")?
                 .unwrap_or(1000);
-            bke_bench::hypothesis::bench(n, b)?.emit(&out, "tests")
+            bke_bench::hypothesis::bench(n, b, gemm)?.emit(&out, "tests")
         }
         "dme" => {
             let sizes = match flag(&args, "--sizes") {
@@ -42,7 +54,7 @@ fn main() -> anyhow::Result<()> {
                     .collect::<Result<_, _>>()?,
                 None => vec![500, 1000, 2000, 4000],
             };
-            bke_bench::dme::bench(&sizes, args.iter().any(|a| a == "--all"))?.emit(&out, "dme")
+            bke_bench::dme::bench(&sizes, args.iter().any(|a| a == "--all"), gemm)?.emit(&out, "dme")
         }
         "bank" => {
             let list = |name: &str, default: Vec<usize>| -> anyhow::Result<Vec<usize>> {
@@ -53,7 +65,7 @@ fn main() -> anyhow::Result<()> {
             };
             let ns = list("--n", vec![1000, 10000, 100000])?;
             let ms = list("--m", vec![24, 48, 96, 192, 384])?;
-            let (table, rows) = bke_bench::bank::bench(&ns, &ms, 3.0, 30.0)?;
+            let (table, rows) = bke_bench::bank::bench(&ns, &ms, 3.0, 30.0, gemm)?;
             table.emit(&out, "bank")?;
             bke_bench::bank::plot(&rows, &out)
         }
@@ -66,9 +78,10 @@ fn main() -> anyhow::Result<()> {
             };
             let ns = list("--sizes", vec![1_000, 10_000, 100_000, 1_000_000])?;
             let ms = list("--landmarks", vec![50, 100, 200])?;
-            bke_bench::bkl::bench(&ns, &ms)?.emit(&out, "bkl")
+            let dims = list("--dims", vec![2, 10, 50])?;
+            bke_bench::bkl::bench(&ns, &ms, &dims, gemm)?.emit(&out, "bkl")
         }
-        other => bail!("unknown suite '{other}'; available: linalg, tests, dme, bank, bkl"),
+        other => unreachable!("suite '{other}' was checked against the known list"),
     }
 }
 
@@ -97,13 +110,14 @@ impl WithBackend for Time<'_> {
     }
 }
 
-fn bench_linalg(sizes: &[usize]) -> anyhow::Result<Table> {
+fn bench_linalg(sizes: &[usize], gemm: GemmReference) -> anyhow::Result<Table> {
     let threads = rayon::current_num_threads();
     let mut speedups = Vec::new();
     let mut table = Table::new(
         "bke-linalg kernels",
         &["op", "n", "backend", "threads", "median", "GFLOP/s", "x fastest"],
-    );
+    )
+    .with_timing(gemm);
     for &n in sizes {
         let inputs = Inputs::new(n, 42);
         for op in Op::ALL {
@@ -125,15 +139,19 @@ fn bench_linalg(sizes: &[usize]) -> anyhow::Result<Table> {
             }
             for (kind, t) in times {
                 let kind_threads = if kind == BackendKind::Nalgebra { 1 } else { threads };
-                table.push(vec![
-                    op.name().into(),
-                    n.to_string(),
-                    kind.name().into(),
-                    kind_threads.to_string(),
-                    fmt_seconds(t),
-                    format!("{:.2}", op.flops(n) / t / 1e9),
-                    format!("{:.2}", t / fastest),
-                ]);
+                table.push_timed(
+                    vec![
+                        op.name().into(),
+                        n.to_string(),
+                        kind.name().into(),
+                        kind_threads.to_string(),
+                        fmt_seconds(t),
+                        format!("{:.2}", op.flops(n) / t / 1e9),
+                        format!("{:.2}", t / fastest),
+                    ],
+                    t,
+                    Some(op.flops(n)),
+                );
             }
         }
     }

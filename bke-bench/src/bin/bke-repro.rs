@@ -32,6 +32,11 @@ const REPROS: &[Repro] = &[
         bke_bench::repro::level::run,
     ),
     (
+        "power",
+        "MMD power of median / bkl / mmdagg / fuse / bkl-bayes on perturbed uniform d = 1, 2 (--reps, --permutations, --dims, --scales)",
+        bke_bench::repro::power::run,
+    ),
+    (
         "witness",
         "seed 000 Fig. 3: witness N(0,1) vs Laplace with BKE posterior bands, n = 50 and 400 (θ by BKL)",
         bke_bench::repro::witness::run,
@@ -65,6 +70,16 @@ const REPROS: &[Repro] = &[
         "dme",
         "seed 004 Fig. 3 (TTGP vs cascade/impute), Fig. 4 (inducing points), LFI exponential-gamma",
         bke_bench::repro::dme::run,
+    ),
+    (
+        "lfi-budget",
+        "issue 17: LFI (DME, DME --learn, KBR(b)) error vs simulation budget against exact posteriors (--reps, --budgets)",
+        bke_bench::repro::lfi_budget::run,
+    ),
+    (
+        "kbr",
+        "seed 004 §7: DME vs kernel Bayes' rule posterior mean as δ → 0⁺, two priors, conjugate linear-Gaussian",
+        bke_bench::repro::kbr::run,
     ),
     (
         "fig4",

@@ -90,7 +90,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     for i in 0..grid.len() {
         writeln!(csv, "{},{},{}", grid[i], learned_sym[i], truth_sym[i])?;
     }
-    std::fs::write(dir.join("spectral.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("spectral.csv"), csv)?;
     // Local maxima of the learned symmetrised density on ω ≥ 0.
     let half: Vec<(f64, f64)> =
         grid.iter().zip(&learned_sym).filter(|(w, _)| **w >= 0.0).map(|(w, v)| (*w, *v)).collect();
@@ -117,7 +117,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     for i in 0..ts.len() {
         writeln!(csv, "{},{},{},{},{}", ts[i], kt[i], k_rff[i], k_feat[i], k_mix[i])?;
     }
-    std::fs::write(dir.join("kernel.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("kernel.csv"), csv)?;
     let pts = |xs: &[f64], ys: &[f64]| xs.iter().copied().zip(ys.iter().copied()).collect::<Vec<_>>();
     let spectral = Figure::new(
         "BaNK (seed 001 Fig. 3): learned spectral density, symmetrised",

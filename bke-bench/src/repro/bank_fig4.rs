@@ -139,7 +139,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
             p.seconds_per_fit
         )?;
     }
-    std::fs::write(dir.join("fig4.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("fig4.csv"), csv)?;
     let mut figures = Vec::new();
     if !by_m.is_empty() {
         figures.push((

@@ -269,10 +269,10 @@ pub fn run_with(ctx: &Ctx, s: &Settings, dir: &str) -> anyhow::Result<Vec<(&'sta
                 writeln!(csv, "{},{},{f},{v}", row.spec.name, m.name())?;
             }
         }
-        std::fs::write(dir.join("folds.csv"), &csv)?;
+        bke_core::model_file::write_atomic(dir.join("folds.csv"), &csv)?;
         rows.push(row);
         for (stem, t) in tables(&rows, s) {
-            std::fs::write(dir.join(format!("{stem}.md")), t.to_markdown())?;
+            bke_core::model_file::write_atomic(dir.join(format!("{stem}.md")), t.to_markdown())?;
         }
     }
     let tables = tables(&rows, s);

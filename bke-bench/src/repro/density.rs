@@ -232,7 +232,7 @@ fn fig1(ctx: &mut Ctx, dir: &Path) -> anyhow::Result<()> {
             final_ld[i].exp()
         )?;
     }
-    std::fs::write(dir.join("fig1_curves.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("fig1_curves.csv"), csv)?;
     let data_marks: Vec<(f64, f64)> = xs.iter().map(|&v| (v, 0.0)).collect();
     let pts =
         |f: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> { (0..grid.len()).map(|i| (grid[i], f(i))).collect() };

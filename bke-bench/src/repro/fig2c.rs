@@ -22,9 +22,8 @@ use crate::plot::{Figure, Series};
 use crate::report::Table;
 use crate::repro::Ctx;
 use bke_core::Points;
-use bke_core::hypothesis::mmd::{MmdParams, mmd_test_gram};
-use bke_core::hypothesis::{LengthscaleSelection, MedianConvention, select_lengthscale};
-use bke_core::{Kernel, check_positive};
+use bke_core::hypothesis::{LengthscaleSelection, MedianConvention, MmdParams};
+use bke_core::{Params, TwoSamples, check_positive};
 use bke_linalg::Faer;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -119,14 +118,14 @@ fn replicate(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let x = blobs(None, per_component, &mut rng);
     let y = blobs(Some(eps), per_component, &mut rng);
-    let pooled = x.concat(&y)?;
-    let params = MmdParams { permutations, seed, ..MmdParams::default() };
+    let data = TwoSamples { x, y };
     let mut out = Vec::new();
-    for sel in [LengthscaleSelection::Median(MedianConvention::Muandet), LengthscaleSelection::bkl(seed)] {
-        let theta = select_lengthscale::<Faer>(&pooled, &sel)?.lengthscale;
-        let k = Kernel::se(theta)?.gram(&pooled)?;
-        let o = mmd_test_gram::<Faer>(&k, x.len(), &params)?;
-        out.push((theta, o.reject));
+    for selection in
+        [LengthscaleSelection::Median(MedianConvention::Muandet), LengthscaleSelection::bkl(seed)]
+    {
+        let params = MmdParams { permutations, seed, selection, ..MmdParams::default() };
+        let report = params.check()?.fit::<Faer>(&data)?.test::<Faer>()?;
+        out.push((report.lengthscale, report.outcome.reject));
     }
     Ok((out[0].0, out[0].1, out[1].0, out[1].1))
 }
@@ -204,7 +203,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         rayon::current_num_threads()
     ));
     table.write_files(out, "fig2c")?;
-    std::fs::write(out.join("fig2c_data.csv"), csv)?;
+    bke_core::model_file::write_atomic(out.join("fig2c_data.csv"), csv)?;
     let bars = |name: &str, pts: &[(f64, f64, f64)]| {
         Series::error_bars(
             name,

@@ -68,7 +68,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         writeln!(csv, "{t},{},{},{}", ml.log_marginal, ml.log_gaussian, ml.log_jacobian)?;
         curve.push((t, ml.log_marginal));
     }
-    std::fs::write(out.join("fig2d.csv"), csv)?;
+    bke_core::model_file::write_atomic(out.join("fig2d.csv"), csv)?;
     ctx.progress(&format!("scanned {k} lengthscales"));
     let r = EmbeddingParams { num_landmarks: m, seed: 0, ..EmbeddingParams::default() }
         .check()?
@@ -145,6 +145,6 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
             )?;
         }
     }
-    std::fs::write(out.join("fig2d_summary.csv"), summary)?;
+    bke_core::model_file::write_atomic(out.join("fig2d_summary.csv"), summary)?;
     ctx.publish(section.table(&table))
 }

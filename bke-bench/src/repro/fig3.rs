@@ -101,7 +101,7 @@ fn one(
             xs[i], w.mean[i], w.median[i], w.lower[i], w.upper[i], w.prob_positive[i]
         )?;
     }
-    std::fs::write(out.join(format!("fig3_{setting}_n{n}.csv")), csv)?;
+    bke_core::model_file::write_atomic(out.join(format!("fig3_{setting}_n{n}.csv")), csv)?;
     let th = draws.lengthscale_summary(0);
     let figure = Figure::new(
         &format!(
@@ -200,6 +200,6 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         }
         ctx.publish(section)?;
     }
-    std::fs::write(out.join("fig3_summary.csv"), summary)?;
+    bke_core::model_file::write_atomic(out.join("fig3_summary.csv"), summary)?;
     Ok(())
 }

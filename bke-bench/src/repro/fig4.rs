@@ -86,14 +86,17 @@ fn ozone(ctx: &mut Ctx) -> anyhow::Result<()> {
             r.tests.len(),
             t0.elapsed().as_secs_f64()
         ));
-        std::fs::write(dir.join(format!("ozone_{}.json", r.selection)), serde_json::to_string_pretty(&r)?)?;
+        bke_core::model_file::write_atomic(
+            dir.join(format!("ozone_{}.json", r.selection)),
+            serde_json::to_string_pretty(&r)?,
+        )?;
         results.push((label, r));
     }
     let graphs: Vec<Pdag> = results.iter().map(|(_, r)| r.graph()).collect();
     let panels: Vec<(&str, &Pdag)> = results.iter().map(|(l, _)| *l).zip(&graphs).collect();
     let (o3, temp) = (0, names.iter().position(|n| *n == "temp").unwrap_or(1));
     let svg = graph_svg(&owned, &panels, &[(temp, o3)]);
-    std::fs::write(dir.join("ozone_graphs.svg"), &svg)?;
+    bke_core::model_file::write_atomic(dir.join("ozone_graphs.svg"), &svg)?;
     let mut table = Table::new(
         "Ozone CPDAG edges (PC-stable, α = 0.05, GP pre-whitening against day of year)",
         &["pair", "BKL", "median heuristic"],
@@ -141,7 +144,7 @@ fn ozone(ctx: &mut Ctx) -> anyhow::Result<()> {
         let _ = writeln!(md, "\n{line}");
         section.push_measured(line);
     }
-    std::fs::write(dir.join("ozone_edges.md"), md)?;
+    bke_core::model_file::write_atomic(dir.join("ozone_edges.md"), md)?;
     section.push_table(&table);
     ctx.publish(section)
 }
@@ -195,7 +198,7 @@ fn level_power(ctx: &mut Ctx) -> anyhow::Result<()> {
         table.push(vec![label.into(), cells[0].clone(), cells[1].clone()]);
     }
     let dir = ctx.dir("fig4")?;
-    std::fs::write(dir.join("ci_level_power.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("ci_level_power.csv"), csv)?;
     table.write_files(&dir, "ci_level_power")?;
     let mut section = ctx
         .section("ci", "The kernel conditional-independence test: level and power")
@@ -284,7 +287,7 @@ fn simulation(ctx: &mut Ctx) -> anyhow::Result<()> {
         writeln!(csv, "{g},{p},{n},{},{},{}", edges.len(), row[0], row[1])?;
     }
     let dir = ctx.dir("fig4")?;
-    std::fs::write(dir.join("simulation_shd.csv"), csv)?;
+    bke_core::model_file::write_atomic(dir.join("simulation_shd.csv"), csv)?;
     let stat = |v: &[f64]| {
         let m = v.iter().sum::<f64>() / v.len() as f64;
         let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0).max(1.0);

@@ -1,5 +1,6 @@
 //! `cargo xtask repro level`: the type-I error of every test (statistic × null) under every kernel
-//! selection (fixed, median heuristic in both conventions, BKL), over independent null replications,
+//! selection (fixed, median heuristic in both conventions, BKL) and of the aggregated tests (MMDAgg /
+//! HSICAgg, MMD-FUSE, BKL-Bayes, with the resampled nulls they support), over independent null replications,
 //! at α = 0.05. A valid test stays within Monte-Carlo error: rate ≤ 0.05 + 3·sd, sd = √(0.05·0.95/R).
 //!
 //! - **MMD**: `x`, `y` both i.i.d. from P, the mixture of unit Gaussians on the 3×3 grid of
@@ -15,10 +16,12 @@
 use super::fig2c::{blobs_iid, options_from_args};
 use crate::report::Table;
 use crate::repro::Ctx;
-use bke_core::hypothesis::hsic::{HsicParams, HsicStatistic, hsic_test_grams};
-use bke_core::hypothesis::mmd::{MmdParams, MmdStatistic, mmd_test, mmd_test_gram};
-use bke_core::hypothesis::{LengthscaleSelection, MedianConvention, NullDistribution, select_lengthscale};
-use bke_core::{Kernel, Points};
+use bke_core::hypothesis::select::{TestKind, select_kernels};
+use bke_core::hypothesis::{
+    AggParams, BklParams, Families, HsicParams, HsicStatistic, LengthscaleSelection, MedianConvention,
+    MmdParams, MmdStatistic, NullDistribution,
+};
+use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -28,19 +31,18 @@ use std::time::Instant;
 
 const ALPHA: f64 = 0.05;
 
+/// The selections, with the test they serve (`None`: both). Single-kernel rules are applied once per
+/// replication and the chosen θ reused by every statistic/null (the choice does not depend on them).
 fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection)> {
+    let bkl = BklParams { landmarks: 40, seed, ..BklParams::default() };
     vec![
         ("fixed θ=1", LengthscaleSelection::Fixed(1.0)),
         ("median (muandet)", LengthscaleSelection::Median(MedianConvention::Muandet)),
         ("median (mooij)", LengthscaleSelection::Median(MedianConvention::Mooij)),
-        (
-            "BKL",
-            LengthscaleSelection::Bkl(Box::new(bke_core::embedding::EmbeddingParams {
-                num_landmarks: 40,
-                seed,
-                ..Default::default()
-            })),
-        ),
+        ("BKL", LengthscaleSelection::Bkl(bkl.clone())),
+        ("MMDAgg / HSICAgg", LengthscaleSelection::Agg(AggParams::default())),
+        ("MMD-FUSE", LengthscaleSelection::Fuse(Families::Both)),
+        ("BKL-Bayes", LengthscaleSelection::BklBayes(bkl)),
     ]
 }
 
@@ -54,42 +56,61 @@ const MMD_TESTS: [(MmdStatistic, NullDistribution); 7] = [
     (MmdStatistic::Linear, NullDistribution::Normal),
 ];
 
-const HSIC_TESTS: [(HsicStatistic, NullDistribution); 4] = [
+const HSIC_TESTS: [(HsicStatistic, NullDistribution); 5] = [
     (HsicStatistic::Biased, NullDistribution::Permutation),
     (HsicStatistic::Unbiased, NullDistribution::Permutation),
     (HsicStatistic::Biased, NullDistribution::Gamma),
     (HsicStatistic::Unbiased, NullDistribution::Gamma),
+    (HsicStatistic::Biased, NullDistribution::WildBootstrap),
 ];
 
-/// Rejections of one MMD null replication: `[selection][test]`.
-fn mmd_rep(rep: usize, b: usize) -> anyhow::Result<Vec<Vec<bool>>> {
+/// One replication's decisions: `[selection][test]`, `None` where the selection does not offer the
+/// test (aggregated selections need a resampled null; MMD-FUSE is two-sample only).
+type Decisions = Vec<Vec<Option<bool>>>;
+
+/// The single-kernel selections become `Fixed(θ)` with θ chosen once on `points`.
+fn resolve(
+    sel: &LengthscaleSelection,
+    points: &Points,
+    test: TestKind,
+) -> anyhow::Result<LengthscaleSelection> {
+    if sel.is_aggregated() {
+        return Ok(sel.clone());
+    }
+    Ok(LengthscaleSelection::Fixed(select_kernels::<Faer>(points, sel, test, &())?.kernels[0].lengthscale))
+}
+
+/// Rejections of one MMD null replication.
+fn mmd_rep(rep: usize, b: usize) -> anyhow::Result<Decisions> {
     let seed = 7_000_001 * (rep as u64 + 1);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let x = blobs_iid(None, 108, &mut rng);
-    let y = blobs_iid(None, 108, &mut rng);
-    let pooled = x.concat(&y)?;
+    let data = TwoSamples { x: blobs_iid(None, 108, &mut rng), y: blobs_iid(None, 108, &mut rng) };
+    let pooled = data.x.concat(&data.y)?;
     let mut out = Vec::new();
     for (_, sel) in selections(seed) {
-        let theta = select_lengthscale::<Faer>(&pooled, &sel)?.lengthscale;
-        let kernel = Kernel::se(theta)?;
-        let k = kernel.gram(&pooled)?;
+        let selection = resolve(&sel, &pooled, TestKind::TwoSample)?;
         let mut row = Vec::new();
         for (statistic, null) in MMD_TESTS {
-            let params = MmdParams { statistic, null, permutations: b, alpha: ALPHA, seed };
-            let o = if statistic == MmdStatistic::Linear {
-                mmd_test::<Faer>(&x, &y, &kernel, &params)?
-            } else {
-                mmd_test_gram::<Faer>(&k, x.len(), &params)?
+            let params = MmdParams {
+                statistic,
+                null,
+                permutations: b,
+                alpha: ALPHA,
+                seed,
+                selection: selection.clone(),
             };
-            row.push(o.reject);
+            row.push(match params.check() {
+                Ok(v) => Some(v.fit::<Faer>(&data)?.test::<Faer>()?.outcome.reject),
+                Err(_) => None,
+            });
         }
         out.push(row);
     }
     Ok(out)
 }
 
-/// Rejections of one HSIC null replication: `[selection][test]`.
-fn hsic_rep(rep: usize, b: usize) -> anyhow::Result<Vec<Vec<bool>>> {
+/// Rejections of one HSIC null replication.
+fn hsic_rep(rep: usize, b: usize) -> anyhow::Result<Decisions> {
     let seed = 9_000_011 * (rep as u64 + 1);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = 100;
@@ -97,17 +118,32 @@ fn hsic_rep(rep: usize, b: usize) -> anyhow::Result<Vec<Vec<bool>>> {
     let yd: Vec<f64> = (0..n)
         .map(|_| if rng.random::<bool>() { StandardNormal.sample(&mut rng) } else { Exp1.sample(&mut rng) })
         .collect();
-    let x = Points::new("x", xd, 2)?;
-    let y = Points::from_1d("y", &yd)?;
+    let data = TwoSamples { x: Points::new("x", xd, 2)?, y: Points::from_1d("y", &yd)? };
     let mut out = Vec::new();
     for (_, sel) in selections(seed) {
-        let tx = select_lengthscale::<Faer>(&x, &sel)?.lengthscale;
-        let ty = select_lengthscale::<Faer>(&y, &sel)?.lengthscale;
-        let (k, l) = (Kernel::se(tx)?.gram(&x)?, Kernel::se(ty)?.gram(&y)?);
+        let (sx, sy) = if sel.is_aggregated() {
+            (sel.clone(), None)
+        } else {
+            (
+                resolve(&sel, &data.x, TestKind::Independence)?,
+                Some(resolve(&sel, &data.y, TestKind::Independence)?),
+            )
+        };
         let mut row = Vec::new();
         for (statistic, null) in HSIC_TESTS {
-            let params = HsicParams { statistic, null, permutations: b, alpha: ALPHA, seed };
-            row.push(hsic_test_grams(&k, &l, &params)?.reject);
+            let params = HsicParams {
+                statistic,
+                null,
+                permutations: b,
+                alpha: ALPHA,
+                seed,
+                selection: sx.clone(),
+                selection_y: sy.clone(),
+            };
+            row.push(match params.check() {
+                Ok(v) => Some(v.fit::<Faer>(&data)?.test::<Faer>()?.outcome.reject),
+                Err(_) => None,
+            });
         }
         out.push(row);
     }
@@ -117,7 +153,7 @@ fn hsic_rep(rep: usize, b: usize) -> anyhow::Result<Vec<Vec<bool>>> {
 fn tabulate(
     title: &str,
     tests: &[String],
-    reps: &[Vec<Vec<bool>>],
+    reps: &[Decisions],
     table: &mut Table,
     failures: &mut Vec<String>,
 ) {
@@ -126,7 +162,10 @@ fn tabulate(
     let bound = ALPHA + 3.0 * sd;
     for (s, (sel_name, _)) in selections(0).iter().enumerate() {
         for (t, test) in tests.iter().enumerate() {
-            let rate = reps.iter().filter(|rep| rep[s][t]).count() as f64 / r;
+            if reps[0][s][t].is_none() {
+                continue;
+            }
+            let rate = reps.iter().filter(|rep| rep[s][t] == Some(true)).count() as f64 / r;
             let ok = rate <= bound;
             if !ok {
                 failures.push(format!("{title} {test} / {sel_name}: {rate:.3}"));
@@ -148,12 +187,12 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let opts = options_from_args(ctx.size(1000, 12), ctx.size(200, 50))?;
     let out = &ctx.dir("")?;
     let start = Instant::now();
-    let mmd: Vec<Vec<Vec<bool>>> = (0..opts.reps)
+    let mmd: Vec<Decisions> = (0..opts.reps)
         .into_par_iter()
         .map(|r| mmd_rep(r, opts.permutations))
         .collect::<anyhow::Result<_>>()?;
     ctx.progress(&format!("MMD: {} null replications done", opts.reps));
-    let hsic: Vec<Vec<Vec<bool>>> = (0..opts.reps)
+    let hsic: Vec<Decisions> = (0..opts.reps)
         .into_par_iter()
         .map(|r| hsic_rep(r, opts.permutations))
         .collect::<anyhow::Result<_>>()?;

@@ -9,8 +9,8 @@
 use crate::plot::{Figure, Series};
 use crate::report::Table;
 use crate::repro::Ctx;
-use bke_core::Points;
-use bke_core::hypothesis::{LengthscaleSelection, WitnessParams, select_lengthscale, witness};
+use bke_core::hypothesis::{LengthscaleSelection, WitnessParams};
+use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -44,9 +44,10 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         let xs: Vec<f64> = (0..n).map(|_| StandardNormal.sample(&mut rng)).collect();
         let ys: Vec<f64> = (0..n).map(|_| laplace(&mut rng, 0.5f64.sqrt())).collect();
         let (x, y) = (Points::from_1d("P", &xs)?, Points::from_1d("Q", &ys)?);
-        let sel = select_lengthscale::<Faer>(&x.concat(&y)?, &LengthscaleSelection::bkl(0))?;
-        let params = WitnessParams { lengthscale: sel.lengthscale, ..WitnessParams::default() };
-        let w = witness::<Faer>(&x, &y, &grid, &params)?;
+        let params = WitnessParams { selection: LengthscaleSelection::bkl(0), ..WitnessParams::default() };
+        let fitted = params.check()?.fit::<Faer>(&TwoSamples { x, y })?;
+        let w = fitted.witness::<Faer>(&grid)?;
+        let theta = fitted.lengthscale();
         let excl = w.lower.iter().zip(&w.upper).filter(|(l, u)| **l > 0.0 || **u < 0.0).count();
         let mut csv = String::from("x,mean,lower,upper,sd,empirical\n");
         for i in 0..grid_x.len() {
@@ -56,9 +57,9 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
                 grid_x[i], w.mean[i], w.lower[i], w.upper[i], w.sd[i], w.empirical[i]
             )?;
         }
-        std::fs::write(out.join(format!("witness_n{n}.csv")), csv)?;
+        bke_core::model_file::write_atomic(out.join(format!("witness_n{n}.csv")), csv)?;
         let fig = Figure::new(
-            &format!("Witness μ_P − μ_Q, n = {n} per sample, θ = {:.3} (BKL), 80 % band", sel.lengthscale),
+            &format!("Witness μ_P − μ_Q, n = {n} per sample, θ = {theta:.3} (BKL), 80 % band"),
             "x (data units)",
             "witness μ_P(x) − μ_Q(x)",
         )
@@ -82,7 +83,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         )?;
         table.push(vec![
             n.to_string(),
-            format!("{:.3}", sel.lengthscale),
+            format!("{theta:.3}"),
             format!("{excl} / {} ({:.0} %)", grid_x.len(), 100.0 * excl as f64 / grid_x.len() as f64),
             format!("{:.4}", w.mean.iter().fold(0.0f64, |a, v| a.max(v.abs()))),
             format!("{:.4}", w.sd.iter().fold(0.0f64, |a, v| a.max(*v))),

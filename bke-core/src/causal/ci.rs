@@ -20,11 +20,12 @@
 //! seeded from `(seed, {x, y}, Z)`, so it does not depend on the order in which tests are run.
 
 use super::columns;
-use crate::estimator::{Dataset, Estimator, Params, Progress, Valid};
+use crate::estimator::{Dataset, Estimator, Params, Progress, TwoSamples, Valid};
 use crate::gp::GpParams;
-use crate::hypothesis::hsic::{HsicParams, hsic_test};
-use crate::hypothesis::{LengthscaleSelection, select_lengthscale};
-use crate::{CoreError, Kernel, Points};
+use crate::hypothesis::HsicParams;
+use crate::hypothesis::LengthscaleSelection;
+use crate::hypothesis::select::TestKind;
+use crate::{CoreError, Points};
 use bke_linalg::Backend;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -37,7 +38,7 @@ pub struct CiParams {
     /// How the lengthscale of each residual's kernel is chosen.
     pub selection: LengthscaleSelection,
     /// The HSIC statistic, number of permutations and seed (its `alpha` is not used: callers compare
-    /// the p-value with their own level).
+    /// the p-value with their own level; its `selection` is replaced by [`CiParams::selection`]).
     pub hsic: HsicParams,
     /// The GP regressions on the conditioning set.
     pub gp: GpParams,
@@ -50,9 +51,20 @@ impl Default for CiParams {
 }
 
 impl CiParams {
-    /// "bkl", "median" or "fixed".
+    /// The selection's name in outputs: "bkl", "median", "fixed", "hsicagg" or "bkl-bayes".
     pub fn selection_name(&self) -> &'static str {
-        self.selection.name()
+        self.selection.name(TestKind::Independence)
+    }
+
+    /// The HSIC settings of the test `{a, b} | z`: [`CiParams::selection`] for both residuals and the
+    /// permutation seed of the test.
+    fn hsic_for(&self, a: usize, b: usize, z: &[usize]) -> HsicParams {
+        HsicParams {
+            seed: test_seed(self.hsic.seed, a, b, z),
+            selection: self.selection.clone(),
+            selection_y: None,
+            ..self.hsic.clone()
+        }
     }
 }
 
@@ -60,12 +72,8 @@ impl Params for CiParams {
     type Error = CoreError;
 
     fn validate(&self) -> Result<(), CoreError> {
-        self.hsic.check()?;
-        self.gp.validate()?;
-        if let LengthscaleSelection::Fixed(l) = self.selection {
-            crate::check_positive("fixed HSIC lengthscale", l)?;
-        }
-        Ok(())
+        self.hsic_for(0, 1, &[]).check()?;
+        self.gp.validate()
     }
 }
 
@@ -209,12 +217,11 @@ impl CiTester {
         self.prefetch::<B>(&[(a, z.clone()), (b, z.clone())])?;
         let (ra, rb) = (self.residual::<B>(a, &z)?, self.residual::<B>(b, &z)?);
         let (pa, pb) = (Points::from_1d("residuals of x", &ra)?, Points::from_1d("residuals of y", &rb)?);
-        let la = select_lengthscale::<B>(&pa, &self.params.selection)?.lengthscale;
-        let lb = select_lengthscale::<B>(&pb, &self.params.selection)?.lengthscale;
-        let hsic = HsicParams { seed: test_seed(self.params.hsic.seed, a, b, &z), ..self.params.hsic };
-        let out = hsic_test(&pa, &pb, &Kernel::se(la)?, &Kernel::se(lb)?, &hsic)?;
+        let report =
+            self.params.hsic_for(a, b, &z).check()?.fit::<B>(&TwoSamples { x: pa, y: pb })?.test::<B>()?;
+        let (la, lb) = (report.lengthscale_x, report.lengthscale_y);
         let lengthscales = if x < y { [la, lb] } else { [lb, la] };
-        Ok(CiOutcome { p_value: out.p_value, statistic: out.statistic, lengthscales })
+        Ok(CiOutcome { p_value: report.outcome.p_value, statistic: report.outcome.statistic, lengthscales })
     }
 }
 
@@ -245,7 +252,7 @@ fn test_seed(seed: u64, a: usize, b: usize, z: &[usize]) -> u64 {
 mod tests {
     use super::*;
     use crate::hypothesis::MedianConvention;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
     use rand_distr::{Distribution, Uniform};
@@ -275,18 +282,21 @@ mod tests {
 
     #[test]
     fn detects_dependence_and_conditional_independence() {
-        let t = params().check().unwrap().fit::<Faer>(&data(150, 1)).unwrap();
-        assert!(t.test::<Faer>(0, 1, &[]).unwrap().p_value < 0.01, "x, y marginally dependent through z");
-        let ci = t.test::<Faer>(0, 1, &[2]).unwrap();
+        let t = params().check().unwrap().fit::<DefaultBackend>(&data(150, 1)).unwrap();
+        assert!(
+            t.test::<DefaultBackend>(0, 1, &[]).unwrap().p_value < 0.01,
+            "x, y marginally dependent through z"
+        );
+        let ci = t.test::<DefaultBackend>(0, 1, &[2]).unwrap();
         assert!(ci.p_value > 0.05, "x ⫫ y | z: p = {}", ci.p_value);
-        assert!(t.test::<Faer>(0, 3, &[2]).unwrap().p_value < 0.01, "w depends on x given z");
+        assert!(t.test::<DefaultBackend>(0, 3, &[2]).unwrap().p_value < 0.01, "w depends on x given z");
         // symmetric in x and y (same seed, same residuals), lengthscales follow the argument order
-        let (a, b) = (t.test::<Faer>(1, 0, &[2]).unwrap(), ci);
+        let (a, b) = (t.test::<DefaultBackend>(1, 0, &[2]).unwrap(), ci);
         assert_eq!(a.p_value, b.p_value);
         assert_eq!(a.lengthscales, [b.lengthscales[1], b.lengthscales[0]]);
         // a shared-cache tester with BKL selection reuses the regressions
         let bkl = t.with_selection(LengthscaleSelection::bkl(0)).unwrap();
-        assert!(bkl.test::<Faer>(0, 1, &[2]).unwrap().p_value > 0.05);
+        assert!(bkl.test::<DefaultBackend>(0, 1, &[2]).unwrap().p_value > 0.05);
         assert_eq!(t.residuals.read().unwrap().len(), 3);
     }
 
@@ -296,9 +306,12 @@ mod tests {
         let run = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             pool.install(|| {
-                let t = params().check().unwrap().fit::<Faer>(&d).unwrap();
-                t.prefetch::<Faer>(&[(0, vec![2, 3]), (1, vec![3, 2]), (3, vec![2])]).unwrap();
-                [t.test::<Faer>(0, 1, &[2, 3]).unwrap(), t.test::<Faer>(1, 3, &[2]).unwrap()]
+                let t = params().check().unwrap().fit::<DefaultBackend>(&d).unwrap();
+                t.prefetch::<DefaultBackend>(&[(0, vec![2, 3]), (1, vec![3, 2]), (3, vec![2])]).unwrap();
+                [
+                    t.test::<DefaultBackend>(0, 1, &[2, 3]).unwrap(),
+                    t.test::<DefaultBackend>(1, 3, &[2]).unwrap(),
+                ]
             })
         };
         assert_eq!(run(1), run(2));
@@ -306,12 +319,12 @@ mod tests {
 
     #[test]
     fn bad_requests_are_errors() {
-        let t = params().check().unwrap().fit::<Faer>(&data(20, 3)).unwrap();
-        assert!(t.test::<Faer>(0, 0, &[]).is_err());
-        assert!(t.test::<Faer>(0, 1, &[1]).is_err());
-        assert!(t.test::<Faer>(0, 9, &[]).unwrap_err().to_string().contains("number of variables"));
+        let t = params().check().unwrap().fit::<DefaultBackend>(&data(20, 3)).unwrap();
+        assert!(t.test::<DefaultBackend>(0, 0, &[]).is_err());
+        assert!(t.test::<DefaultBackend>(0, 1, &[1]).is_err());
+        assert!(t.test::<DefaultBackend>(0, 9, &[]).unwrap_err().to_string().contains("number of variables"));
         let bad = CiParams { selection: LengthscaleSelection::Fixed(-1.0), ..params() };
         assert!(bad.check().is_err());
-        assert!(params().check().unwrap().fit::<Faer>(&data(3, 3)).is_err());
+        assert!(params().check().unwrap().fit::<DefaultBackend>(&data(3, 3)).is_err());
     }
 }

@@ -24,7 +24,7 @@
 //! use bke_core::causal::{CausalData, PcParams};
 //! use bke_core::hypothesis::LengthscaleSelection;
 //! use bke_core::{Params, Points};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! // a chain x → y → z with noise: x and z are dependent, but independent given y
 //! let n = 120;
 //! let mut v = Vec::new();
@@ -39,7 +39,7 @@
 //! let mut params = PcParams::default();
 //! params.ci.selection = LengthscaleSelection::default(); // median heuristic (fast)
 //! params.ci.hsic.permutations = 200;
-//! let result = params.check()?.fit::<Faer>(&data)?;
+//! let result = params.check()?.fit::<DefaultBackend>(&data)?;
 //! assert!(result.adjacent("x", "y") && result.adjacent("y", "z") && !result.adjacent("x", "z"));
 //! # Ok::<(), bke_core::CoreError>(())
 //! ```

@@ -228,7 +228,7 @@ pub(crate) fn ar_fit<B: Backend>(v: &[f64], p: usize) -> Result<(Vec<f64>, Vec<f
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
     use rand_distr::{Distribution, StandardNormal};
@@ -257,7 +257,7 @@ mod tests {
             e.push(z);
             v.push(1.0 + 0.6 * v[s - 1] - 0.3 * v[s - 2] + z);
         }
-        let (coef, resid) = ar_fit::<Faer>(&v, 2).unwrap();
+        let (coef, resid) = ar_fit::<DefaultBackend>(&v, 2).unwrap();
         assert!((coef[1] - 0.6).abs() < 0.05 && (coef[2] + 0.3).abs() < 0.05, "{coef:?}");
         let rms: f64 =
             (resid.iter().zip(&e[2..]).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / n as f64).sqrt();
@@ -268,7 +268,8 @@ mod tests {
         let time: Vec<f64> = order.iter().map(|&s| s as f64).collect();
         let d = CausalData::new(vec!["a".into(), "b".into()], Points::new("v", vals, 2).unwrap(), Some(time))
             .unwrap();
-        let (w, rec) = prewhiten::<Faer>(&d, Prewhitening::Ar { order: 2 }, &GpParams::default()).unwrap();
+        let (w, rec) =
+            prewhiten::<DefaultBackend>(&d, Prewhitening::Ar { order: 2 }, &GpParams::default()).unwrap();
         assert_eq!((w.len(), rec.rows, rec.method.as_str()), (n - 2, n - 2, "ar:2"));
         assert!((w.point(0)[0] - resid[0]).abs() < 1e-9 && (w.point(0)[1] - 2.0 * resid[0]).abs() < 1e-9);
     }
@@ -289,17 +290,19 @@ mod tests {
         let time: Vec<f64> = (0..n).map(|i| i as f64).collect();
         let d = CausalData::new(vec!["a".into(), "b".into()], Points::new("v", vals, 2).unwrap(), Some(time))
             .unwrap();
-        let (w, rec) = prewhiten::<Faer>(&d, Prewhitening::Gp, &GpParams::default()).unwrap();
+        let (w, rec) = prewhiten::<DefaultBackend>(&d, Prewhitening::Gp, &GpParams::default()).unwrap();
         assert_eq!(rec.method, "gp");
         assert!(rec.variables[0].variance_removed > 0.9, "{rec:?}");
         let rms = (w.iter().zip(&noise).map(|(p, e)| (p[0] - e).powi(2)).sum::<f64>() / n as f64).sqrt();
         assert!(rms < 0.1, "{rms}");
         // none, and no time index: unchanged and recorded
-        let (same, r) = prewhiten::<Faer>(&d, Prewhitening::None, &GpParams::default()).unwrap();
+        let (same, r) = prewhiten::<DefaultBackend>(&d, Prewhitening::None, &GpParams::default()).unwrap();
         assert_eq!((&same, r.method.as_str()), (d.values(), "none"));
         let untimed = CausalData::new(d.names().to_vec(), d.values().clone(), None).unwrap();
-        let (_, r) = prewhiten::<Faer>(&untimed, Prewhitening::Gp, &GpParams::default()).unwrap();
+        let (_, r) = prewhiten::<DefaultBackend>(&untimed, Prewhitening::Gp, &GpParams::default()).unwrap();
         assert!(r.note.unwrap().contains("no time index"));
-        assert!(prewhiten::<Faer>(&d, Prewhitening::Ar { order: 60 }, &GpParams::default()).is_err());
+        assert!(
+            prewhiten::<DefaultBackend>(&d, Prewhitening::Ar { order: 60 }, &GpParams::default()).is_err()
+        );
     }
 }

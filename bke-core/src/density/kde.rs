@@ -162,15 +162,12 @@ impl GaussianKde {
     /// Mean leave-one-out log-likelihood per point.
     pub fn loo_log_lik(&self) -> f64 {
         let n = self.data.len();
-        let total: f64 = (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let xi = self.data.point(i);
-                let terms: Vec<f64> =
-                    (0..n).filter(|&j| j != i).map(|j| self.log_kernel(xi, self.data.point(j))).collect();
-                log_sum_exp(&terms) - ((n - 1) as f64).ln()
-            })
-            .sum();
+        let total = crate::numeric::ordered_sum((0..n).into_par_iter().map(|i| {
+            let xi = self.data.point(i);
+            let terms: Vec<f64> =
+                (0..n).filter(|&j| j != i).map(|j| self.log_kernel(xi, self.data.point(j))).collect();
+            log_sum_exp(&terms) - ((n - 1) as f64).ln()
+        }));
         total / n as f64
     }
 }

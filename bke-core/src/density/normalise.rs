@@ -401,6 +401,11 @@ impl<K: DensityKernel> KernelStudentT<K> {
             reason: "normalise it on a box first (KernelStudentT::normalise, or normalise = true)".into(),
         })?;
         let d = self.dim();
+        // The samples, and batches of proposals (twice the samples still wanted, with their panel,
+        // uniform draw and density).
+        let bytes =
+            crate::budget::Bytes::f64s(n).times(d).plus(crate::budget::Bytes::f64s(n).times(2 * d + 6));
+        crate::budget::check(&format!("n = {n} samples"), bytes)?;
         let grid = Grid::new(&norm.domain, norm.panels, norm.order)?;
         let (lz, lq) = integrate::<K, B>(self, &grid)?;
         let npanels = grid.nodes.len() / grid.per_panel;
@@ -420,7 +425,7 @@ impl<K: DensityKernel> KernelStudentT<K> {
         let mut out = Vec::with_capacity(n * d);
         let (mut proposals, mut violations, mut accepted) = (0, 0, 0);
         while accepted < n {
-            let batch = (2 * (n - accepted)).max(64);
+            let batch = (n - accepted).saturating_mul(2).max(64);
             let mut props = Vec::with_capacity(batch * d);
             let mut meta = Vec::with_capacity(batch);
             for _ in 0..batch {

@@ -15,6 +15,7 @@
 
 use super::NiwParams;
 use super::normalise::{Domain, Grid};
+use crate::budget::Bytes;
 use crate::estimator::Progress;
 use crate::numeric::log_sum_exp;
 use crate::{CoreError, Kernel, KernelFamily, Points};
@@ -36,7 +37,7 @@ pub struct SelectOptions {
     pub beta: Vec<f64>,
     /// Offsets `a` of `α = d − 1 + a` (`a > 0`). Default `{0.01, 0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000}`.
     pub alpha_offsets: Vec<f64>,
-    /// Number of folds (capped at the number of points: leave-one-out). Default `5`.
+    /// Number of folds, `2 ≤ folds ≤ n` (`n`: leave-one-out). Default `5`.
     pub folds: usize,
     /// Seed of the fold permutation. Default `0`.
     pub seed: u64,
@@ -278,6 +279,12 @@ fn select_on_grid<B: Backend>(
         (0, _) => 10,
         (p, _) => p,
     };
+    let nodes = panels.saturating_mul(opts.order).saturating_pow(d as u32);
+    // Per fold: the Gram matrix and its eigenvectors (n²), and Q at every node for every combo.
+    let per_node = (opts.beta.len().saturating_mul(opts.sigma0_sq.len())).saturating_add(d + 2);
+    let bytes = Bytes::f64s(nodes).times(per_node).plus(Bytes::f64s(n).times(n).times(3));
+    let setting = format!("{n} points with a search quadrature of {panels} panels × {} nodes", opts.order);
+    crate::budget::check(&setting, bytes)?;
     let grid = Grid::new(&domain, panels, opts.order)?;
     let scales: Vec<f64> = match &opts.scales {
         Some(s) => {
@@ -303,7 +310,14 @@ fn select_on_grid<B: Backend>(
             .collect(),
     };
     // Folds.
-    let folds = opts.folds.min(n);
+    let folds = opts.folds;
+    if folds > n {
+        return Err(CoreError::InvalidParameter {
+            name: "folds".into(),
+            value: folds as f64,
+            reason: format!("at most the number of points ({n}; {n} folds is leave-one-out)"),
+        });
+    }
     let mut perm: Vec<usize> = (0..n).collect();
     perm.shuffle(&mut ChaCha8Rng::seed_from_u64(opts.seed));
     let fold_of: Vec<Vec<usize>> =

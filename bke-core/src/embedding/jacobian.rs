@@ -1,7 +1,7 @@
 //! The change-of-variables volume `γ_θ(x) = det(J_θ(x)ᵀ J_θ(x))^{1/2}` of seed 000 eq. (12)–(13),
 //! `J_θ(x)_{l,d} = ∂k_θ(x, z_l)/∂x_d = −k_θ(x, z_l)(x_d − z_{l,d})/θ_d²` (an `m × D` matrix).
 //!
-//! Seed eq. (17) writes `(x⁽ⁱ⁾ − z_l⁽ʲ⁾)²` where the product `(x_i − z_{l,i})(x_j − z_{l,j})` is meant,
+//! Seed 000 eq. (17) writes `(x⁽ⁱ⁾ − z_l⁽ʲ⁾)²` where the product `(x_i − z_{l,i})(x_j − z_{l,j})` is meant,
 //! and the Stan listing adds `log(½ Σ J)` where `½ log det(JᵀJ)` is meant; this module computes the
 //! corrected `½ log det(JᵀJ)`.
 //!
@@ -14,7 +14,13 @@
 //! (`Σ_l p_l = D`). Derivation: `∂G/∂log θ_d = Σ_l k_l² u_l u_lᵀ (2u_{l,d}² − e_d-terms)`, and
 //! `½ tr(G⁻¹ ∂G) = Σ_l p_l u_{l,d}² − 1`.
 //!
-//! Two paths, chosen per point:
+//! Three paths, chosen per point:
+//! - **Gram** (the streaming pass's default, `O(mD²)` in register-tiled lanes, see `pass.rs`): `G`
+//!   accumulated directly, factorised `G = LLᵀ`, leverages `p_l = k_l² ‖L⁻¹u_l‖²`. Forming `G`
+//!   squares the condition number, so [`gram_factor`] accepts a point only when every Schur
+//!   complement keeps at least `GRAM_MIN_SCHUR_RATIO` of its diagonal entry (relative error of
+//!   `½ log det G` then `≲ 1e-12`); the others (one landmark dominating, near-collinear geometry,
+//!   tiny weights) take the next two paths.
 //! - **fast** (`O(mD²)`, vectorised): weighted modified Gram–Schmidt on `W = [k_l u_l]` with rows
 //!   scaled by the largest weight, each Schur complement summed from explicit residuals (no
 //!   cancellation even when one landmark dominates: see `fast`); the leverages fall out as
@@ -39,6 +45,50 @@ const FAST_MIN_RJJ2: f64 = 1e-250;
 /// projection coefficient perturbs `R_jj²` by about `ε² Σ_l w_l² u_{l,j}²`, so this keeps the
 /// complement's relative error near `1e-32/1e-16`.
 const FAST_MIN_SCHUR_RATIO: f64 = 1e-16;
+
+/// The Gram path needs a largest weight `k_max` at least this (so `k_max²` is far from underflow).
+pub(crate) const GRAM_MIN_KMAX: f64 = 1e-100;
+/// Weights `k_l` below this are dropped from the Gram matrix (their squares would be subnormal);
+/// relative to `k_max ≥ GRAM_MIN_KMAX` they change `G` by less than 1e-100.
+pub(crate) const GRAM_MIN_WEIGHT: f64 = 1e-150;
+/// Smallest ratio `L_jj² / G_jj` (Schur complement over diagonal entry) the Gram path accepts: the
+/// rounding of `G`'s entries perturbs `L_jj²` by about `ε G_jj`, a relative error `ε/ratio ≈ 1e-12`.
+const GRAM_MIN_SCHUR_RATIO: f64 = 1e-4;
+/// Smallest pivot `L_jj²` the Gram path accepts.
+const GRAM_MIN_PIVOT: f64 = 1e-280;
+
+/// Cholesky factor of the `D × D` Gram matrix `G` (lower triangle of `g`, row-major, overwritten by
+/// `L`) and `L⁻¹` (lower, row-major, into `linv`); returns `½ log det G = Σ_j log L_jj`, or `None`
+/// when a Schur complement is below `GRAM_MIN_SCHUR_RATIO` of its diagonal entry (or tiny, or not
+/// finite): then the caller takes the Gram–Schmidt path.
+pub(crate) fn gram_factor(g: &mut [f64], dim: usize, linv: &mut [f64]) -> Option<f64> {
+    let mut half_logdet = 0.0;
+    for j in 0..dim {
+        let diag = g[j * dim + j];
+        let s = diag - (0..j).map(|c| g[j * dim + c] * g[j * dim + c]).sum::<f64>();
+        if !(s >= GRAM_MIN_SCHUR_RATIO * diag && s > GRAM_MIN_PIVOT && s.is_finite()) {
+            return None;
+        }
+        let ljj = s.sqrt();
+        g[j * dim + j] = ljj;
+        half_logdet += ljj.ln();
+        for i in j + 1..dim {
+            let t = g[i * dim + j] - (0..j).map(|c| g[i * dim + c] * g[j * dim + c]).sum::<f64>();
+            g[i * dim + j] = t / ljj;
+        }
+    }
+    for j in 0..dim {
+        for i in 0..j {
+            linv[i * dim + j] = 0.0;
+        }
+        linv[j * dim + j] = 1.0 / g[j * dim + j];
+        for i in j + 1..dim {
+            let t: f64 = (j..i).map(|c| g[i * dim + c] * linv[c * dim + j]).sum();
+            linv[i * dim + j] = -t / g[i * dim + i];
+        }
+    }
+    Some(half_logdet)
+}
 
 /// Per-thread scratch for [`log_volume_raw`].
 #[derive(Debug, Default)]

@@ -20,7 +20,9 @@
 //! runs into the search box; the seed fixes `τ² = 1` for ML-II and learns `τ²` only under a prior.
 
 use super::{BkeParams, BkePosterior, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
+use crate::budget::Bytes;
 use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, Valid};
+use crate::numeric::LogParams;
 use crate::optim::{LbfgsOptions, minimize};
 use crate::{CoreError, Points, check_positive};
 use bke_linalg::Backend;
@@ -149,7 +151,9 @@ impl Params for EmbeddingParams {
                 reason: "need at least one start".into(),
             });
         }
-        Ok(())
+        let grid_points = self.grid.map_or(self.grid_points, |g| g.points);
+        let setting = format!("grid_points = {grid_points}");
+        crate::budget::check(&setting, Bytes::f64s(grid_points).times(4))
     }
 }
 
@@ -173,13 +177,28 @@ pub struct LocalOptimum {
     pub at_boundary: bool,
 }
 
-/// One point of the lengthscale scan.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// One point of the lengthscale scan. JSON: `{"lengthscale", "log_marginal"}`, or
+/// `{"lengthscale", "failed": true}` where the objective was not finite there (JSON has no `−∞`).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScanPoint {
     /// The isotropic lengthscale.
     pub lengthscale: f64,
     /// The log marginal pseudolikelihood at the initial `τ²` (`−∞` where it failed).
     pub log_marginal: f64,
+}
+
+impl Serialize for ScanPoint {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ScanPoint", 2)?;
+        st.serialize_field("lengthscale", &self.lengthscale)?;
+        if self.log_marginal.is_finite() {
+            st.serialize_field("log_marginal", &self.log_marginal)?;
+        } else {
+            st.serialize_field("failed", &true)?;
+        }
+        st.end()
+    }
 }
 
 /// The result of ML-II ([`EmbeddingParams`]): the learned hyperparameters, every local optimum, the
@@ -306,6 +325,7 @@ impl Estimator for EmbeddingParams {
         progress: &dyn Progress,
     ) -> Result<FittedEmbedding, CoreError> {
         x.check_len("data", 2)?;
+        super::check_data_scale(x, opts.jacobian)?;
         let (data, landmarks, landmark_indices) = match &opts.landmarks {
             Some(z) => (x.clone(), z.clone(), None),
             None => {
@@ -420,10 +440,24 @@ impl SearchBox {
             || self.tau2.is_some_and(|(a, b)| near(p[self.n_ls], a, b))
     }
 
-    /// `(θ, τ²)` at the log-scale point `p`.
-    fn unpack(&self, p: &[f64]) -> (Vec<f64>, f64) {
-        let ls = p[..self.n_ls].iter().map(|v| v.exp()).collect();
-        (ls, if self.tau2.is_some() { p[self.n_ls].exp() } else { self.tau2_0 })
+    /// The log-scale point ([`LogParams`]) of `(θ, τ²)`; `τ²` only when it is learned.
+    fn pack(&self, lengthscales: &[f64], tau2: f64) -> Vec<f64> {
+        let mut p = LogParams::default();
+        p.extend(lengthscales);
+        if self.tau2.is_some() {
+            p.push(tau2);
+        }
+        p.into_vec()
+    }
+
+    /// `(θ, τ²)` at the log-scale point `p` (the inverse of [`Self::pack`]); `None` where a value is
+    /// not finite and positive.
+    fn unpack(&self, p: &[f64]) -> Option<(Vec<f64>, f64)> {
+        let mut r = LogParams::reader(p);
+        let ls = r.take_n("lengthscale", self.n_ls).ok()?;
+        let tau2 = if self.tau2.is_some() { r.take("tau2").ok()? } else { self.tau2_0 };
+        r.finish().ok()?;
+        Some((ls, tau2))
     }
 }
 
@@ -461,10 +495,7 @@ impl Objective<'_> {
     /// stays in the basin of its scan maximum): the optimum reached (None if L-BFGS failed) and the
     /// number of evaluations.
     fn polish<B: Backend>(&self, theta0: f64, b: &SearchBox) -> (Option<LocalOptimum>, usize) {
-        let mut x0 = vec![theta0.ln(); b.n_ls];
-        if b.tau2.is_some() {
-            x0.push(b.tau2_0.ln());
-        }
+        let x0 = b.pack(&vec![theta0; b.n_ls], b.tau2_0);
         let mut count = 0usize;
         let res = minimize(
             |p: &[f64]| {
@@ -472,7 +503,7 @@ impl Objective<'_> {
                 if !b.contains(p) {
                     return None;
                 }
-                let (ls, tau2) = b.unpack(p);
+                let (ls, tau2) = b.unpack(p)?;
                 let ml = self.eval::<B>(ls, tau2).ok()?;
                 let mut g: Vec<f64> = ml.grad_log_lengthscale.iter().map(|v| -v).collect();
                 if b.tau2.is_some() {
@@ -483,16 +514,16 @@ impl Objective<'_> {
             x0,
             LbfgsOptions { memory: 8, max_iter: 100, grad_tol: 1e-6, f_tol: 1e-12, max_step: b.step },
         );
-        let found = res.ok().map(|r| {
-            let (lengthscales, tau2) = b.unpack(&r.x);
-            LocalOptimum {
+        let found = res.ok().and_then(|r| {
+            let (lengthscales, tau2) = b.unpack(&r.x)?;
+            Some(LocalOptimum {
                 lengthscales,
                 tau2,
                 log_marginal: -r.f,
                 grad_norm: r.grad_norm,
                 converged: r.converged,
                 at_boundary: b.near_edge(&r.x),
-            }
+            })
         });
         (found, count)
     }
@@ -531,7 +562,7 @@ fn merge_optimum(optima: &mut Vec<LocalOptimum>, cand: LocalOptimum) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
     use rand::Rng;
     use rand_distr::{Distribution, StandardNormal};
 
@@ -565,14 +596,14 @@ mod tests {
         let x = Points::new("x", data, 2).unwrap();
         for (learn_tau2, ard) in [(false, false), (true, false), (false, true)] {
             let opts = EmbeddingParams { num_landmarks: 20, learn_tau2, ard, ..Default::default() };
-            let r = opts.check().unwrap().fit::<Faer>(&x).unwrap();
+            let r = opts.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
             assert!(r.scan.iter().all(|s| s.log_marginal <= r.log_marginal + 1e-9));
             assert_eq!(r.landmarks.len(), 20);
             assert_eq!(r.n_data, 380);
             let best = &r.local_optima[0];
             assert!(best.converged && !best.at_boundary, "{best:?}");
             let (data, z) = hold_out_landmarks(&x, 20, 0).map(|(d, z, _)| (d, z)).unwrap();
-            let ml = marginal_pseudolikelihood::<Faer>(&data, &z, &r.params).unwrap();
+            let ml = marginal_pseudolikelihood::<DefaultBackend>(&data, &z, &r.params).unwrap();
             assert!((ml.log_marginal - r.log_marginal).abs() < 1e-9 * r.log_marginal.abs());
             for g in &ml.grad_log_lengthscale {
                 assert!(g.abs() < 1e-3, "{ml:?}");

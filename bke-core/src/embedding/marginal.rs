@@ -1,27 +1,35 @@
 //! The marginal pseudolikelihood of the BKE model (seed 000 eq. (15)) computed by seed 002 eq. (33),
 //! with the corrected log-Jacobian term and analytic gradients. See the [module docs](super).
+//!
+//! The objective is a sum over the data given the landmarks, so it is computed as **partial
+//! statistics per chunk → merge → finish** ([`PseudolikelihoodPlan`], [`PartialStats`]): a chunk's
+//! statistics are its count `n`, the mean feature vector `μ̂ = (1/n) Σ_i φ_i` (`φ_i = k(x_i, z_·)`),
+//! the centred sum of squares `SS = Σ_i ‖φ_i − μ̂‖²`, their derivatives in the log lengthscale(s),
+//! and the Jacobian sums `Σ_i log γ(x_i)`, `Σ_i Σ_l p_il u_ild²`. Two chunks merge exactly by the
+//! pairwise update of Chan, Golub & LeVeque (1979): with `δ = μ̂_b − μ̂_a`,
+//! `SS = SS_a + SS_b + ‖δ‖² n_a n_b/n` and `∂SS = ∂SS_a + ∂SS_b + 2 (n_a n_b/n) δ·∂δ`, so no sum
+//! of squares ever cancels. `finish` adds the `m × m` terms (`O(m³)`). Memory is `O(mD)` per chunk
+//! whatever `n`: a file can be streamed through [`PseudolikelihoodPlan::partial`] chunk by chunk.
 
-use super::jacobian::{JacScratch, log_volume_raw};
-use super::simd::{exp_nonpos, lane_sum};
+use super::pass::{Landmarks, Scratch};
 use super::{BkeParams, full_lengthscales, validate_data_landmarks};
+use crate::numeric::LN_2PI;
 use crate::{CoreError, Points};
 use bke_linalg::{Backend, LinalgError, Mat};
 use rayon::prelude::*;
 
-/// Points per parallel task of the streaming pass.
+/// Points per parallel task of [`PseudolikelihoodPlan::partial`].
 const CHUNK: usize = 256;
-/// Tasks per round: the partial sums of one round are merged in task order, rounds in order, so the
+/// Tasks per round: the statistics of one round are merged in task order, rounds in order, so the
 /// result does not depend on the number of threads, and memory is `O(ROUND · m · D)` whatever `n`.
 const ROUND: usize = 64;
-/// Points used for the shift `c ≈ μ̂` that keeps `‖K_zx‖²_F − n‖μ̂‖²` free of cancellation.
-const PILOT: usize = 128;
 
 /// The value of the log marginal pseudolikelihood and its gradient.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MarginalLikelihood {
-    /// `log p(x_1..x_n | θ, τ²) = log_gaussian + log_jacobian` (eq. (15)).
+    /// `log p(x_1..x_n | θ, τ²) = log_gaussian + log_jacobian` (seed 000 eq. (15)).
     pub log_marginal: f64,
-    /// The Gaussian term `log N(vec K_zx; 0, 1 1ᵀ ⊗ R_zz + τ² I_mn)` of eq. (33).
+    /// The Gaussian term `log N(vec K_zx; 0, 1 1ᵀ ⊗ R_zz + τ² I_mn)` of seed 002 eq. (33).
     pub log_gaussian: f64,
     /// `Σ_i log γ_θ(x_i)` (0 when [`BkeParams::jacobian`] is off).
     pub log_jacobian: f64,
@@ -31,100 +39,293 @@ pub struct MarginalLikelihood {
     pub grad_log_tau2: f64,
 }
 
-/// Streaming sums over the data (one per task, merged in order).
+/// The sufficient statistics of the marginal pseudolikelihood over a chunk of data points (see the
+/// module docs). Built by [`PseudolikelihoodPlan::partial`], combined by [`PartialStats::merge`],
+/// turned into the objective by [`PseudolikelihoodPlan::finish`]; [`PartialStats::to_vec`] /
+/// [`PartialStats::from_slice`] ship them between processes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartialStats {
+    /// Number of points.
+    pub(super) n: usize,
+    /// Number of landmarks `m`.
+    pub(super) m: usize,
+    /// Gradient coordinates `G`: 1 (one lengthscale) or `D` (ARD).
+    pub(super) gd: usize,
+    /// `μ̂` (m).
+    pub(super) mean: Vec<f64>,
+    /// `∂μ̂/∂log θ_g`, coordinate-major (G·m).
+    pub(super) dmean: Vec<f64>,
+    /// `Σ_i ‖φ_i − μ̂‖²`.
+    pub(super) m2: f64,
+    /// Its derivatives (G).
+    pub(super) dm2: Vec<f64>,
+    /// `Σ_i ½ log det G(x_i)`.
+    pub(super) log_volume: f64,
+    /// `Σ_i Σ_l p_il t_ilg` (G).
+    pub(super) dlog_volume: Vec<f64>,
+}
+
+impl PartialStats {
+    /// The statistics of no points (the identity of [`PartialStats::merge`]).
+    pub fn empty(num_landmarks: usize, gradient_coordinates: usize) -> Self {
+        let (m, gd) = (num_landmarks, gradient_coordinates);
+        Self {
+            n: 0,
+            m,
+            gd,
+            mean: vec![0.0; m],
+            dmean: vec![0.0; gd * m],
+            m2: 0.0,
+            dm2: vec![0.0; gd],
+            log_volume: 0.0,
+            dlog_volume: vec![0.0; gd],
+        }
+    }
+
+    /// Number of data points summarised.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether no point is summarised.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Adds the statistics of another chunk (exact pairwise update; see the module docs). Errors
+    /// when the two were computed for different numbers of landmarks or gradient coordinates.
+    pub fn merge(&mut self, other: &PartialStats) -> Result<(), CoreError> {
+        if (other.m, other.gd) != (self.m, self.gd) {
+            return Err(CoreError::DimensionMismatch {
+                what: "partial statistics to merge (landmarks × gradient coordinates)".into(),
+                expected: self.m * self.gd,
+                found: other.m * other.gd,
+            });
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        if self.n == 0 {
+            *self = other.clone();
+            return Ok(());
+        }
+        let (na, nb) = (self.n as f64, other.n as f64);
+        let n = na + nb;
+        let (f, h) = (nb / n, na * nb / n);
+        let m = self.m;
+        let delta: Vec<f64> = other.mean.iter().zip(&self.mean).map(|(b, a)| b - a).collect();
+        self.m2 += other.m2 + h * delta.iter().map(|d| d * d).sum::<f64>();
+        for g in 0..self.gd {
+            let (da, db) = (&mut self.dmean[g * m..(g + 1) * m], &other.dmean[g * m..(g + 1) * m]);
+            let mut cross = 0.0;
+            for ((a, b), d) in da.iter_mut().zip(db).zip(&delta) {
+                let dd = b - *a;
+                cross += d * dd;
+                *a += f * dd;
+            }
+            self.dm2[g] += other.dm2[g] + 2.0 * h * cross;
+            self.dlog_volume[g] += other.dlog_volume[g];
+        }
+        for (a, d) in self.mean.iter_mut().zip(&delta) {
+            *a += f * d;
+        }
+        self.log_volume += other.log_volume;
+        self.n += other.n;
+        Ok(())
+    }
+
+    /// A flat encoding `[n, m, G, μ̂, ∂μ̂, SS, ∂SS, Σ log γ, ∂Σ log γ]` (length `3 + m + Gm + 2 + 2G`).
+    pub fn to_vec(&self) -> Vec<f64> {
+        let mut v = vec![self.n as f64, self.m as f64, self.gd as f64];
+        v.extend(&self.mean);
+        v.extend(&self.dmean);
+        v.push(self.m2);
+        v.extend(&self.dm2);
+        v.push(self.log_volume);
+        v.extend(&self.dlog_volume);
+        v
+    }
+
+    /// Decodes [`PartialStats::to_vec`]; errors on a malformed slice.
+    pub fn from_slice(v: &[f64]) -> Result<Self, CoreError> {
+        let bad = |reason: &str| CoreError::InvalidParameter {
+            name: "encoded partial statistics".into(),
+            value: v.len() as f64,
+            reason: reason.into(),
+        };
+        let count = |x: f64| (x >= 0.0 && x.fract() == 0.0 && x < 1e15).then_some(x as usize);
+        let (n, m, gd) = match v {
+            [n, m, g, ..] => (count(*n), count(*m), count(*g)),
+            _ => (None, None, None),
+        };
+        let (Some(n), Some(m), Some(gd)) = (n, m, gd) else {
+            return Err(bad("the header [n, m, G] must hold three counts"));
+        };
+        if v.len() != 3 + m + gd * m + 2 + 2 * gd {
+            return Err(bad("its length does not match the header [n, m, G]"));
+        }
+        let mut rest = &v[3..];
+        let mut take = |k: usize| {
+            let (a, b) = rest.split_at(k);
+            rest = b;
+            a.to_vec()
+        };
+        let (mean, dmean) = (take(m), take(gd * m));
+        let (m2, dm2) = (take(1)[0], take(gd));
+        let (log_volume, dlog_volume) = (take(1)[0], take(gd));
+        Ok(Self { n, m, gd, mean, dmean, m2, dm2, log_volume, dlog_volume })
+    }
+}
+
+impl MarginalLikelihood {
+    /// The value itself when it and its gradient are finite, else an error saying why they are
+    /// not: a `−∞` log-Jacobian means the landmarks' feature map loses rank at some data point
+    /// (a constant or duplicated column, landmarks that do not span the input dimensions), a
+    /// non-finite value otherwise means the lengthscale is far from the data's scale (e.g. data
+    /// near 1e200). Inside optimisers and samplers a non-finite value is simply rejected; reports
+    /// (the CLI, Python) call this.
+    pub fn finite(self) -> Result<Self, CoreError> {
+        let grads_ok =
+            self.grad_log_lengthscale.iter().all(|g| g.is_finite()) && self.grad_log_tau2.is_finite();
+        if self.log_marginal.is_finite() && grads_ok {
+            return Ok(self);
+        }
+        let reason = if !self.log_jacobian.is_finite() {
+            "the log-Jacobian Σ log γ(x_i) is not finite: the landmarks' feature map is rank-deficient at \
+             some data point (a constant or duplicated column, or landmarks that do not span the input \
+             dimensions); drop such columns, choose other landmarks, or leave the Jacobian out"
+        } else {
+            "the data are far from the lengthscale's scale (kernel values underflow or overflow); \
+             standardise the columns or choose a lengthscale on the data's scale"
+        };
+        Err(CoreError::NonFiniteResult {
+            what: format!("the log marginal pseudolikelihood ({}) or its gradient", self.log_marginal),
+            reason: reason.into(),
+        })
+    }
+}
+
+/// Everything the objective needs besides the data: landmarks prepared for the streaming pass and
+/// the `m × m` prior terms. Build once per parameter value, then stream the data through
+/// [`PseudolikelihoodPlan::partial`] in chunks of any size and [`PseudolikelihoodPlan::finish`].
+///
+/// ```
+/// use bke_core::embedding::{BkeParams, PseudolikelihoodPlan, marginal_pseudolikelihood};
+/// use bke_core::Points;
+/// use bke_linalg::DefaultBackend;
+/// let x: Vec<f64> = (0..500).map(|i| (i as f64 * 0.37).sin() * 2.0).collect();
+/// let z = Points::from_1d("z", &[-1.5, 0.0, 1.0]).unwrap();
+/// let p = BkeParams::new(vec![0.8], 1.0);
+/// let plan = PseudolikelihoodPlan::new(&z, &p).unwrap();
+/// let mut stats = plan.empty_stats();
+/// for chunk in x.chunks(128) {
+///     stats.merge(&plan.partial(&Points::from_1d("x", chunk).unwrap()).unwrap()).unwrap();
+/// }
+/// let streamed = plan.finish::<DefaultBackend>(&stats).unwrap();
+/// let whole = marginal_pseudolikelihood::<DefaultBackend>(&Points::from_1d("x", &x).unwrap(), &z, &p).unwrap();
+/// assert!((streamed.log_marginal - whole.log_marginal).abs() < 1e-10 * whole.log_marginal.abs());
+/// ```
 #[derive(Debug, Clone)]
-struct Sums {
-    /// Σ_i φ_i (m)
-    phi: Vec<f64>,
-    /// Σ_i ∂φ_i/∂log θ_d, dimension-major (D·m)
-    dphi: Vec<f64>,
-    /// Σ_i ‖φ_i − c‖²
-    ss: f64,
-    /// Σ_i 2 (φ_i − c)·∂φ_i/∂log θ_d (D)
-    dss: Vec<f64>,
-    /// Σ_i ½ log det G(x_i)
-    logvol: f64,
-    /// Σ_i Σ_l p_il u_ild² (D)
-    dlogvol: Vec<f64>,
+pub struct PseudolikelihoodPlan {
+    params: BkeParams,
+    ls: Vec<f64>,
+    landmarks: Landmarks,
+    /// `R_zz`.
+    r: Mat,
+    /// `∂R/∂log θ_g` (summed over dimensions for one lengthscale).
+    dr: Vec<Mat>,
 }
 
-/// Per-landmark accumulators of one task (no reduction chains in the inner loops), folded into a
-/// [`Sums`] at the end of the task in a fixed order.
-struct LandmarkAcc {
-    /// Σ_i (φ_il − c_l)²
-    ss: Vec<f64>,
-    /// Σ_i 2 (φ_il − c_l) ∂φ_il/∂log θ_d, dimension-major
-    dss: Vec<f64>,
-    /// Σ_i p_il u_ild² (fast Jacobian path), dimension-major
-    dlv: Vec<f64>,
-}
-
-impl Sums {
-    fn zeros(m: usize, dim: usize) -> Self {
-        Sums {
-            phi: vec![0.0; m],
-            dphi: vec![0.0; m * dim],
-            ss: 0.0,
-            dss: vec![0.0; dim],
-            logvol: 0.0,
-            dlogvol: vec![0.0; dim],
+impl PseudolikelihoodPlan {
+    /// Prepares the objective at landmarks `z` (`m ≥ D` points, not treated as data) and
+    /// parameters `params` (`O(m²D)`). Errors on empty landmarks, `m < D` or invalid parameters.
+    pub fn new(z: &Points, params: &BkeParams) -> Result<Self, CoreError> {
+        z.check_len("landmarks", 1)?;
+        let (m, dim) = (z.len(), z.dim());
+        if m < dim {
+            // The same message as for a full data set.
+            validate_data_landmarks(z, z)?;
         }
-    }
-
-    fn add(&mut self, o: &Sums) {
-        for (a, b) in self.phi.iter_mut().zip(&o.phi) {
-            *a += b;
-        }
-        for (a, b) in self.dphi.iter_mut().zip(&o.dphi) {
-            *a += b;
-        }
-        self.ss += o.ss;
-        for (a, b) in self.dss.iter_mut().zip(&o.dss) {
-            *a += b;
-        }
-        self.logvol += o.logvol;
-        for (a, b) in self.dlogvol.iter_mut().zip(&o.dlogvol) {
-            *a += b;
-        }
-    }
-}
-
-/// Per-task buffers (allocated once per task, reused for every point of the chunk).
-struct Work {
-    u: Vec<f64>,
-    q: Vec<f64>,
-    k: Vec<f64>,
-    jac: JacScratch,
-}
-
-/// Landmarks divided by the lengthscales, dimension-major, and `x` scaling.
-struct Scaled<'a> {
-    zt: Vec<f64>,
-    inv_ls: &'a [f64],
-    m: usize,
-    dim: usize,
-}
-
-impl Scaled<'_> {
-    /// Fills `u`, `q`, `k` for point `x`.
-    #[inline]
-    fn features(&self, x: &[f64], w: &mut Work) {
-        let (m, dim) = (self.m, self.dim);
-        let q = &mut w.q[..m];
-        q.iter_mut().for_each(|v| *v = 0.0);
-        for d in 0..dim {
-            let xd = x[d] * self.inv_ls[d];
-            let zt = &self.zt[d * m..(d + 1) * m];
-            let ud = &mut w.u[d * m..(d + 1) * m];
-            for ((u, z), qq) in ud.iter_mut().zip(zt).zip(q.iter_mut()) {
-                let t = xd - z;
-                *u = t;
-                *qq += t * t;
+        params.validate_for_dim(dim)?;
+        let ard = params.lengthscales.len() > 1;
+        let ls = full_lengthscales(&params.lengthscales, dim);
+        let landmarks = Landmarks::new(z.as_slice(), dim, &ls, ard, params.jacobian);
+        let gd = landmarks.gd;
+        let mut r = Mat::zeros(m, m);
+        let mut dr: Vec<Mat> = (0..gd).map(|_| Mat::zeros(m, m)).collect();
+        let mut g = vec![0.0; dim];
+        for j in 0..m {
+            for i in j..m {
+                let v = params.prior.r_grad(&ls, z.point(i), z.point(j), &mut g);
+                r[(i, j)] = v;
+                r[(j, i)] = v;
+                for (c, drc) in dr.iter_mut().enumerate() {
+                    let gv = if gd == 1 { g.iter().sum() } else { g[c] };
+                    drc[(i, j)] = gv;
+                    drc[(j, i)] = gv;
+                }
             }
         }
-        for (k, qq) in w.k[..m].iter_mut().zip(q.iter()) {
-            *k = exp_nonpos(-0.5 * qq);
+        Ok(Self { params: params.clone(), ls, landmarks, r, dr })
+    }
+
+    /// Dimension `D` of the data.
+    pub fn dim(&self) -> usize {
+        self.landmarks.dim
+    }
+
+    /// Number of landmarks `m`.
+    pub fn num_landmarks(&self) -> usize {
+        self.landmarks.m
+    }
+
+    /// Gradient coordinates: 1 for one lengthscale, `D` for ARD.
+    pub fn gradient_coordinates(&self) -> usize {
+        self.landmarks.gd
+    }
+
+    /// The statistics of no points, to merge chunks into.
+    pub fn empty_stats(&self) -> PartialStats {
+        PartialStats::empty(self.num_landmarks(), self.gradient_coordinates())
+    }
+
+    /// The statistics of the data chunk `x` (any number of points, even none), in parallel blocks
+    /// whose results are merged in a fixed order: bitwise identical for any thread count.
+    /// Time `O(n m D²)` (`O(nmD)` without the Jacobian), memory `O(mD)` per thread.
+    pub fn partial(&self, x: &Points) -> Result<PartialStats, CoreError> {
+        x.check_dim("landmarks", self.dim())?;
+        let (n, dim) = (x.len(), self.dim());
+        let mut total = self.empty_stats();
+        let n_chunks = n.div_ceil(CHUNK);
+        let mut first = 0;
+        while first < n_chunks {
+            let last = (first + ROUND).min(n_chunks);
+            let parts: Vec<PartialStats> = (first..last)
+                .into_par_iter()
+                .map_init(Scratch::default, |s, ci| {
+                    let rows = ci * CHUNK..((ci + 1) * CHUNK).min(n);
+                    self.landmarks.block(&x.as_slice()[rows.start * dim..rows.end * dim], s)
+                })
+                .collect();
+            for p in &parts {
+                total.merge(p)?;
+            }
+            first = last;
         }
+        Ok(total)
+    }
+
+    /// The objective and its gradient from the statistics of the whole data set (`O(m³)`).
+    /// Errors when `stats` summarise no point or belong to another plan's shape, or when
+    /// `R_zz + (τ²/n)I` is not positive definite even after the eigenvalue fallback (practically
+    /// impossible: its eigenvalues are `≥ τ²/n`).
+    pub fn finish<B: Backend>(&self, stats: &PartialStats) -> Result<MarginalLikelihood, CoreError> {
+        if stats.n == 0 {
+            return Err(CoreError::Empty { what: "data (0 points)".into(), needed: 1 });
+        }
+        self.empty_stats().merge(stats)?; // shape check
+        let dense = DenseTerms::new::<B>(&self.r, self.params.tau2 / stats.n as f64)?;
+        Ok(combine(stats, &dense, &self.dr, &self.params, &self.ls))
     }
 }
 
@@ -133,8 +334,9 @@ impl Scaled<'_> {
 ///
 /// `x`: the `n` data points; `z`: the `m ≥ D` landmarks (not treated as data). Time `O(m³ + nmD²)`
 /// (`nmD` for the Gaussian term, `nmD²` for the Jacobian), memory `O(m²D + (n + m)D)`: `K_zx` is never
-/// formed, the data are streamed in parallel chunks whose partial sums are merged in a fixed order
-/// (bitwise identical results for any thread count).
+/// formed, the data are streamed in parallel chunks whose statistics are merged in a fixed order
+/// (bitwise identical results for any thread count). The same computation, chunk by chunk:
+/// [`PseudolikelihoodPlan`].
 ///
 /// Errors: empty `x` or `z`, dimension mismatch, `m < D`, invalid parameters (see
 /// [`BkeParams::validate_for_dim`]), or `R_zz + (τ²/n)I` not positive definite even after the eigenvalue
@@ -146,126 +348,19 @@ pub fn marginal_pseudolikelihood<B: Backend>(
 ) -> Result<MarginalLikelihood, CoreError> {
     validate_data_landmarks(x, z)?;
     params.validate_for_dim(x.dim())?;
-    let (n, m, dim) = (x.len(), z.len(), x.dim());
-    let ls = full_lengthscales(&params.lengthscales, dim);
-    let inv_ls: Vec<f64> = ls.iter().map(|l| 1.0 / l).collect();
-    let mut zt = vec![0.0; dim * m];
-    for l in 0..m {
-        for d in 0..dim {
-            zt[d * m + l] = z.point(l)[d] * inv_ls[d];
-        }
-    }
-    let sc = Scaled { zt, inv_ls: &inv_ls, m, dim };
-    let new_work =
-        || Work { u: vec![0.0; m * dim], q: vec![0.0; m], k: vec![0.0; m], jac: JacScratch::default() };
-
-    // Shift c ≈ μ̂ from a pilot of the first points.
-    let mut c = vec![0.0; m];
-    {
-        let mut w = new_work();
-        let np = n.min(PILOT);
-        for i in 0..np {
-            sc.features(x.point(i), &mut w);
-            for l in 0..m {
-                c[l] += w.k[l];
-            }
-        }
-        c.iter_mut().for_each(|v| *v /= np as f64);
-    }
-
-    let jacobian = params.jacobian;
-    let chunk_sums = |range: std::ops::Range<usize>| -> Sums {
-        let mut w = new_work();
-        let mut s = Sums::zeros(m, dim);
-        let mut acc = LandmarkAcc { ss: vec![0.0; m], dss: vec![0.0; m * dim], dlv: vec![0.0; m * dim] };
-        for i in range {
-            sc.features(x.point(i), &mut w);
-            let kk = &w.k[..m];
-            for (((&k, cl), phi), ss) in kk.iter().zip(&c[..m]).zip(&mut s.phi[..m]).zip(&mut acc.ss[..m]) {
-                *phi += k;
-                let e = k - cl;
-                *ss += e * e;
-            }
-            for d in 0..dim {
-                let ud = &w.u[d * m..(d + 1) * m];
-                let dphi = &mut s.dphi[d * m..(d + 1) * m];
-                let dss = &mut acc.dss[d * m..(d + 1) * m];
-                for ((((&k, cl), u), dp), ds) in
-                    kk.iter().zip(&c[..m]).zip(ud).zip(dphi.iter_mut()).zip(dss.iter_mut())
-                {
-                    let t = k * u * u;
-                    *dp += t;
-                    *ds += 2.0 * (k - cl) * t;
-                }
-            }
-            if jacobian {
-                let (v, fast) = log_volume_raw(&w.u, &w.q, &w.k, m, dim, true, &mut s.dlogvol, &mut w.jac);
-                s.logvol += v;
-                if fast {
-                    let p = &w.jac.p[..m];
-                    for d in 0..dim {
-                        let ud = &w.u[d * m..(d + 1) * m];
-                        let dlv = &mut acc.dlv[d * m..(d + 1) * m];
-                        for ((dl, pl), u) in dlv.iter_mut().zip(p).zip(ud) {
-                            *dl += pl * u * u;
-                        }
-                    }
-                }
-            }
-        }
-        s.ss += lane_sum(m, |l| acc.ss[l]);
-        for d in 0..dim {
-            s.dss[d] += lane_sum(m, |l| acc.dss[d * m + l]);
-            s.dlogvol[d] += lane_sum(m, |l| acc.dlv[d * m + l]);
-        }
-        s
-    };
-
-    let mut total = Sums::zeros(m, dim);
-    let n_chunks = n.div_ceil(CHUNK);
-    let mut first = 0;
-    while first < n_chunks {
-        let last = (first + ROUND).min(n_chunks);
-        let parts: Vec<Sums> = (first..last)
-            .into_par_iter()
-            .map(|ci| chunk_sums(ci * CHUNK..((ci + 1) * CHUNK).min(n)))
-            .collect();
-        for p in &parts {
-            total.add(p);
-        }
-        first = last;
-    }
-
-    let dense = DenseTerms::<B>::new(z, &ls, params, n)?;
-    Ok(combine(&total, &c, &dense, params, n, m, dim, &ls))
+    let plan = PseudolikelihoodPlan::new(z, params)?;
+    plan.finish::<B>(&plan.partial(x)?)
 }
 
-/// The `m × m` quantities: `A = R + (τ²/n) I`, `A⁻¹`, `log det A`, `∂R/∂log θ_d`.
-struct DenseTerms<B: Backend> {
+/// The `m × m` quantities: `A = R + (τ²/n) I`, `A⁻¹`, `log det A`.
+struct DenseTerms {
     a_inv: Mat,
     logdet: f64,
-    dr: Vec<Mat>,
-    _b: std::marker::PhantomData<B>,
 }
 
-impl<B: Backend> DenseTerms<B> {
-    fn new(z: &Points, ls: &[f64], params: &BkeParams, n: usize) -> Result<Self, CoreError> {
-        let (m, dim) = (z.len(), z.dim());
-        let mut r = Mat::zeros(m, m);
-        let mut dr: Vec<Mat> = (0..dim).map(|_| Mat::zeros(m, m)).collect();
-        let mut g = vec![0.0; dim];
-        for j in 0..m {
-            for i in j..m {
-                let v = params.prior.r_grad(ls, z.point(i), z.point(j), &mut g);
-                r[(i, j)] = v;
-                r[(j, i)] = v;
-                for d in 0..dim {
-                    dr[d][(i, j)] = g[d];
-                    dr[d][(j, i)] = g[d];
-                }
-            }
-        }
-        let noise = params.tau2 / n as f64;
+impl DenseTerms {
+    fn new<B: Backend>(r: &Mat, noise: f64) -> Result<Self, CoreError> {
+        let m = r.nrows();
         let mut a = r.clone();
         for i in 0..m {
             a[(i, i)] += noise;
@@ -289,29 +384,23 @@ impl<B: Backend> DenseTerms<B> {
             }
             Err(e) => return Err(e.into()),
         };
-        Ok(Self { a_inv, logdet, dr, _b: std::marker::PhantomData })
+        Ok(Self { a_inv, logdet })
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn combine<B: Backend>(
-    s: &Sums,
-    c: &[f64],
-    dense: &DenseTerms<B>,
+/// Eq. (33) and its gradient from the statistics and the dense terms (see the module docs).
+fn combine(
+    s: &PartialStats,
+    dense: &DenseTerms,
+    dr: &[Mat],
     params: &BkeParams,
-    n: usize,
-    m: usize,
-    dim: usize,
     ls: &[f64],
 ) -> MarginalLikelihood {
-    let nf = n as f64;
-    let mf = m as f64;
+    let (m, dim, gd) = (s.m, ls.len(), s.gd);
+    let (nf, mf) = (s.n as f64, m as f64);
     let tau2 = params.tau2;
-    let mu: Vec<f64> = s.phi.iter().map(|v| v / nf).collect();
-    let dmu: Vec<f64> = s.dphi.iter().map(|v| v / nf).collect();
-    // centred sum of squares Σ‖φ_i − μ̂‖² = Σ‖φ_i − c‖² − n‖μ̂ − c‖²
-    let mc: Vec<f64> = mu.iter().zip(c).map(|(a, b)| a - b).collect();
-    let ss = (s.ss - nf * mc.iter().map(|v| v * v).sum::<f64>()).max(0.0);
+    let mu = &s.mean;
+    let ss = s.m2.max(0.0);
     let a_inv = &dense.a_inv;
     let mut alpha = vec![0.0; m];
     for j in 0..m {
@@ -320,26 +409,19 @@ fn combine<B: Backend>(
             alpha[i] += col[i] * mu[j];
         }
     }
-    let quad: f64 = alpha.iter().zip(&mu).map(|(a, b)| a * b).sum();
-    let two_pi = 2.0 * std::f64::consts::PI;
+    let quad: f64 = alpha.iter().zip(mu).map(|(a, b)| a * b).sum();
     let log_gaussian = -0.5
-        * (dense.logdet
-            + quad
-            + ss / tau2
-            + mf * nf.ln()
-            + mf * (nf - 1.0) * tau2.ln()
-            + mf * nf * two_pi.ln());
+        * (dense.logdet + quad + ss / tau2 + mf * nf.ln() + mf * (nf - 1.0) * tau2.ln() + mf * nf * LN_2PI);
     let tr_ainv: f64 = (0..m).map(|i| a_inv[(i, i)]).sum();
     let alpha2: f64 = alpha.iter().map(|v| v * v).sum();
     let grad_log_tau2 = -0.5 * ((tau2 / nf) * (tr_ainv - alpha2) - ss / tau2 + mf * (nf - 1.0));
 
-    let mut g_gauss = vec![0.0; dim];
-    for d in 0..dim {
-        let dr = &dense.dr[d];
+    let mut grad = vec![0.0; gd];
+    for (g, drg) in dr.iter().enumerate() {
         let mut tr = 0.0;
         let mut a_dr_a = 0.0;
         for j in 0..m {
-            let (cj, ai) = (dr.col(j), a_inv.col(j));
+            let (cj, ai) = (drg.col(j), a_inv.col(j));
             let mut t = 0.0;
             for i in 0..m {
                 tr += ai[i] * cj[i];
@@ -347,23 +429,21 @@ fn combine<B: Backend>(
             }
             a_dr_a += t * alpha[j];
         }
-        let dmu_d = &dmu[d * m..(d + 1) * m];
-        let a_dmu: f64 = alpha.iter().zip(dmu_d).map(|(a, b)| a * b).sum();
-        let dss = s.dss[d] - 2.0 * nf * mc.iter().zip(dmu_d).map(|(a, b)| a * b).sum::<f64>();
-        g_gauss[d] = -0.5 * (tr + 2.0 * a_dmu - a_dr_a + dss / tau2);
+        let a_dmu: f64 = alpha.iter().zip(&s.dmean[g * m..(g + 1) * m]).map(|(a, b)| a * b).sum();
+        grad[g] = -0.5 * (tr + 2.0 * a_dmu - a_dr_a + s.dm2[g] / tau2);
     }
-    let (log_jacobian, g_jac) = if params.jacobian {
-        let lj = s.logvol - nf * ls.iter().map(|l| l.ln()).sum::<f64>();
-        (lj, s.dlogvol.iter().map(|v| v - 2.0 * nf).collect::<Vec<_>>())
-    } else {
-        (0.0, vec![0.0; dim])
-    };
-    let per_dim: Vec<f64> = g_gauss.iter().zip(&g_jac).map(|(a, b)| a + b).collect();
-    let mut grad_log_lengthscale =
-        if params.lengthscales.len() == 1 { vec![per_dim.iter().sum()] } else { per_dim };
+    let mut log_jacobian = 0.0;
+    if params.jacobian {
+        log_jacobian = s.log_volume - nf * ls.iter().map(|l| l.ln()).sum::<f64>();
+        // ∂ log γ/∂ log θ_d = Σ_l p_l u_d² − 2, summed over d for one lengthscale.
+        let per_point = if gd == 1 { 2.0 * dim as f64 } else { 2.0 };
+        for (g, dv) in grad.iter_mut().zip(&s.dlog_volume) {
+            *g += dv - per_point * nf;
+        }
+    }
     let log_marginal = log_gaussian + log_jacobian;
     if log_marginal == f64::NEG_INFINITY {
-        grad_log_lengthscale.iter_mut().for_each(|g| *g = f64::NAN);
+        grad.iter_mut().for_each(|g| *g = f64::NAN);
     }
-    MarginalLikelihood { log_marginal, log_gaussian, log_jacobian, grad_log_lengthscale, grad_log_tau2 }
+    MarginalLikelihood { log_marginal, log_gaussian, log_jacobian, grad_log_lengthscale: grad, grad_log_tau2 }
 }

@@ -1,8 +1,28 @@
-//! Small vectorisable kernels for the streaming pass: an `exp` the compiler can vectorise, and
-//! reductions with independent lanes (a fixed summation order, so results are deterministic).
+//! Small vectorisable kernels for the streaming pass: an `exp` the compiler can vectorise, lane
+//! arrays, and reductions with independent lanes (a fixed summation order, so results are
+//! deterministic). Portable code: with `target-cpu=native` LLVM maps a [`Lane`] to one AVX-512
+//! register (or two AVX2 registers); nothing here requires either.
 
-/// Lanes of the reductions.
+/// Lanes of the reductions and of a [`Lane`].
 const LANES: usize = 8;
+/// Width of a [`Lane`].
+pub(crate) const W: usize = LANES;
+/// `W` values processed together (one landmark block of the streaming pass).
+pub(crate) type Lane = [f64; W];
+
+/// `a·b + c`, fused where the target has FMA (then one rounding), else a multiply and an add: no
+/// slow software `fma` call on targets without it.
+#[inline(always)]
+pub(crate) fn fma(a: f64, b: f64, c: f64) -> f64 {
+    if cfg!(target_feature = "fma") { a.mul_add(b, c) } else { a * b + c }
+}
+
+/// `Σ_j v[j]` in a fixed pairwise order.
+#[inline(always)]
+pub(crate) fn hsum(v: &Lane) -> f64 {
+    let a = [v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7]];
+    (a[0] + a[2]) + (a[1] + a[3])
+}
 
 /// `exp(x)` for `x ≤ 0`, accurate to ~1 ulp on `[−708, 0]` and flushed to exactly 0 below `−700`
 /// (so no subnormal ever reaches the accumulations). Branch-free apart from the flush select, so
@@ -36,29 +56,6 @@ pub(crate) fn exp_nonpos(x: f64) -> f64 {
     let bits = (t.to_bits().wrapping_sub(SHIFT.to_bits()).wrapping_add(1023)) << 52;
     let v = p * f64::from_bits(bits);
     if x < -700.0 { 0.0 } else { v }
-}
-
-/// `Σ_l f(l)` over `0..m` with `LANES` independent accumulators combined in a fixed order.
-#[inline(always)]
-pub(crate) fn lane_sum(m: usize, f: impl Fn(usize) -> f64) -> f64 {
-    let mut acc = [0.0f64; LANES];
-    let full = m / LANES * LANES;
-    let mut l = 0;
-    while l < full {
-        for j in 0..LANES {
-            acc[j] += f(l + j);
-        }
-        l += LANES;
-    }
-    let mut tail = 0.0;
-    for l in full..m {
-        tail += f(l);
-    }
-    let mut s = 0.0;
-    for a in acc {
-        s += a;
-    }
-    s + tail
 }
 
 /// `Σ_l a_l b_l c_l` with `LANES` independent accumulators (slices of equal length).
@@ -127,10 +124,7 @@ mod tests {
     #[test]
     fn lane_reductions() {
         let v: Vec<f64> = (0..37).map(|i| (i as f64 * 0.7).sin()).collect();
-        let s = lane_sum(v.len(), |l| v[l]);
-        assert!((s - v.iter().sum::<f64>()).abs() < 1e-13);
         assert_eq!(lane_max(&v), v.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
-        assert_eq!(lane_sum(0, |_| 1.0), 0.0);
         let w: Vec<f64> = (0..37).map(|i| i as f64 * 0.1).collect();
         let d = lane_dot3(&v, &w, &v);
         assert!((d - (0..37).map(|i| v[i] * w[i] * v[i]).sum::<f64>()).abs() < 1e-12);

@@ -2,30 +2,51 @@
 //! 2008; seed 000 §2.2): `H₀: X ⫫ Y` from paired observations `(x_i, y_i)`, `i = 1…n`, with kernels
 //! `k` on `x` and `l` on `y` (Gram matrices `K`, `L`).
 //!
+//! ```
+//! use bke_core::hypothesis::{HsicParams, LengthscaleSelection};
+//! use bke_core::{Params, Points, TwoSamples};
+//! use bke_linalg::DefaultBackend;
+//! let t: Vec<f64> = (0..60).map(|i| i as f64 / 59.0 * 4.0 - 2.0).collect();
+//! let x = Points::from_1d("x", &t)?;
+//! let y = Points::from_1d("y", &t.iter().map(|v| v * v).collect::<Vec<_>>())?;
+//! let params = HsicParams { permutations: 200, ..HsicParams::default() };
+//! let report = params.check()?.fit::<DefaultBackend>(&TwoSamples { x, y })?.test::<DefaultBackend>()?;
+//! assert!(report.outcome.reject);
+//! # Ok::<(), bke_core::CoreError>(())
+//! ```
+//!
 //! Statistics ([`HsicStatistic`]):
 //! - biased (default; Gretton et al. 2008): `HSIC_b = tr(KHLH)/n² = Σ_ij K̄_ij L_ij / n²`,
 //!   `K̄ = HKH`, `H = I − 11ᵀ/n`;
 //! - unbiased (Song et al. 2012, Thm. 2): `HSIC_u = [tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1/((n−1)(n−2))
-//!   − 2·1ᵀK̃L̃1/(n−2)] / (n(n−3))`, `K̃`, `L̃` with zeroed diagonals (needs `n ≥ 4`).
+//!   − 2·1ᵀK̃L̃1/(n−2)] / (n(n−3))`, `K̃`, `L̃` with zeroed diagonals (needs `n ≥ 4`);
+//! - with the wild-bootstrap null, the pairs-of-pairs U-statistic of HSICAgg (its own unbiased
+//!   estimator of HSIC, [`NullDistribution::WildBootstrap`]; `statistic_kind` "pairs").
 //!
-//! Permutation null: `y` is permuted against `x`, `L → L_π = (L_{π(i)π(j)})`. The centred `K̄` (or
-//! `K̃`, its row sums `a = K̃1` and `b = L̃1`) is computed once; each draw is then one symmetric pass
-//! `Σ_ij K̄_ij L_{π(i)π(j)}` (half the pairs) plus, for the unbiased statistic, `Σ_i a_i b_{π(i)}`,
-//! with no allocation per draw. Draw `b` uses stream `(seed, b)`: identical for any thread count.
-//!
-//! Gamma null (Gretton et al. 2008, §4): `n·HSIC_b` is approximately Gamma with mean
-//! `E = (d_x − μ_x)(d_y − μ_y)` and variance
+//! Nulls: permutation of `y` against `x` (batched GEMMs through the backend, details in the null
+//! module's docs), wild bootstrap on pairs of pairs, and the gamma approximation (Gretton et al. 2008,
+//! §4): `n·HSIC_b` is approximately Gamma with mean `E = (d_x − μ_x)(d_y − μ_y)` and variance
 //! `Var = 72(n−4)(n−5)/((n)_4) · 1/(n(n−1)) Σ_{i≠j} (K̄_ij L̄_ij / 6)² · n²`, where `μ_x` is the mean
 //! off-diagonal entry of `K` and `d_x` the mean diagonal entry (1 for bke's unit-amplitude kernels, which
 //! is the paper's `1 + μ_xμ_y − μ_x − μ_y`). Needs `n ≥ 6`. For the unbiased statistic (null mean ≈ 0)
 //! the p-value is `P(G ≥ n·HSIC_u + E)`.
+//!
+//! Aggregated tests: HSICAgg (Schrab et al. 2022; 5 × 5 Gaussian bandwidths around each variable's
+//! median, weighted min-p with the corrected level, `B₁ = B₂ = B`) and BKL-Bayes (the product of the
+//! two variables' posterior collections, studentised statistics, soft maximum with
+//! `λ = √(n(n−1))`). Kernels are chosen on each variable separately, which permuting `y` leaves
+//! unchanged: the tests are exact ([`super::select`]).
 
-use super::mmd::draw_permutation;
-use super::{NullDistribution, TestOutcome, check_alpha, check_draws, choice, draw_rng, invalid};
+use super::aggregate::{KernelStatistics, min_p, soft_max_test, studentise};
+use super::hsic_null::{gamma_moments, observed, permutation_stats, wild_stats};
+use super::kernels::{Distances, WeightedKernel};
+use super::report::{HsicReport, KernelReport, Outcome, SelectionFields};
+use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
+use super::{NullDistribution, TestOutcome, check_alpha, check_draws, choice, invalid};
+use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
 use crate::special::gamma_sf;
-use crate::{CoreError, Kernel, Points};
-use bke_linalg::Mat;
-use rayon::prelude::*;
+use crate::{CoreError, Points};
+use bke_linalg::{Backend, Mat};
 
 /// Which HSIC estimator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,19 +84,25 @@ impl HsicStatistic {
     }
 }
 
-/// Parameters of the HSIC independence test.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Parameters of the HSIC independence test: `HsicParams { .. }.check()?.fit::<B>(&TwoSamples { x, y })?`
+/// (`x` and `y` paired by row, any dimensions) chooses a kernel per variable, and
+/// [`FittedHsic::test`] runs the test.
+#[derive(Debug, Clone, PartialEq)]
 pub struct HsicParams {
     /// The estimator. Default [`HsicStatistic::Biased`].
     pub statistic: HsicStatistic,
-    /// The null: [`NullDistribution::Permutation`] (default) or [`NullDistribution::Gamma`].
+    /// The null: [`NullDistribution::Permutation`] (default), `Gamma` or `WildBootstrap`.
     pub null: NullDistribution,
-    /// Number of permutations `B`. Default 1000.
+    /// Number of permutations / bootstrap draws `B` (HSICAgg: `B₁ = B₂ = B`). Default 1000.
     pub permutations: usize,
     /// Test level α ∈ (0, 1). Default 0.05.
     pub alpha: f64,
-    /// Seed of the permutation streams. Default 0.
+    /// Seed of the resampling streams. Default 0.
     pub seed: u64,
+    /// How each variable's kernel(s) are chosen. Default: the median heuristic.
+    pub selection: LengthscaleSelection,
+    /// Another single-kernel rule for `y` (e.g. its own fixed lengthscale); `None`: `selection`.
+    pub selection_y: Option<LengthscaleSelection>,
 }
 
 impl Default for HsicParams {
@@ -86,127 +113,66 @@ impl Default for HsicParams {
             permutations: 1000,
             alpha: 0.05,
             seed: 0,
+            selection: LengthscaleSelection::default(),
+            selection_y: None,
         }
     }
 }
 
 impl HsicParams {
-    /// Validates α, `B` and the null (permutation or gamma).
-    pub fn check(&self) -> Result<(), CoreError> {
-        check_alpha(self.alpha)?;
-        match self.null {
-            NullDistribution::Permutation => check_draws(self.permutations),
-            NullDistribution::Gamma => Ok(()),
-            other => Err(choice(
-                &format!("null distribution '{}' for HSIC", other.name()),
-                "the HSIC test supports the permutation and gamma nulls",
-            )),
-        }
+    fn selection_y(&self) -> &LengthscaleSelection {
+        self.selection_y.as_ref().unwrap_or(&self.selection)
     }
 
     fn min_points(&self) -> usize {
-        let g = if self.null == NullDistribution::Gamma { 6 } else { 0 };
-        self.statistic.min_points().max(g)
+        let null_needs = match self.null {
+            NullDistribution::Gamma => 6,
+            NullDistribution::WildBootstrap => 4,
+            _ => 0,
+        };
+        self.statistic.min_points().max(null_needs)
     }
 }
 
-/// The centred Gram matrix `HKH`.
-fn centre(k: &Mat) -> Mat {
-    let n = k.nrows();
-    let nf = n as f64;
-    let r: Vec<f64> = (0..n).map(|j| k.col(j).iter().sum::<f64>() / nf).collect();
-    let g = r.iter().sum::<f64>() / nf;
-    Mat::from_fn(n, n, |i, j| k[(i, j)] - r[i] - r[j] + g)
-}
+impl Params for HsicParams {
+    type Error = CoreError;
 
-fn check_grams(k: &Mat, l: &Mat, needed: usize) -> Result<usize, CoreError> {
-    for (what, m) in [("Gram matrix of x", k), ("Gram matrix of y", l)] {
-        if m.nrows() != m.ncols() {
-            return Err(CoreError::DimensionMismatch {
-                what: format!("{what} columns"),
-                expected: m.nrows(),
-                found: m.ncols(),
-            });
-        }
-        if let Some((i, j)) = m.as_ref().find_non_finite() {
-            return Err(CoreError::NonFinite { what: what.into(), row: i, col: j, value: m[(i, j)] });
-        }
-    }
-    if k.nrows() != l.nrows() {
-        return Err(CoreError::DimensionMismatch {
-            what: "number of y observations (HSIC needs paired samples)".into(),
-            expected: k.nrows(),
-            found: l.nrows(),
-        });
-    }
-    if k.nrows() < needed {
-        return Err(CoreError::Empty { what: format!("paired sample ({} points)", k.nrows()), needed });
-    }
-    Ok(k.nrows())
-}
-
-/// Precomputed pieces for evaluating the statistic under any permutation of `y`.
-struct HsicCore {
-    statistic: HsicStatistic,
-    /// `HKH` (biased) or `K̃` (unbiased).
-    kc: Mat,
-    /// `L` (biased) or `L̃` (unbiased).
-    l: Mat,
-    /// `K̃1` and `L̃1` (unbiased only).
-    a: Vec<f64>,
-    b: Vec<f64>,
-    /// `1ᵀK̃1 · 1ᵀL̃1 / ((n−1)(n−2))` (unbiased only).
-    const_term: f64,
-}
-
-impl HsicCore {
-    fn new(k: &Mat, l: &Mat, statistic: HsicStatistic) -> Self {
-        let n = k.nrows();
-        match statistic {
-            HsicStatistic::Biased => {
-                Self { statistic, kc: centre(k), l: l.clone(), a: Vec::new(), b: Vec::new(), const_term: 0.0 }
+    /// Validates α, `B`, the null (permutation, wild or gamma) and the selection.
+    fn validate(&self) -> Result<(), CoreError> {
+        check_alpha(self.alpha)?;
+        match self.null {
+            NullDistribution::Permutation | NullDistribution::WildBootstrap => {
+                check_draws(self.permutations)?
             }
-            HsicStatistic::Unbiased => {
-                let zero_diag = |m: &Mat| Mat::from_fn(n, n, |i, j| if i == j { 0.0 } else { m[(i, j)] });
-                let (kt, lt) = (zero_diag(k), zero_diag(l));
-                let a: Vec<f64> = (0..n).map(|j| kt.col(j).iter().sum()).collect();
-                let b: Vec<f64> = (0..n).map(|j| lt.col(j).iter().sum()).collect();
-                let nf = n as f64;
-                let const_term = a.iter().sum::<f64>() * b.iter().sum::<f64>() / ((nf - 1.0) * (nf - 2.0));
-                Self { statistic, kc: kt, l: lt, a, b, const_term }
+            NullDistribution::Gamma => {}
+            other => {
+                return Err(choice(
+                    &format!("null distribution '{}' for HSIC", other.name()),
+                    "the HSIC test supports the permutation, wild and gamma nulls",
+                ));
             }
         }
-    }
-
-    /// The statistic with `y` permuted by `perm` (`perm = identity` for the observed one).
-    fn eval(&self, perm: &[usize]) -> f64 {
-        let n = perm.len();
-        let nf = n as f64;
-        let mut s = 0.0;
-        for j in 0..n {
-            let kcol = self.kc.col(j);
-            let lcol = self.l.col(perm[j]);
-            let mut off = 0.0;
-            for i in 0..j {
-                off += kcol[i] * lcol[perm[i]];
-            }
-            s += 2.0 * off + kcol[j] * lcol[perm[j]];
-        }
-        match self.statistic {
-            HsicStatistic::Biased => s / (nf * nf),
-            HsicStatistic::Unbiased => {
-                let cross: f64 = self.a.iter().zip(perm).map(|(ai, &p)| ai * self.b[p]).sum();
-                (s + self.const_term - 2.0 * cross / (nf - 2.0)) / (nf * (nf - 3.0))
+        self.selection.validate(TestKind::Independence)?;
+        if let Some(sy) = &self.selection_y {
+            sy.validate(TestKind::Independence)?;
+            if sy.is_aggregated() || self.selection.is_aggregated() {
+                return Err(choice(
+                    "a separate selection for y with an aggregated test",
+                    "aggregated tests choose both variables' collections by one rule: leave selection_y unset",
+                ));
             }
         }
+        if self.selection.is_aggregated() && !self.null.is_resampling() {
+            return Err(choice(
+                &format!(
+                    "null 'gamma' for the aggregated selection '{}'",
+                    self.selection.name(TestKind::Independence)
+                ),
+                "aggregated tests need a resampled null: use permutation or wild",
+            ));
+        }
+        Ok(())
     }
-}
-
-/// HSIC from the Gram matrices `K` (of `x`) and `L` (of `y`).
-pub fn hsic_from_grams(k: &Mat, l: &Mat, statistic: HsicStatistic) -> Result<f64, CoreError> {
-    let n = check_grams(k, l, statistic.min_points())?;
-    let identity: Vec<usize> = (0..n).collect();
-    Ok(HsicCore::new(k, l, statistic).eval(&identity))
 }
 
 fn check_pair(x: &Points, y: &Points, needed: usize) -> Result<(), CoreError> {
@@ -222,275 +188,225 @@ fn check_pair(x: &Points, y: &Points, needed: usize) -> Result<(), CoreError> {
     Ok(())
 }
 
-/// HSIC between paired samples `x` and `y` under kernels `kx` and `ky`.
+impl Estimator for HsicParams {
+    type Data = TwoSamples;
+    type Fitted = FittedHsic;
+
+    /// Checks the pairing and chooses each variable's kernels on its own sample.
+    fn fit_valid<B: Backend>(
+        params: &Valid<Self>,
+        data: &TwoSamples,
+        progress: &dyn Progress,
+    ) -> Result<FittedHsic, CoreError> {
+        check_pair(&data.x, &data.y, params.min_points())?;
+        progress.update("choosing kernels", 0, 2);
+        let x_kernels = select_kernels::<B>(&data.x, &params.selection, TestKind::Independence, progress)?;
+        progress.update("choosing kernels", 1, 2);
+        let y_kernels = select_kernels::<B>(&data.y, params.selection_y(), TestKind::Independence, progress)?;
+        progress.update("choosing kernels", 2, 2);
+        Ok(FittedHsic { params: params.clone(), x_kernels, y_kernels, data: data.clone() })
+    }
+}
+
+/// An HSIC test with its kernels chosen: run it with [`FittedHsic::test`].
+#[derive(Debug, Clone)]
+pub struct FittedHsic {
+    params: Valid<HsicParams>,
+    x_kernels: SelectedKernels,
+    y_kernels: SelectedKernels,
+    data: TwoSamples,
+}
+
+impl FittedHsic {
+    /// The parameters.
+    pub fn params(&self) -> &HsicParams {
+        &self.params
+    }
+
+    /// The kernels chosen for `x` and for `y`.
+    pub fn selected(&self) -> (&SelectedKernels, &SelectedKernels) {
+        (&self.x_kernels, &self.y_kernels)
+    }
+
+    /// Runs the test with backend `B`.
+    pub fn test<B: Backend>(&self) -> Result<HsicReport, CoreError> {
+        self.test_with_progress::<B>(&())
+    }
+
+    /// Runs the test with backend `B`, reporting progress.
+    pub fn test_with_progress<B: Backend>(&self, progress: &dyn Progress) -> Result<HsicReport, CoreError> {
+        let p = &self.params;
+        let grams = |s: &SelectedKernels, pts: &Points| -> Vec<Mat> {
+            let mut d = Distances::new(pts);
+            s.kernels.iter().map(|k| d.gram(k)).collect()
+        };
+        progress.checkpoint()?;
+        let (ks, ls) = (grams(&self.x_kernels, &self.data.x), grams(&self.y_kernels, &self.data.y));
+        progress.update("null distribution", 0, 1);
+        let (outcome, stats, p_values, leading, u_alpha) = if p.selection.is_aggregated() {
+            self.aggregated::<B>(&ks, &ls)?
+        } else {
+            let o = self.single::<B>(&ks[0], &ls[0])?;
+            let stats = KernelStatistics { observed: vec![o.statistic], draws: vec![o.null_samples.clone()] };
+            (o.clone().into_outcome(), stats, vec![o.p_value], 0, None)
+        };
+        progress.update("null distribution", 1, 1);
+        let ny = self.y_kernels.kernels.len();
+        let pair = |i: usize| (self.x_kernels.kernels[i / ny], self.y_kernels.kernels[i % ny]);
+        let kernels = (0..stats.observed.len())
+            .map(|i| {
+                let (kx, ky) = pair(i);
+                KernelReport {
+                    family: kx.family,
+                    lengthscale: kx.lengthscale,
+                    lengthscale_y: Some(ky.lengthscale),
+                    weight: kx.weight * ky.weight,
+                    statistic: stats.observed[i],
+                    p_value: p_values[i],
+                }
+            })
+            .collect();
+        let (lx, ly) = pair(leading);
+        let resampled = p.null.is_resampling();
+        Ok(HsicReport {
+            outcome,
+            lengthscale_x: lx.lengthscale,
+            lengthscale_y: ly.lengthscale,
+            selection: p.selection.name(TestKind::Independence),
+            selection_x: SelectionFields::new(&self.x_kernels, "_x", true),
+            selection_y: SelectionFields::new(&self.y_kernels, "_y", false),
+            statistic_kind: if p.null == NullDistribution::WildBootstrap {
+                "pairs"
+            } else {
+                p.statistic.name()
+            },
+            kernel: lx.family.name(),
+            n: self.data.x.len(),
+            permutations: resampled.then_some(p.permutations),
+            seed: resampled.then_some(p.seed),
+            u_alpha,
+            backend: B::NAME,
+            kernels,
+        })
+    }
+
+    fn single<B: Backend>(&self, k: &Mat, l: &Mat) -> Result<TestOutcome, CoreError> {
+        let p = &self.params;
+        let n = k.nrows();
+        match p.null {
+            NullDistribution::Gamma => gamma_test(k, l, p),
+            NullDistribution::WildBootstrap => {
+                let s = wild_stats::<B>(
+                    std::slice::from_ref(k),
+                    std::slice::from_ref(l),
+                    p.permutations,
+                    p.seed,
+                )?;
+                Ok(TestOutcome::from_samples(s.observed[0], s.draws[0].clone(), p.alpha, p.null))
+            }
+            _ => {
+                let s = permutation_stats::<B>(
+                    std::slice::from_ref(k),
+                    std::slice::from_ref(l),
+                    p.statistic,
+                    p.permutations,
+                    p.seed,
+                    None,
+                )?;
+                debug_assert_eq!(n, l.nrows());
+                Ok(TestOutcome::from_samples(s.observed[0], s.draws[0].clone(), p.alpha, p.null))
+            }
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn aggregated<B: Backend>(
+        &self,
+        ks: &[Mat],
+        ls: &[Mat],
+    ) -> Result<(Outcome, KernelStatistics, Vec<f64>, usize, Option<f64>), CoreError> {
+        let p = &self.params;
+        let is_agg = matches!(p.selection, LengthscaleSelection::Agg(_));
+        let draws = if is_agg { 2 * p.permutations } else { p.permutations };
+        let mut stats = match p.null {
+            NullDistribution::WildBootstrap => wild_stats::<B>(ks, ls, draws, p.seed)?,
+            _ => permutation_stats::<B>(ks, ls, p.statistic, draws, p.seed, None)?,
+        };
+        let weights: Vec<f64> = self
+            .x_kernels
+            .kernels
+            .iter()
+            .flat_map(|kx| self.y_kernels.kernels.iter().map(move |ky| kx.weight * ky.weight))
+            .collect();
+        let (agg, p_values) = if is_agg {
+            let reference = KernelStatistics {
+                observed: stats.observed.clone(),
+                draws: stats.draws.iter().map(|d| d[..p.permutations].to_vec()).collect(),
+            };
+            (min_p(&stats, &weights, p.permutations, p.alpha), reference.kernel_p_values())
+        } else {
+            let p_values = stats.kernel_p_values();
+            studentise(&mut stats);
+            let n = self.data.x.len() as f64;
+            (soft_max_test(&stats, &weights, (n * (n - 1.0)).sqrt()), p_values)
+        };
+        let b = agg.null.len() as f64;
+        let mean = agg.null.iter().sum::<f64>() / b;
+        let sd = (agg.null.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (b - 1.0).max(1.0)).sqrt();
+        let outcome = Outcome {
+            statistic: agg.statistic,
+            p_value: agg.p_value,
+            reject: agg.p_value <= p.alpha,
+            null: p.null,
+            alpha: p.alpha,
+            null_mean: mean,
+            null_sd: sd,
+            null_samples: agg.null.clone(),
+        };
+        Ok((outcome, stats, p_values, agg.leading, agg.u_alpha))
+    }
+}
+
+/// HSIC between paired samples `x` and `y` under Gaussian kernels `kx` and `ky` (by the definitions).
 pub fn hsic_statistic(
     x: &Points,
     y: &Points,
-    kx: &Kernel,
-    ky: &Kernel,
+    kx: &WeightedKernel,
+    ky: &WeightedKernel,
     statistic: HsicStatistic,
 ) -> Result<f64, CoreError> {
     check_pair(x, y, statistic.min_points())?;
-    hsic_from_grams(&kx.gram(x)?, &ky.gram(y)?, statistic)
+    Ok(observed(&Distances::new(x).gram(kx), &Distances::new(y).gram(ky), statistic))
 }
 
-/// Runs the HSIC independence test of `x` and `y` (paired by row) with kernels `kx`, `ky`.
-pub fn hsic_test(
-    x: &Points,
-    y: &Points,
-    kx: &Kernel,
-    ky: &Kernel,
-    params: &HsicParams,
-) -> Result<TestOutcome, CoreError> {
-    params.check()?;
-    check_pair(x, y, params.min_points())?;
-    hsic_test_grams(&kx.gram(x)?, &ky.gram(y)?, params)
-}
-
-/// The HSIC test from precomputed Gram matrices `K` (of `x`) and `L` (of `y`).
-pub fn hsic_test_grams(k: &Mat, l: &Mat, params: &HsicParams) -> Result<TestOutcome, CoreError> {
-    params.check()?;
-    let n = check_grams(k, l, params.min_points())?;
-    let core = HsicCore::new(k, l, params.statistic);
-    let identity: Vec<usize> = (0..n).collect();
-    let observed = core.eval(&identity);
-    match params.null {
-        NullDistribution::Permutation => {
-            let null = (0..params.permutations)
-                .into_par_iter()
-                .map_init(
-                    || vec![0usize; n],
-                    |idx, b| {
-                        draw_permutation(&mut draw_rng(params.seed, b), idx);
-                        core.eval(idx)
-                    },
-                )
-                .collect();
-            Ok(TestOutcome::from_samples(observed, null, params.alpha, params.null))
-        }
-        NullDistribution::Gamma => {
-            let (mean, var) = gamma_moments(k, l);
-            if !(mean > 0.0 && var > 0.0) {
-                return Err(invalid(
-                    "null variance of n·HSIC",
-                    var,
-                    "a Gram matrix is (numerically) constant, so the gamma fit is undefined: the lengthscale is far too large or too small for the data; use the permutation null or another lengthscale",
-                ));
-            }
-            let nf = n as f64;
-            let (shape, scale) = (mean * mean / var, var / mean);
-            let shifted = match params.statistic {
-                HsicStatistic::Biased => nf * observed,
-                HsicStatistic::Unbiased => nf * observed + mean,
-            };
-            let null_mean = if params.statistic == HsicStatistic::Biased { mean / nf } else { 0.0 };
-            Ok(TestOutcome::from_p(
-                observed,
-                gamma_sf(shifted, shape, scale),
-                params.alpha,
-                params.null,
-                null_mean,
-                var.sqrt() / nf,
-            ))
-        }
-        _ => unreachable!("rejected by HsicParams::check"),
-    }
-}
-
-/// Mean and variance of `n·HSIC_b` under independence (Gretton et al. 2008; module docs).
-fn gamma_moments(k: &Mat, l: &Mat) -> (f64, f64) {
+fn gamma_test(k: &Mat, l: &Mat, p: &HsicParams) -> Result<TestOutcome, CoreError> {
     let n = k.nrows();
-    let nf = n as f64;
-    let (kc, lc) = (centre(k), centre(l));
-    let mut s = 0.0;
-    for j in 0..n {
-        for i in 0..n {
-            if i != j {
-                s += (kc[(i, j)] * lc[(i, j)] / 6.0).powi(2);
-            }
-        }
+    let stat = observed(k, l, p.statistic);
+    let (mean, var) = gamma_moments(k, l);
+    if !(mean > 0.0 && var > 0.0) {
+        return Err(invalid(
+            "null variance of n·HSIC",
+            var,
+            "a Gram matrix is (numerically) constant, so the gamma fit is undefined: the lengthscale is far too large or too small for the data; use the permutation null or another lengthscale",
+        ));
     }
-    let var_b =
-        72.0 * (nf - 4.0) * (nf - 5.0) / (nf * (nf - 1.0) * (nf - 2.0) * (nf - 3.0)) * s / (nf * (nf - 1.0));
-    let offdiag_mean = |m: &Mat| {
-        let all: f64 = m.as_slice().iter().sum();
-        let tr: f64 = (0..n).map(|i| m[(i, i)]).sum();
-        ((all - tr) / (nf * (nf - 1.0)), tr / nf)
+    let nf = n as f64;
+    let (shape, scale) = (mean * mean / var, var / mean);
+    let shifted = match p.statistic {
+        HsicStatistic::Biased => nf * stat,
+        HsicStatistic::Unbiased => nf * stat + mean,
     };
-    let ((mx, dx), (my, dy)) = (offdiag_mean(k), offdiag_mean(l));
-    let mean_b = (dx - mx) * (dy - my) / nf;
-    (nf * mean_b, nf * nf * var_b)
+    let null_mean = if p.statistic == HsicStatistic::Biased { mean / nf } else { 0.0 };
+    Ok(TestOutcome::from_p(
+        stat,
+        gamma_sf(shifted, shape, scale),
+        p.alpha,
+        p.null,
+        null_mean,
+        var.sqrt() / nf,
+    ))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
-
-    fn normals(rng: &mut ChaCha8Rng, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|_| {
-                let u1: f64 = rng.random::<f64>().max(1e-300);
-                let u2: f64 = rng.random();
-                (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-            })
-            .collect()
-    }
-
-    /// `(x, y)` with `y = ρ x + noise` (2-D x, 1-D y).
-    fn dependent(seed: u64, n: usize, rho: f64) -> (Points, Points) {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let x = normals(&mut rng, 2 * n);
-        let e = normals(&mut rng, n);
-        let y: Vec<f64> = (0..n).map(|i| rho * x[2 * i] + e[i]).collect();
-        (Points::new("x", x, 2).unwrap(), Points::from_1d("y", &y).unwrap())
-    }
-
-    #[test]
-    fn statistics_match_definitions() {
-        let (x, y) = dependent(1, 9, 0.8);
-        let (kx, ky) = (Kernel::se(1.2).unwrap(), Kernel::se(0.7).unwrap());
-        let (k, l) = (kx.gram(&x).unwrap(), ky.gram(&y).unwrap());
-        let n = 9usize;
-        let nf = n as f64;
-        // biased: V-statistic expansion of Gretton et al. (2005)
-        let (mut t1, mut sk, mut sl, mut t3) = (0.0, 0.0, 0.0, 0.0);
-        for i in 0..n {
-            for j in 0..n {
-                t1 += k[(i, j)] * l[(i, j)];
-                sk += k[(i, j)];
-                sl += l[(i, j)];
-                for q in 0..n {
-                    t3 += k[(i, j)] * l[(i, q)];
-                }
-            }
-        }
-        let v = t1 / (nf * nf) + sk * sl / nf.powi(4) - 2.0 * t3 / nf.powi(3);
-        let b = hsic_statistic(&x, &y, &kx, &ky, HsicStatistic::Biased).unwrap();
-        assert!((b - v).abs() < 1e-14, "{b} vs {v}");
-        // also tr(KHLH)/n² by explicit products
-        let h = Mat::from_fn(n, n, |i, j| f64::from(u8::from(i == j)) - 1.0 / nf);
-        let prod = |a: &Mat, c: &Mat| Mat::from_fn(n, n, |i, j| (0..n).map(|t| a[(i, t)] * c[(t, j)]).sum());
-        let m = prod(&prod(&prod(&k, &h), &l), &h);
-        let tr: f64 = (0..n).map(|i| m[(i, i)]).sum();
-        assert!((b - tr / (nf * nf)).abs() < 1e-14);
-        // unbiased: brute-force order-4 U-statistic over distinct (i, j, q, r)
-        let mut u = 0.0;
-        let mut count = 0.0;
-        for i in 0..n {
-            for j in 0..n {
-                for q in 0..n {
-                    for r in 0..n {
-                        if i == j || i == q || i == r || j == q || j == r || q == r {
-                            continue;
-                        }
-                        u += k[(i, j)] * l[(i, j)] + k[(i, j)] * l[(q, r)] - 2.0 * k[(i, j)] * l[(i, q)];
-                        count += 1.0;
-                    }
-                }
-            }
-        }
-        let hu = hsic_statistic(&x, &y, &kx, &ky, HsicStatistic::Unbiased).unwrap();
-        assert!((hu - u / count).abs() < 1e-13, "{hu} vs {}", u / count);
-    }
-
-    /// Every permutation draw equals the statistic recomputed on explicitly permuted y.
-    #[test]
-    fn permutation_draws_match_recomputation() {
-        let (x, y) = dependent(2, 15, 0.5);
-        let (kx, ky) = (Kernel::se(1.0).unwrap(), Kernel::se(1.0).unwrap());
-        for stat in [HsicStatistic::Biased, HsicStatistic::Unbiased] {
-            let params = HsicParams { statistic: stat, permutations: 25, seed: 5, ..Default::default() };
-            let out = hsic_test(&x, &y, &kx, &ky, &params).unwrap();
-            for (b, v) in out.null_samples.iter().enumerate() {
-                let mut idx = vec![0usize; 15];
-                draw_permutation(&mut draw_rng(5, b), &mut idx);
-                let yp = y.select(&idx);
-                let direct = hsic_statistic(&x, &yp, &kx, &ky, stat).unwrap();
-                assert!((v - direct).abs() < 1e-13, "{stat:?} draw {b}: {v} vs {direct}");
-            }
-        }
-    }
-
-    #[test]
-    fn thread_count_invariance_and_power() {
-        let (x, y) = dependent(3, 60, 0.7);
-        let (kx, ky) = (Kernel::se(1.0).unwrap(), Kernel::se(1.0).unwrap());
-        let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| {
-                hsic_test(&x, &y, &kx, &ky, &HsicParams { permutations: 300, seed: 11, ..Default::default() })
-                    .unwrap()
-            })
-        };
-        let (a, b) = (run(1), run(2));
-        assert_eq!(a.null_samples, b.null_samples);
-        assert_eq!(a.p_value, b.p_value);
-        assert!(a.reject && a.p_value == 1.0 / 301.0, "p = {}", a.p_value);
-        for stat in [HsicStatistic::Biased, HsicStatistic::Unbiased] {
-            let g = hsic_test(
-                &x,
-                &y,
-                &kx,
-                &ky,
-                &HsicParams { statistic: stat, null: NullDistribution::Gamma, ..Default::default() },
-            )
-            .unwrap();
-            assert!(g.reject, "{stat:?} gamma p = {}", g.p_value);
-        }
-    }
-
-    /// Gamma moments against the permutation distribution of n·HSIC_b on independent data.
-    #[test]
-    fn gamma_moments_match_permutation_null() {
-        let (x, y) = dependent(4, 80, 0.0);
-        let (kx, ky) = (Kernel::se(1.0).unwrap(), Kernel::se(1.0).unwrap());
-        let (k, l) = (kx.gram(&x).unwrap(), ky.gram(&y).unwrap());
-        let (mean, var) = gamma_moments(&k, &l);
-        let draws = 3000;
-        let out = hsic_test_grams(&k, &l, &HsicParams { permutations: draws, ..Default::default() }).unwrap();
-        let nf = 80.0;
-        let s: Vec<f64> = out.null_samples.iter().map(|v| nf * v).collect();
-        let em = s.iter().sum::<f64>() / draws as f64;
-        let ev = s.iter().map(|v| (v - em).powi(2)).sum::<f64>() / (draws as f64 - 1.0);
-        assert!((em - mean).abs() < 4.0 * (ev / draws as f64).sqrt() + 0.02 * mean, "{em} vs {mean}");
-        assert!((ev / var - 1.0).abs() < 0.2, "{ev} vs {var}");
-        // the gamma tail at the permutation distribution's 95 % quantile: 0.05 up to Monte-Carlo
-        // error (sd ≈ 0.004) and the approximation's own error in the tail
-        let mut sorted = s.clone();
-        sorted.sort_by(f64::total_cmp);
-        let q95 = sorted[(0.95 * draws as f64) as usize];
-        let tail = gamma_sf(q95, mean * mean / var, var / mean);
-        assert!((tail - 0.05).abs() < 0.015, "gamma tail at the permutation 95 % quantile: {tail}");
-    }
-
-    #[test]
-    fn bad_input_is_rejected() {
-        let (x, y) = dependent(5, 10, 0.0);
-        let k = Kernel::se(1.0).unwrap();
-        let y9 = y.select(&(0..9).collect::<Vec<_>>());
-        let e = hsic_test(&x, &y9, &k, &k, &HsicParams::default()).unwrap_err().to_string();
-        assert!(e.contains("paired"), "{e}");
-        let x1 = x.select(&[0]);
-        assert!(hsic_test(&x1, &y.select(&[0]), &k, &k, &HsicParams::default()).is_err());
-        let x5 = x.select(&[0, 1, 2, 3, 4]);
-        let y5 = y.select(&[0, 1, 2, 3, 4]);
-        assert!(
-            hsic_test(&x5, &y5, &k, &k, &HsicParams { null: NullDistribution::Gamma, ..Default::default() })
-                .is_err()
-        );
-        assert!(hsic_test(&x, &y, &k, &k, &HsicParams { permutations: 0, ..Default::default() }).is_err());
-        assert!(hsic_test(&x, &y, &k, &k, &HsicParams { alpha: 1.0, ..Default::default() }).is_err());
-        assert!(
-            hsic_test(
-                &x,
-                &y,
-                &k,
-                &k,
-                &HsicParams { null: NullDistribution::WildBootstrap, ..Default::default() }
-            )
-            .is_err()
-        );
-    }
-}
+#[path = "hsic_tests.rs"]
+mod tests;

@@ -21,7 +21,8 @@ pub const MEDIAN_MAX_POINTS: usize = 2000;
 
 /// Which of the two median-heuristic conventions of seed 000 §2.4 turns the median distance into a
 /// lengthscale. See the module docs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MedianConvention {
     /// `θ = median distance` — `k = exp(−d²/(2m²))`, Muandet et al. (2014). The default.
     #[default]

@@ -4,6 +4,19 @@
 //! Statistics ([`MmdStatistic`]): unbiased U-statistic (default), biased V-statistic, linear-time
 //! (formulas in the [module docs](super)).
 //!
+//! ```
+//! use bke_core::hypothesis::{LengthscaleSelection, MmdParams};
+//! use bke_core::{Params, Points, TwoSamples};
+//! use bke_linalg::DefaultBackend;
+//! let x = Points::from_1d("x", &(0..40).map(|i| (i as f64 * 0.37).sin()).collect::<Vec<_>>())?;
+//! let y = Points::from_1d("y", &(0..40).map(|i| 1.0 + (i as f64 * 0.53).cos()).collect::<Vec<_>>())?;
+//! let params = MmdParams { selection: LengthscaleSelection::bkl(0), permutations: 200, ..MmdParams::default() };
+//! let report = params.check()?.fit::<DefaultBackend>(&TwoSamples { x, y })?.test::<DefaultBackend>()?;
+//! assert!(report.outcome.reject);
+//! assert_eq!(report.selection, "bkl");
+//! # Ok::<(), bke_core::CoreError>(())
+//! ```
+//!
 //! # Permutation null as one matrix product
 //! With the pooled Gram matrix `K` (`N = n + m`), a relabelling is an indicator `u ∈ {0,1}^N` with `n`
 //! ones (the points called `x`). Everything the statistics need follows from `q = uᵀKu`,
@@ -14,7 +27,7 @@
 //!
 //! `B` relabellings are `B` columns of `U`; `q_b = u_bᵀ(KU)_b` needs one GEMM `K·U` through the
 //! [`Backend`] (`2N²B` flops), after which each draw costs `O(N)`. The Gram matrix is computed once and
-//! nothing is allocated per draw. [`MmdPermutation::null_naive`] recomputes the three block sums per
+//! nothing is allocated per draw. [`super::MmdPermutation::null_naive`] recomputes the three block sums per
 //! draw from the definitions instead (same draws, same numbers): it is the oracle and the baseline of
 //! `cargo xtask bench tests`.
 //!
@@ -34,20 +47,41 @@
 //! U-statistic over pairs, Gretton et al. (2012) eq. (4), which omits the `k(x_i, y_i)` terms; that is
 //! the statistic reported.
 //!
+//! # Aggregated tests (MMDAgg, MMD-FUSE, BKL-Bayes)
+//! With a collection of kernels ([`super::select`]), every kernel's unbiased statistic is computed
+//! under the *same* relabellings (or sign flips: the wild bootstrap swaps `x_i ↔ y_i`, a relabelling
+//! too), one batched GEMM per kernel, and [`super::aggregate`] combines them. MMDAgg draws
+//! `B₁ = B₂ = B`. MMD-FUSE and BKL-Bayes normalise each kernel's statistic by the
+//! relabelling-invariant `N̂_k = Σ_{i≠j} k(z_i, z_j)²` over the pooled sample:
+//! `S_k = n(n−1) MMD²_k / √N̂_k` with `n = min(#x, #y)` (the reference code's normalisation, which the
+//! paper writes `MMD²_k/√N̂_k` with `N̂_k` scaled by `1/(n(n−1))²`), and aggregate by the soft maximum
+//! `(1/λ) log Σ_k π_k exp(λ S_k)` with `λ = √(n(n−1))` (the paper's default). BKL-Bayes uses the same
+//! soft maximum with its posterior weights `π_k`, of statistics studentised against their own resampled
+//! null ([`super::aggregate::studentise`]). Aggregated tests need the unbiased statistic and a
+//! resampled null.
+//!
 //! # Linear time
 //! `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})` never forms a Gram matrix. Its nulls: permutation (relabel,
 //! re-pair, `O(N)` kernel evaluations per draw), wild bootstrap `Σ ε_i h_i/⌊n/2⌋`, or the asymptotic
 //! normal `N(0, s_h²/⌊n/2⌋)` ([`NullDistribution::Normal`]).
 
-use super::{NullDistribution, TestOutcome, batch_size, check_alpha, check_draws, choice, draw_rng, invalid};
-use crate::special::{gamma_sf, normal_cdf};
-use crate::{CoreError, Kernel, Points};
-use bke_linalg::{Backend, Mat, Trans};
-use rand::Rng;
-use rayon::prelude::*;
+use super::aggregate::{AggregateOutcome, KernelStatistics, min_p, soft_max_test, studentise};
+use super::kernels::{Distances, WeightedKernel};
+use super::mmd_null::{
+    MmdPermutation, gamma_moments, linear_h, linear_normal, linear_permutation, linear_wild, wild_null,
+};
+use super::report::{KernelReport, MmdReport, Outcome, SelectionFields};
+use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
+use super::{NullDistribution, TestOutcome, check_alpha, check_draws, choice, invalid};
+use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
+use crate::special::gamma_sf;
+use crate::{CoreError, Points};
+use bke_linalg::{Backend, Mat};
+use serde::Serialize;
 
 /// Which MMD² estimator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MmdStatistic {
     /// The unbiased U-statistic (Gretton et al. 2012, eq. 3). The default.
     #[default]
@@ -79,70 +113,23 @@ impl MmdStatistic {
     }
 }
 
-/// Parameters of the MMD two-sample test.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MmdParams {
-    /// The estimator. Default [`MmdStatistic::Unbiased`].
-    pub statistic: MmdStatistic,
-    /// The null distribution. Default [`NullDistribution::Permutation`].
-    pub null: NullDistribution,
-    /// Number of permutations / bootstrap draws `B`. Default 1000.
-    pub permutations: usize,
-    /// Test level α ∈ (0, 1). Default 0.05.
-    pub alpha: f64,
-    /// Seed of the resampling streams. Default 0.
-    pub seed: u64,
-}
-
-impl Default for MmdParams {
-    fn default() -> Self {
-        Self {
-            statistic: MmdStatistic::Unbiased,
-            null: NullDistribution::Permutation,
-            permutations: 1000,
-            alpha: 0.05,
-            seed: 0,
-        }
-    }
-}
-
-impl MmdParams {
-    /// Validates α, `B` (for resampling nulls) and the statistic/null combination.
-    pub fn check(&self) -> Result<(), CoreError> {
-        check_alpha(self.alpha)?;
-        if self.null.is_resampling() {
-            check_draws(self.permutations)?;
-        }
-        match (self.statistic, self.null) {
-            (MmdStatistic::Linear, NullDistribution::Gamma) => Err(choice(
-                "null distribution 'gamma' for the linear-time statistic",
-                "the linear-time statistic is asymptotically normal: use --null normal, permutation or wild",
-            )),
-            (MmdStatistic::Unbiased | MmdStatistic::Biased, NullDistribution::Normal) => Err(choice(
-                "null distribution 'normal' for a quadratic-time statistic",
-                "the normal null is for the linear-time statistic; use permutation, gamma or wild",
-            )),
-            _ => Ok(()),
-        }
-    }
-}
-
 /// Errors unless `x` and `y` can be compared: both with at least 2 points, the same dimension, and
 /// `n = m` where `statistic`/`null` pair the samples.
-pub fn check_samples(x: &Points, y: &Points, params: &MmdParams) -> Result<(), CoreError> {
+pub fn check_samples(
+    x: &Points,
+    y: &Points,
+    statistic: MmdStatistic,
+    null: NullDistribution,
+) -> Result<(), CoreError> {
     x.check_len("sample x", 2)?;
     y.check_len("sample y", 2)?;
     x.check_dim("sample y", y.dim())?;
-    let paired = params.statistic == MmdStatistic::Linear || params.null == NullDistribution::WildBootstrap;
+    let paired = statistic == MmdStatistic::Linear || null == NullDistribution::WildBootstrap;
     if paired && x.len() != y.len() {
         return Err(CoreError::DimensionMismatch {
             what: format!(
                 "sample y size (the {} pairs x_i with y_i)",
-                if params.statistic == MmdStatistic::Linear {
-                    "linear-time statistic"
-                } else {
-                    "wild bootstrap"
-                }
+                if statistic == MmdStatistic::Linear { "linear-time statistic" } else { "wild bootstrap" }
             ),
             expected: x.len(),
             found: y.len(),
@@ -151,7 +138,7 @@ pub fn check_samples(x: &Points, y: &Points, params: &MmdParams) -> Result<(), C
     Ok(())
 }
 
-fn check_gram(k: &Mat, n: usize) -> Result<usize, CoreError> {
+pub(crate) fn check_gram(k: &Mat, n: usize) -> Result<usize, CoreError> {
     if k.nrows() != k.ncols() {
         return Err(CoreError::DimensionMismatch {
             what: "Gram matrix columns".into(),
@@ -201,7 +188,7 @@ pub fn mmd_from_gram(k: &Mat, n: usize, statistic: MmdStatistic) -> Result<f64, 
 
 /// The statistic from the block sums of `K` for the labelling `member` (true = x), straight from the
 /// definitions (diagonal excluded for the unbiased statistic).
-fn block_sums_statistic(k: &Mat, member: &[bool], n: usize, statistic: MmdStatistic) -> f64 {
+pub(crate) fn block_sums_statistic(k: &Mat, member: &[bool], n: usize, statistic: MmdStatistic) -> f64 {
     let big_n = member.len();
     let m = big_n - n;
     let (mut sxx, mut syy, mut sxy, mut dxx, mut dyy) = (0.0, 0.0, 0.0, 0.0, 0.0);
@@ -236,54 +223,294 @@ fn block_sums_statistic(k: &Mat, member: &[bool], n: usize, statistic: MmdStatis
 pub fn mmd_statistic(
     x: &Points,
     y: &Points,
-    kernel: &Kernel,
+    kernel: &WeightedKernel,
     statistic: MmdStatistic,
 ) -> Result<f64, CoreError> {
-    let params = MmdParams { statistic, ..MmdParams::default() };
-    check_samples(x, y, &params)?;
-    kernel.check_dim(x.dim())?;
+    check_samples(x, y, statistic, NullDistribution::Permutation)?;
     if statistic == MmdStatistic::Linear {
         let h = linear_h(kernel, x, y);
         return Ok(h.iter().sum::<f64>() / h.len() as f64);
     }
-    let k = kernel.gram(&x.concat(y)?)?;
-    mmd_from_gram(&k, x.len(), statistic)
+    let pooled = x.concat(y)?;
+    mmd_from_gram(&Distances::new(&pooled).gram(kernel), x.len(), statistic)
 }
 
-/// Runs the MMD two-sample test of `x` against `y` with `kernel`.
-pub fn mmd_test<B: Backend>(
-    x: &Points,
-    y: &Points,
-    kernel: &Kernel,
-    params: &MmdParams,
-) -> Result<TestOutcome, CoreError> {
-    params.check()?;
-    check_samples(x, y, params)?;
-    kernel.check_dim(x.dim())?;
-    if params.statistic == MmdStatistic::Linear {
-        return linear_test(x, y, kernel, params);
+/// Parameters of the MMD two-sample test: `MmdParams { .. }.check()?.fit::<B>(&TwoSamples { x, y })?`
+/// chooses the kernels on the pooled sample, and [`FittedMmd::test`] runs the test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MmdParams {
+    /// The estimator. Default [`MmdStatistic::Unbiased`].
+    pub statistic: MmdStatistic,
+    /// The null distribution. Default [`NullDistribution::Permutation`].
+    pub null: NullDistribution,
+    /// Number of permutations / bootstrap draws `B` (MMDAgg: `B₁ = B₂ = B`). Default 1000.
+    pub permutations: usize,
+    /// Test level α ∈ (0, 1). Default 0.05.
+    pub alpha: f64,
+    /// Seed of the resampling streams. Default 0.
+    pub seed: u64,
+    /// How the kernel(s) are chosen. Default: the median heuristic.
+    pub selection: LengthscaleSelection,
+}
+
+impl Default for MmdParams {
+    fn default() -> Self {
+        Self {
+            statistic: MmdStatistic::Unbiased,
+            null: NullDistribution::Permutation,
+            permutations: 1000,
+            alpha: 0.05,
+            seed: 0,
+            selection: LengthscaleSelection::default(),
+        }
     }
-    let k = kernel.gram(&x.concat(y)?)?;
-    mmd_test_gram::<B>(&k, x.len(), params)
 }
 
-/// The MMD test from a precomputed pooled Gram matrix (first `n` points are `x`), for the quadratic
-/// statistics. Lets experiments that test many labellings of one pooled sample build `K` once.
-pub fn mmd_test_gram<B: Backend>(k: &Mat, n: usize, params: &MmdParams) -> Result<TestOutcome, CoreError> {
-    params.check()?;
-    let big_n = check_gram(k, n)?;
-    if params.statistic == MmdStatistic::Linear {
-        return Err(choice(
-            "statistic 'linear' in mmd_test_gram",
-            "the linear-time test takes the samples: use mmd_test",
+impl Params for MmdParams {
+    type Error = CoreError;
+
+    /// Validates α, `B` (resampled nulls), the statistic/null combination and the selection.
+    fn validate(&self) -> Result<(), CoreError> {
+        check_alpha(self.alpha)?;
+        if self.null.is_resampling() {
+            check_draws(self.permutations)?;
+        }
+        self.selection.validate(TestKind::TwoSample)?;
+        match (self.statistic, self.null) {
+            (MmdStatistic::Linear, NullDistribution::Gamma) => {
+                return Err(choice(
+                    "null distribution 'gamma' for the linear-time statistic",
+                    "the linear-time statistic is asymptotically normal: use --null normal, permutation or wild",
+                ));
+            }
+            (MmdStatistic::Unbiased | MmdStatistic::Biased, NullDistribution::Normal) => {
+                return Err(choice(
+                    "null distribution 'normal' for a quadratic-time statistic",
+                    "the normal null is for the linear-time statistic; use permutation, gamma or wild",
+                ));
+            }
+            _ => {}
+        }
+        if self.selection.is_aggregated()
+            && (self.statistic != MmdStatistic::Unbiased || !self.null.is_resampling())
+        {
+            return Err(choice(
+                &format!(
+                    "statistic '{}' with null '{}' for the aggregated selection '{}'",
+                    self.statistic.name(),
+                    self.null.name(),
+                    self.selection.name(TestKind::TwoSample)
+                ),
+                "aggregated tests use the unbiased statistic with the permutation or wild null",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Estimator for MmdParams {
+    type Data = TwoSamples;
+    type Fitted = FittedMmd;
+
+    /// Checks the samples and chooses the kernels on the pooled sample (label-invariant).
+    fn fit_valid<B: Backend>(
+        params: &Valid<Self>,
+        data: &TwoSamples,
+        progress: &dyn Progress,
+    ) -> Result<FittedMmd, CoreError> {
+        check_samples(&data.x, &data.y, params.statistic, params.null)?;
+        progress.update("choosing kernels", 0, 1);
+        let pooled = data.x.concat(&data.y)?;
+        let selected = select_kernels::<B>(&pooled, &params.selection, TestKind::TwoSample, progress)?;
+        progress.update("choosing kernels", 1, 1);
+        Ok(FittedMmd { params: params.clone(), selected, data: data.clone() })
+    }
+}
+
+/// An MMD test with its kernels chosen: run it with [`FittedMmd::test`].
+#[derive(Debug, Clone)]
+pub struct FittedMmd {
+    params: Valid<MmdParams>,
+    selected: SelectedKernels,
+    data: TwoSamples,
+}
+
+impl FittedMmd {
+    /// The parameters.
+    pub fn params(&self) -> &MmdParams {
+        &self.params
+    }
+
+    /// The chosen kernels.
+    pub fn selected(&self) -> &SelectedKernels {
+        &self.selected
+    }
+
+    /// Runs the test with backend `B`.
+    pub fn test<B: Backend>(&self) -> Result<MmdReport, CoreError> {
+        self.test_with_progress::<B>(&())
+    }
+
+    /// Runs the test with backend `B`, reporting progress per kernel.
+    pub fn test_with_progress<B: Backend>(&self, progress: &dyn Progress) -> Result<MmdReport, CoreError> {
+        let p = &self.params;
+        let (outcome, kernels, leading, u_alpha) = if p.selection.is_aggregated() {
+            let (agg, stats, p_values) = self.aggregated::<B>(progress)?;
+            let outcome = Outcome {
+                statistic: agg.statistic,
+                p_value: agg.p_value,
+                reject: agg.p_value <= p.alpha,
+                null: p.null,
+                alpha: p.alpha,
+                null_mean: mean_sd(&agg.null).0,
+                null_sd: mean_sd(&agg.null).1,
+                null_samples: agg.null.clone(),
+            };
+            let kernels = self.kernel_reports(&stats.observed, &p_values);
+            (outcome, kernels, agg.leading, agg.u_alpha)
+        } else {
+            let o = self.single::<B>()?;
+            let kernels = self.kernel_reports(&[o.statistic], &[o.p_value]);
+            (o.into_outcome(), kernels, 0, None)
+        };
+        let lead = self.selected.kernels[leading];
+        let resampled = p.null.is_resampling();
+        Ok(MmdReport {
+            outcome,
+            lengthscale: lead.lengthscale,
+            selection: p.selection.name(TestKind::TwoSample),
+            selection_fields: SelectionFields::new(&self.selected, "", true),
+            statistic_kind: p.statistic.name(),
+            kernel: lead.family.name(),
+            n_x: self.data.x.len(),
+            n_y: self.data.y.len(),
+            permutations: resampled.then_some(p.permutations),
+            seed: resampled.then_some(p.seed),
+            u_alpha,
+            backend: B::NAME,
+            kernels,
+        })
+    }
+
+    fn kernel_reports(&self, statistics: &[f64], p_values: &[f64]) -> Vec<KernelReport> {
+        self.selected
+            .kernels
+            .iter()
+            .zip(statistics.iter().zip(p_values))
+            .map(|(k, (&statistic, &p_value))| KernelReport {
+                family: k.family,
+                lengthscale: k.lengthscale,
+                lengthscale_y: None,
+                weight: k.weight,
+                statistic,
+                p_value,
+            })
+            .collect()
+    }
+
+    /// The single-kernel test with any statistic and null.
+    fn single<B: Backend>(&self) -> Result<TestOutcome, CoreError> {
+        let (x, y, p) = (&self.data.x, &self.data.y, &self.params);
+        let kernel = &self.selected.kernels[0];
+        if p.statistic == MmdStatistic::Linear {
+            return linear_test(kernel, x, y, p);
+        }
+        let pooled = x.concat(y)?;
+        mmd_test_gram::<B>(&Distances::new(&pooled).gram(kernel), x.len(), p)
+    }
+
+    /// Every kernel's statistic under the same draws, aggregated; with each kernel's own p-value
+    /// (MMDAgg: against its `B₁` draws, as compared with `û_α w_k`).
+    fn aggregated<B: Backend>(
+        &self,
+        progress: &dyn Progress,
+    ) -> Result<(AggregateOutcome, KernelStatistics, Vec<f64>), CoreError> {
+        let (x, y, p) = (&self.data.x, &self.data.y, &self.params);
+        let n = x.len();
+        let min_n = n.min(y.len()) as f64;
+        let is_agg = matches!(p.selection, LengthscaleSelection::Agg(_));
+        let is_fuse = matches!(p.selection, LengthscaleSelection::Fuse(_));
+        let draws = if is_agg { 2 * p.permutations } else { p.permutations };
+        let pooled = x.concat(y)?;
+        let mut dist = Distances::new(&pooled);
+        let kernels = &self.selected.kernels;
+        let mut stats = KernelStatistics { observed: Vec::new(), draws: Vec::new() };
+        for (i, kernel) in kernels.iter().enumerate() {
+            progress.checkpoint()?;
+            progress.update("kernels", i as u64, kernels.len() as u64);
+            let k = dist.gram(kernel);
+            let (mut observed, mut null) = match p.null {
+                NullDistribution::WildBootstrap => {
+                    wild_null::<B>(&k, n, MmdStatistic::Unbiased, draws, p.seed)?
+                }
+                _ => (
+                    mmd_from_gram(&k, n, MmdStatistic::Unbiased)?,
+                    MmdPermutation::new(&k, n)?.null::<B>(MmdStatistic::Unbiased, draws, p.seed)?,
+                ),
+            };
+            if is_fuse {
+                let c = min_n * (min_n - 1.0) / fuse_normaliser(&k)?;
+                observed *= c;
+                null.iter_mut().for_each(|v| *v *= c);
+            }
+            stats.observed.push(observed);
+            stats.draws.push(null);
+        }
+        progress.update("kernels", kernels.len() as u64, kernels.len() as u64);
+        let weights: Vec<f64> = kernels.iter().map(|k| k.weight).collect();
+        if is_agg {
+            let reference = KernelStatistics {
+                observed: stats.observed.clone(),
+                draws: stats.draws.iter().map(|d| d[..p.permutations].to_vec()).collect(),
+            };
+            let p_values = reference.kernel_p_values();
+            return Ok((min_p(&stats, &weights, p.permutations, p.alpha), stats, p_values));
+        }
+        let p_values = stats.kernel_p_values();
+        if !is_fuse {
+            studentise(&mut stats);
+        }
+        Ok((soft_max_test(&stats, &weights, (min_n * (min_n - 1.0)).sqrt()), stats, p_values))
+    }
+}
+
+/// `√(Σ_{i≠j} K_ij²)`, MMD-FUSE's relabelling-invariant normaliser (module docs).
+fn fuse_normaliser(k: &Mat) -> Result<f64, CoreError> {
+    let n = k.nrows();
+    let columns: Vec<f64> = (0..n)
+        .map(|j| k.col(j).iter().enumerate().filter(|&(i, _)| i != j).map(|(_, v)| v * v).sum::<f64>())
+        .collect();
+    let s = columns.iter().sum::<f64>().sqrt();
+    if !(s > 0.0) {
+        return Err(invalid(
+            "normaliser of the MMD-FUSE statistic",
+            s,
+            "every off-diagonal kernel value is 0: the smallest bandwidth is far below the distances between points",
         ));
     }
+    Ok(s)
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let b = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / b;
+    let var = v.iter().map(|t| (t - mean) * (t - mean)).sum::<f64>() / (b - 1.0).max(1.0);
+    (mean, var.sqrt())
+}
+
+/// The single-kernel MMD test from the pooled Gram matrix `K` (first `n` points are `x`), for the
+/// quadratic statistics.
+pub(crate) fn mmd_test_gram<B: Backend>(
+    k: &Mat,
+    n: usize,
+    params: &MmdParams,
+) -> Result<TestOutcome, CoreError> {
+    let big_n = check_gram(k, n)?;
     let (alpha, stat) = (params.alpha, params.statistic);
     match params.null {
         NullDistribution::Permutation => {
             let observed = mmd_from_gram(k, n, stat)?;
-            let perm = MmdPermutation::new(k, n)?;
-            let null = perm.null::<B>(stat, params.permutations, params.seed)?;
+            let null = MmdPermutation::new(k, n)?.null::<B>(stat, params.permutations, params.seed)?;
             Ok(TestOutcome::from_samples(observed, null, alpha, params.null))
         }
         NullDistribution::WildBootstrap => {
@@ -313,588 +540,41 @@ pub fn mmd_test_gram<B: Backend>(k: &Mat, n: usize, params: &MmdParams) -> Resul
             let null_mean = if stat == MmdStatistic::Biased { mean } else { 0.0 };
             Ok(TestOutcome::from_p(observed, p, alpha, params.null, null_mean, var.sqrt()))
         }
-        NullDistribution::Normal => unreachable!("rejected by MmdParams::check"),
+        NullDistribution::Normal => Err(choice(
+            "null distribution 'normal' for a quadratic-time statistic",
+            "the normal null is for the linear-time statistic",
+        )),
     }
 }
 
-/// Mean `c tr K̃` and variance `2c²‖K̃‖²_F` of the biased statistic under relabelling (module docs).
-fn gamma_moments(k: &Mat, n: usize) -> (f64, f64) {
-    let big_n = k.nrows();
-    let m = big_n - n;
-    let nf = big_n as f64;
-    let r: Vec<f64> = (0..big_n).map(|j| k.col(j).iter().sum::<f64>()).collect();
-    let total: f64 = r.iter().sum();
-    let trace: f64 = (0..big_n).map(|i| k[(i, i)]).sum();
-    let tr_c = trace - total / nf;
-    let g = total / (nf * nf);
-    let fro2: f64 = (0..big_n)
-        .into_par_iter()
-        .map(|j| {
-            let col = k.col(j);
-            let cj = r[j] / nf;
-            col.iter().zip(&r).map(|(v, ri)| (v - ri / nf - cj + g).powi(2)).sum::<f64>()
-        })
-        .sum();
-    let c = nf / (n as f64 * m as f64 * (nf - 1.0));
-    (c * tr_c, 2.0 * c * c * fro2)
-}
-
-/// Permutation null of the quadratic MMD statistics for one pooled Gram matrix: the precomputed
-/// row sums, diagonal, total and trace of `K` (see the module docs).
-#[derive(Debug)]
-pub struct MmdPermutation<'a> {
-    k: &'a Mat,
-    n: usize,
-    rowsum: Vec<f64>,
-    diag: Vec<f64>,
-    total: f64,
-    trace: f64,
-}
-
-impl<'a> MmdPermutation<'a> {
-    /// Precomputes the relabelling-invariant quantities of `K` (first `n` points are `x`).
-    pub fn new(k: &'a Mat, n: usize) -> Result<Self, CoreError> {
-        let big_n = check_gram(k, n)?;
-        let rowsum: Vec<f64> = (0..big_n).map(|j| k.col(j).iter().sum::<f64>()).collect();
-        let diag: Vec<f64> = (0..big_n).map(|i| k[(i, i)]).collect();
-        let total = rowsum.iter().sum();
-        let trace = diag.iter().sum();
-        Ok(Self { k, n, rowsum, diag, total, trace })
-    }
-
-    /// The statistic for a labelling with `q = uᵀKu`, `s = uᵀr`, `d_x = uᵀ diag K`.
-    #[inline]
-    fn statistic(&self, q: f64, s: f64, dx: f64, statistic: MmdStatistic) -> f64 {
-        let (nf, mf) = (self.n as f64, (self.k.nrows() - self.n) as f64);
-        let syy = self.total - 2.0 * s + q;
-        let sxy = s - q;
-        match statistic {
-            MmdStatistic::Biased => q / (nf * nf) + syy / (mf * mf) - 2.0 * sxy / (nf * mf),
-            _ => {
-                (q - dx) / (nf * (nf - 1.0)) + (syy - self.trace + dx) / (mf * (mf - 1.0))
-                    - 2.0 * sxy / (nf * mf)
-            }
-        }
-    }
-
-    /// `draws` null statistics, draw `b` from stream `(seed, b)`, by one GEMM `K·U` per batch of
-    /// draws (the fast path). Identical for any rayon thread count.
-    pub fn null<B: Backend>(
-        &self,
-        statistic: MmdStatistic,
-        draws: usize,
-        seed: u64,
-    ) -> Result<Vec<f64>, CoreError> {
-        check_draws(draws)?;
-        if statistic == MmdStatistic::Linear {
-            return Err(choice(
-                "statistic 'linear' in MmdPermutation",
-                "use mmd_test for the linear-time statistic",
-            ));
-        }
-        let big_n = self.k.nrows();
-        let bs = batch_size(big_n, draws);
-        let mut u = Mat::zeros(big_n, bs);
-        let mut ku = Mat::zeros(big_n, bs);
-        let mut sd = vec![(0.0, 0.0); bs];
-        let mut out = Vec::with_capacity(draws);
-        let mut start = 0;
-        while start < draws {
-            let len = bs.min(draws - start);
-            let ucols = &mut u.as_mut_slice()[..big_n * len];
-            ucols.par_chunks_mut(big_n).zip(sd[..len].par_iter_mut()).enumerate().for_each_init(
-                || vec![0usize; big_n],
-                |idx, (c, (col, sdx))| {
-                    let chosen = draw_subset(&mut draw_rng(seed, start + c), idx, self.n);
-                    col.fill(0.0);
-                    let (mut s, mut dx) = (0.0, 0.0);
-                    for &i in chosen {
-                        col[i] = 1.0;
-                        s += self.rowsum[i];
-                        dx += self.diag[i];
-                    }
-                    *sdx = (s, dx);
-                },
-            );
-            let uview = bke_linalg::MatRef::from_slice(&u.as_slice()[..big_n * len], big_n, len, big_n)?;
-            let kuview =
-                bke_linalg::MatMut::from_slice(&mut ku.as_mut_slice()[..big_n * len], big_n, len, big_n)?;
-            B::gemm(1.0, self.k.as_ref(), Trans::No, uview, Trans::No, 0.0, kuview)?;
-            let batch: Vec<f64> = (0..len)
-                .into_par_iter()
-                .map(|c| {
-                    let q: f64 = u.col(c).iter().zip(ku.col(c)).map(|(a, b)| a * b).sum();
-                    let (s, dx) = sd[c];
-                    self.statistic(q, s, dx, statistic)
-                })
-                .collect();
-            out.extend_from_slice(&batch);
-            start += len;
-        }
-        Ok(out)
-    }
-
-    /// The same null statistics (same draws) recomputed per draw from the block-sum definitions,
-    /// `O(N²)` per draw with the Gram matrix reused: the oracle of [`MmdPermutation::null`] and the
-    /// baseline of the benchmark.
-    pub fn null_naive(
-        &self,
-        statistic: MmdStatistic,
-        draws: usize,
-        seed: u64,
-    ) -> Result<Vec<f64>, CoreError> {
-        check_draws(draws)?;
-        let big_n = self.k.nrows();
-        Ok((0..draws)
-            .into_par_iter()
-            .map_init(
-                || (vec![0usize; big_n], vec![false; big_n]),
-                |(idx, member), b| {
-                    let chosen = draw_subset(&mut draw_rng(seed, b), idx, self.n);
-                    member.fill(false);
-                    for &i in chosen {
-                        member[i] = true;
-                    }
-                    block_sums_statistic(self.k, member, self.n, statistic)
-                },
-            )
-            .collect())
-    }
-}
-
-/// A uniformly random `n`-subset of `0..idx.len()` by a partial Fisher–Yates shuffle of the identity
-/// (reset first, so the result depends only on the stream).
-#[inline]
-pub(crate) fn draw_subset<'s, R: Rng>(rng: &mut R, idx: &'s mut [usize], n: usize) -> &'s [usize] {
-    for (i, v) in idx.iter_mut().enumerate() {
-        *v = i;
-    }
-    let len = idx.len();
-    for i in 0..n.min(len.saturating_sub(1)) {
-        let j = rng.random_range(i..len);
-        idx.swap(i, j);
-    }
-    &idx[..n]
-}
-
-/// A uniformly random permutation of `0..idx.len()` (Fisher–Yates from the identity).
-#[inline]
-pub(crate) fn draw_permutation<R: Rng>(rng: &mut R, idx: &mut [usize]) {
-    let len = idx.len();
-    draw_subset(rng, idx, len);
-}
-
-/// Wild-bootstrap observed statistic and null sample (module docs), `n = m`.
-fn wild_null<B: Backend>(
-    k: &Mat,
-    n: usize,
-    statistic: MmdStatistic,
-    draws: usize,
-    seed: u64,
-) -> Result<(f64, Vec<f64>), CoreError> {
-    let h = Mat::from_fn(n, n, |i, j| k[(i, j)] + k[(n + i, n + j)] - k[(i, n + j)] - k[(j, n + i)]);
-    let tr: f64 = (0..n).map(|i| h[(i, i)]).sum();
-    let all: f64 = h.as_slice().iter().sum();
-    let nf = n as f64;
-    let finish = |quad: f64| match statistic {
-        MmdStatistic::Biased => quad / (nf * nf),
-        _ => (quad - tr) / (nf * (nf - 1.0)),
-    };
-    let observed = finish(all);
-    let bs = batch_size(n, draws);
-    let mut e = Mat::zeros(n, bs);
-    let mut he = Mat::zeros(n, bs);
-    let mut out = Vec::with_capacity(draws);
-    let mut start = 0;
-    while start < draws {
-        let len = bs.min(draws - start);
-        e.as_mut_slice()[..n * len].par_chunks_mut(n).enumerate().for_each(|(c, col)| {
-            let mut rng = draw_rng(seed, start + c);
-            for v in col.iter_mut() {
-                *v = if rng.random::<bool>() { 1.0 } else { -1.0 };
-            }
-        });
-        let ev = bke_linalg::MatRef::from_slice(&e.as_slice()[..n * len], n, len, n)?;
-        let hv = bke_linalg::MatMut::from_slice(&mut he.as_mut_slice()[..n * len], n, len, n)?;
-        B::gemm(1.0, h.as_ref(), Trans::No, ev, Trans::No, 0.0, hv)?;
-        let batch: Vec<f64> = (0..len)
-            .into_par_iter()
-            .map(|c| finish(e.col(c).iter().zip(he.col(c)).map(|(a, b)| a * b).sum()))
-            .collect();
-        out.extend_from_slice(&batch);
-        start += len;
-    }
-    Ok((observed, out))
-}
-
-/// `h_i = h(z_{2i−1}, z_{2i})` of the linear-time statistic, `i = 1…⌊n/2⌋`, for `n = m`.
-fn linear_h(kernel: &Kernel, x: &Points, y: &Points) -> Vec<f64> {
-    (0..x.len() / 2)
-        .map(|i| {
-            let (a, b) = (2 * i, 2 * i + 1);
-            kernel.eval(x.point(a), x.point(b)) + kernel.eval(y.point(a), y.point(b))
-                - kernel.eval(x.point(a), y.point(b))
-                - kernel.eval(x.point(b), y.point(a))
-        })
-        .collect()
-}
-
+/// The linear-time test (module docs), `n = m`.
 fn linear_test(
+    kernel: &WeightedKernel,
     x: &Points,
     y: &Points,
-    kernel: &Kernel,
     params: &MmdParams,
 ) -> Result<TestOutcome, CoreError> {
     let h = linear_h(kernel, x, y);
-    let pairs = h.len() as f64;
-    let observed = h.iter().sum::<f64>() / pairs;
-    let alpha = params.alpha;
-    match params.null {
+    let observed = h.iter().sum::<f64>() / h.len() as f64;
+    let (alpha, null) = (params.alpha, params.null);
+    match null {
         NullDistribution::Normal => {
-            if h.len() < 2 {
-                return Err(CoreError::Empty {
-                    what: "pairs of the linear-time statistic".into(),
-                    needed: 2,
-                });
-            }
-            let var = h.iter().map(|v| (v - observed).powi(2)).sum::<f64>() / (pairs - 1.0);
-            let sd = (var / pairs).sqrt();
-            if !(sd > 0.0) {
-                return Err(invalid(
-                    "standard deviation of the linear-time statistic",
-                    sd,
-                    "all pair terms are equal; use another lengthscale or the permutation null",
-                ));
-            }
-            Ok(TestOutcome::from_p(observed, normal_cdf(-observed / sd), alpha, params.null, 0.0, sd))
+            let (p, sd) = linear_normal(&h)?;
+            Ok(TestOutcome::from_p(observed, p, alpha, null, 0.0, sd))
         }
-        NullDistribution::WildBootstrap => {
-            let null = (0..params.permutations)
-                .into_par_iter()
-                .map(|b| {
-                    let mut rng = draw_rng(params.seed, b);
-                    h.iter().map(|v| if rng.random::<bool>() { *v } else { -*v }).sum::<f64>() / pairs
-                })
-                .collect();
-            Ok(TestOutcome::from_samples(observed, null, alpha, params.null))
-        }
+        NullDistribution::WildBootstrap => Ok(TestOutcome::from_samples(
+            observed,
+            linear_wild(&h, params.permutations, params.seed),
+            alpha,
+            null,
+        )),
         NullDistribution::Permutation => {
-            let pooled = x.concat(y)?;
-            let n = x.len();
-            let null = (0..params.permutations)
-                .into_par_iter()
-                .map_init(
-                    || vec![0usize; 2 * n],
-                    |idx, b| {
-                        draw_permutation(&mut draw_rng(params.seed, b), idx);
-                        let p = |i: usize| pooled.point(idx[i]);
-                        (0..n / 2)
-                            .map(|i| {
-                                let (a, c) = (2 * i, 2 * i + 1);
-                                kernel.eval(p(a), p(c)) + kernel.eval(p(n + a), p(n + c))
-                                    - kernel.eval(p(a), p(n + c))
-                                    - kernel.eval(p(c), p(n + a))
-                            })
-                            .sum::<f64>()
-                            / pairs
-                    },
-                )
-                .collect();
-            Ok(TestOutcome::from_samples(observed, null, alpha, params.null))
+            let draws = linear_permutation(kernel, x, y, params.permutations, params.seed)?;
+            Ok(TestOutcome::from_samples(observed, draws, alpha, null))
         }
-        NullDistribution::Gamma => unreachable!("rejected by MmdParams::check"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bke_linalg::{Faer, Nalgebra};
-    use rand::SeedableRng;
-    use rand_chacha::ChaCha8Rng;
-
-    fn gaussian_points(seed: u64, n: usize, dim: usize, shift: f64, scale: f64) -> Points {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let data = (0..n * dim)
-            .map(|_| {
-                // Box–Muller
-                let u1: f64 = rng.random::<f64>().max(1e-300);
-                let u2: f64 = rng.random();
-                shift + scale * (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-            })
-            .collect();
-        Points::new("sample", data, dim).unwrap()
-    }
-
-    /// Direct formulas from the definitions over point pairs (no Gram matrix, no algebra).
-    fn naive(x: &Points, y: &Points, k: &Kernel, biased: bool) -> f64 {
-        let (n, m) = (x.len() as f64, y.len() as f64);
-        let mut sxx = 0.0;
-        for i in 0..x.len() {
-            for j in 0..x.len() {
-                if biased || i != j {
-                    sxx += k.eval(x.point(i), x.point(j));
-                }
-            }
-        }
-        let mut syy = 0.0;
-        for i in 0..y.len() {
-            for j in 0..y.len() {
-                if biased || i != j {
-                    syy += k.eval(y.point(i), y.point(j));
-                }
-            }
-        }
-        let mut sxy = 0.0;
-        for i in 0..x.len() {
-            for j in 0..y.len() {
-                sxy += k.eval(x.point(i), y.point(j));
-            }
-        }
-        if biased {
-            sxx / (n * n) + syy / (m * m) - 2.0 * sxy / (n * m)
-        } else {
-            sxx / (n * (n - 1.0)) + syy / (m * (m - 1.0)) - 2.0 * sxy / (n * m)
-        }
-    }
-
-    #[test]
-    fn statistics_match_naive_formulas() {
-        let x = gaussian_points(1, 13, 2, 0.0, 1.0);
-        let y = gaussian_points(2, 9, 2, 0.5, 1.3);
-        let k = Kernel::se(0.8).unwrap();
-        let u = mmd_statistic(&x, &y, &k, MmdStatistic::Unbiased).unwrap();
-        let b = mmd_statistic(&x, &y, &k, MmdStatistic::Biased).unwrap();
-        assert!((u - naive(&x, &y, &k, false)).abs() < 1e-13);
-        assert!((b - naive(&x, &y, &k, true)).abs() < 1e-13);
-        // linear-time: explicit pairs
-        let y2 = gaussian_points(3, 13, 2, 0.5, 1.0);
-        let lin = mmd_statistic(&x, &y2, &k, MmdStatistic::Linear).unwrap();
-        let mut s = 0.0;
-        for i in 0..6 {
-            let (a, c) = (2 * i, 2 * i + 1);
-            s += k.eval(x.point(a), x.point(c)) + k.eval(y2.point(a), y2.point(c))
-                - k.eval(x.point(a), y2.point(c))
-                - k.eval(x.point(c), y2.point(a));
-        }
-        assert!((lin - s / 6.0).abs() < 1e-14);
-        let gram = k.gram(&x.concat(&y2).unwrap()).unwrap();
-        assert!((mmd_from_gram(&gram, 13, MmdStatistic::Linear).unwrap() - lin).abs() < 1e-14);
-    }
-
-    /// The GEMM-batched permutation null equals the per-draw recomputation from the definitions, for
-    /// both quadratic statistics and both backends, and across batch boundaries.
-    #[test]
-    fn batched_permutation_null_matches_naive() {
-        let x = gaussian_points(4, 31, 3, 0.0, 1.0);
-        let y = gaussian_points(5, 20, 3, 0.2, 1.0);
-        let k = Kernel::se(1.1).unwrap();
-        let gram = k.gram(&x.concat(&y).unwrap()).unwrap();
-        let perm = MmdPermutation::new(&gram, 31).unwrap();
-        for stat in [MmdStatistic::Unbiased, MmdStatistic::Biased] {
-            let fast = perm.null::<Faer>(stat, 70, 9).unwrap();
-            let fast2 = perm.null::<Nalgebra>(stat, 70, 9).unwrap();
-            let slow = perm.null_naive(stat, 70, 9).unwrap();
-            for ((a, b), c) in fast.iter().zip(&slow).zip(&fast2) {
-                assert!((a - b).abs() < 1e-12, "{stat:?}: {a} vs {b}");
-                assert!((a - c).abs() < 1e-12);
-            }
-            // the draws really differ from each other
-            assert!(fast.iter().any(|v| (v - fast[0]).abs() > 1e-6));
-        }
-    }
-
-    /// Seeded resampling gives the same null sample and p-value on 1 and 2 threads.
-    #[test]
-    fn resampling_is_thread_count_invariant() {
-        let x = gaussian_points(6, 40, 2, 0.0, 1.0);
-        let y = gaussian_points(7, 40, 2, 0.3, 1.0);
-        let k = Kernel::se(1.0).unwrap();
-        let run = |threads: usize, null: NullDistribution, statistic: MmdStatistic| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let params = MmdParams { null, statistic, permutations: 300, seed: 42, ..MmdParams::default() };
-            pool.install(|| mmd_test::<Faer>(&x, &y, &k, &params).unwrap())
-        };
-        for (null, stat) in [
-            (NullDistribution::Permutation, MmdStatistic::Unbiased),
-            (NullDistribution::WildBootstrap, MmdStatistic::Biased),
-            (NullDistribution::Permutation, MmdStatistic::Linear),
-            (NullDistribution::WildBootstrap, MmdStatistic::Linear),
-        ] {
-            let (a, b) = (run(1, null, stat), run(2, null, stat));
-            assert_eq!(a.null_samples, b.null_samples, "{null:?} {stat:?}");
-            assert_eq!(a.p_value, b.p_value);
-            // and a different seed gives a different sample
-            let params =
-                MmdParams { null, statistic: stat, permutations: 300, seed: 43, ..MmdParams::default() };
-            let c = mmd_test::<Faer>(&x, &y, &k, &params).unwrap();
-            assert_ne!(a.null_samples, c.null_samples);
-        }
-    }
-
-    /// The exact permutation mean of the biased statistic (c·tr K̃) against the mean of many draws,
-    /// and the gamma p-value against the permutation p-value on the same data.
-    #[test]
-    fn gamma_moments_match_permutation_distribution() {
-        let x = gaussian_points(8, 60, 2, 0.0, 1.0);
-        let y = gaussian_points(9, 60, 2, 0.0, 1.0);
-        let k = Kernel::se(1.0).unwrap();
-        let gram = k.gram(&x.concat(&y).unwrap()).unwrap();
-        let (mean, var) = gamma_moments(&gram, 60);
-        let perm = MmdPermutation::new(&gram, 60).unwrap();
-        let draws = 4000;
-        let null = perm.null::<Faer>(MmdStatistic::Biased, draws, 1).unwrap();
-        let emean = null.iter().sum::<f64>() / draws as f64;
-        let evar = null.iter().map(|v| (v - emean).powi(2)).sum::<f64>() / (draws as f64 - 1.0);
-        // mean is exact: 4 Monte-Carlo standard errors
-        assert!((emean - mean).abs() < 4.0 * (evar / draws as f64).sqrt(), "{emean} vs {mean}");
-        // variance is an O(1/N) approximation: within 15 %
-        assert!((evar / var - 1.0).abs() < 0.15, "{evar} vs {var}");
-        // the unbiased null has mean exactly 0 under relabelling
-        let nu = perm.null::<Faer>(MmdStatistic::Unbiased, draws, 1).unwrap();
-        let umean = nu.iter().sum::<f64>() / draws as f64;
-        let usd = (nu.iter().map(|v| (v - umean).powi(2)).sum::<f64>() / draws as f64).sqrt();
-        assert!(umean.abs() < 4.0 * usd / (draws as f64).sqrt(), "{umean}");
-        for stat in [MmdStatistic::Biased, MmdStatistic::Unbiased] {
-            let pg = mmd_test_gram::<Faer>(
-                &gram,
-                60,
-                &MmdParams { statistic: stat, null: NullDistribution::Gamma, ..Default::default() },
-            )
-            .unwrap();
-            let pp = mmd_test_gram::<Faer>(
-                &gram,
-                60,
-                &MmdParams { statistic: stat, permutations: 2000, ..Default::default() },
-            )
-            .unwrap();
-            assert!(
-                (pg.p_value - pp.p_value).abs() < 0.05,
-                "{stat:?}: gamma {} vs permutation {}",
-                pg.p_value,
-                pp.p_value
-            );
-        }
-        // the gamma tail at the permutation distribution's 95 % quantile is 0.05 up to Monte-Carlo
-        // error (sd ≈ 0.0035) and the approximation's own error
-        let mut sorted = null.clone();
-        sorted.sort_by(f64::total_cmp);
-        let q95 = sorted[(0.95 * draws as f64) as usize];
-        let tail = gamma_sf(q95, mean * mean / var, var / mean);
-        assert!((tail - 0.05).abs() < 0.015, "gamma tail at the permutation 95 % quantile: {tail}");
-    }
-
-    #[test]
-    fn wild_bootstrap_and_normal_null_agree_with_definitions() {
-        let x = gaussian_points(10, 30, 1, 0.0, 1.0);
-        let y = gaussian_points(11, 30, 1, 0.0, 1.0);
-        let k = Kernel::se(0.7).unwrap();
-        let gram = k.gram(&x.concat(&y).unwrap()).unwrap();
-        // wild bootstrap: observed biased statistic is the usual V-statistic; draws match a direct sum
-        let (obs, null) = wild_null::<Faer>(&gram, 30, MmdStatistic::Biased, 20, 3).unwrap();
-        assert!((obs - mmd_from_gram(&gram, 30, MmdStatistic::Biased).unwrap()).abs() < 1e-13);
-        let (obs_u, null_u) = wild_null::<Faer>(&gram, 30, MmdStatistic::Unbiased, 20, 3).unwrap();
-        let h = |i: usize, j: usize| {
-            k.eval(x.point(i), x.point(j)) + k.eval(y.point(i), y.point(j))
-                - k.eval(x.point(i), y.point(j))
-                - k.eval(x.point(j), y.point(i))
-        };
-        let mut u = 0.0;
-        for i in 0..30 {
-            for j in 0..30 {
-                if i != j {
-                    u += h(i, j);
-                }
-            }
-        }
-        assert!((obs_u - u / (30.0 * 29.0)).abs() < 1e-13);
-        for (b, (&v, &vu)) in null.iter().zip(&null_u).enumerate() {
-            let mut rng = draw_rng(3, b);
-            let e: Vec<f64> = (0..30).map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 }).collect();
-            let (mut quad, mut off) = (0.0, 0.0);
-            for i in 0..30 {
-                for j in 0..30 {
-                    quad += e[i] * e[j] * h(i, j);
-                    if i != j {
-                        off += e[i] * e[j] * h(i, j);
-                    }
-                }
-            }
-            assert!((v - quad / 900.0).abs() < 1e-12);
-            assert!((vu - off / 870.0).abs() < 1e-12);
-        }
-        // normal null of the linear statistic: p = Φ(−T/sd)
-        let params = MmdParams {
-            statistic: MmdStatistic::Linear,
-            null: NullDistribution::Normal,
-            ..Default::default()
-        };
-        let out = mmd_test::<Faer>(&x, &y, &k, &params).unwrap();
-        let hs = linear_h(&k, &x, &y);
-        let mean = hs.iter().sum::<f64>() / 15.0;
-        let sd = (hs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 14.0 / 15.0).sqrt();
-        assert!((out.p_value - normal_cdf(-mean / sd)).abs() < 1e-14);
-    }
-
-    /// A clear difference is detected by every null; p-values are bounded below by 1/(B+1).
-    #[test]
-    fn detects_a_shift() {
-        let x = gaussian_points(12, 80, 2, 0.0, 1.0);
-        let y = gaussian_points(13, 80, 2, 1.5, 1.0);
-        let k = Kernel::se(1.0).unwrap();
-        for (stat, null) in [
-            (MmdStatistic::Unbiased, NullDistribution::Permutation),
-            (MmdStatistic::Biased, NullDistribution::Permutation),
-            (MmdStatistic::Unbiased, NullDistribution::Gamma),
-            (MmdStatistic::Biased, NullDistribution::Gamma),
-            (MmdStatistic::Unbiased, NullDistribution::WildBootstrap),
-            (MmdStatistic::Linear, NullDistribution::Permutation),
-            (MmdStatistic::Linear, NullDistribution::Normal),
-        ] {
-            let params = MmdParams { statistic: stat, null, permutations: 200, ..Default::default() };
-            let out = mmd_test::<Faer>(&x, &y, &k, &params).unwrap();
-            assert!(out.reject, "{stat:?} {null:?}: p = {}", out.p_value);
-            if null.is_resampling() {
-                assert_eq!(out.p_value, 1.0 / 201.0);
-            }
-        }
-    }
-
-    #[test]
-    fn bad_input_is_rejected_with_clear_errors() {
-        let x = gaussian_points(14, 10, 2, 0.0, 1.0);
-        let k = Kernel::se(1.0).unwrap();
-        let y3 = gaussian_points(15, 10, 3, 0.0, 1.0);
-        let e = mmd_test::<Faer>(&x, &y3, &k, &MmdParams::default()).unwrap_err();
-        assert!(matches!(e, CoreError::DimensionMismatch { .. }), "{e}");
-        let one = gaussian_points(16, 1, 2, 0.0, 1.0);
-        assert!(matches!(
-            mmd_test::<Faer>(&x, &one, &k, &MmdParams::default()).unwrap_err(),
-            CoreError::Empty { .. }
-        ));
-        let zero_b = MmdParams { permutations: 0, ..Default::default() };
-        assert!(mmd_test::<Faer>(&x, &x, &k, &zero_b).unwrap_err().to_string().contains("at least 1"));
-        for alpha in [0.0, 1.0, 2.0, f64::NAN] {
-            assert!(mmd_test::<Faer>(&x, &x, &k, &MmdParams { alpha, ..Default::default() }).is_err());
-        }
-        let y8 = gaussian_points(17, 8, 2, 0.0, 1.0);
-        for p in [
-            MmdParams { null: NullDistribution::WildBootstrap, ..Default::default() },
-            MmdParams { statistic: MmdStatistic::Linear, ..Default::default() },
-        ] {
-            let e = mmd_test::<Faer>(&x, &y8, &k, &p).unwrap_err().to_string();
-            assert!(e.contains("pairs x_i with y_i"), "{e}");
-        }
-        assert!(
-            MmdParams {
-                statistic: MmdStatistic::Linear,
-                null: NullDistribution::Gamma,
-                ..Default::default()
-            }
-            .check()
-            .is_err()
-        );
-        assert!(MmdParams { null: NullDistribution::Normal, ..Default::default() }.check().is_err());
-        assert!(Points::new("x", vec![1.0, f64::NAN], 1).is_err());
+        NullDistribution::Gamma => Err(choice(
+            "null distribution 'gamma' for the linear-time statistic",
+            "use normal, permutation or wild",
+        )),
     }
 }

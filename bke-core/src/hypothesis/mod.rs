@@ -1,7 +1,13 @@
-//! Kernel hypothesis tests (seed 000 §2.2, §5; DESIGN.md §3.2): the two-sample test with the maximum
+//! Kernel hypothesis tests (seed 000 §2.2, §5; docs/DESIGN.md §3.2): the two-sample test with the maximum
 //! mean discrepancy ([`mmd`]) and the independence test with the Hilbert–Schmidt independence criterion
-//! ([`hsic`]), their null distributions, kernel choice by a fixed lengthscale, the median heuristic
-//! ([`median`]) or BKL ([`select`]), and the witness function with BKE posterior bands ([`mod@witness`]).
+//! ([`hsic`]), their null distributions, kernel choice ([`select`]: a fixed lengthscale, the median
+//! heuristic ([`median`]), BKL, and the aggregated tests MMDAgg/HSICAgg, MMD-FUSE and BKL-Bayes over
+//! the collections of [`kernels`], combined by [`aggregate`]), results that serialise to the CLI's JSON
+//! ([`report`]), and the witness function with BKE posterior bands ([`mod@witness`]).
+//!
+//! Every test follows the estimator convention ([`crate::estimator`]):
+//! `MmdParams { .. }.check()?.fit::<B>(&TwoSamples { x, y })?` chooses the kernels from the pooled
+//! sample (for HSIC, from each variable), and `.test::<B>()` runs the test and returns its report.
 //!
 //! # Statistics
 //! With a pooled sample `z = (x_1…x_n, y_1…y_m)` and Gram matrix `K`:
@@ -29,33 +35,48 @@
 //!
 //! A test rejects when `p ≤ α`.
 
+pub mod aggregate;
 pub mod hsic;
+mod hsic_null;
+pub mod kernels;
 pub mod median;
 pub mod mmd;
+mod mmd_null;
+#[cfg(test)]
+mod mmd_tests;
+pub mod report;
 pub mod select;
 pub mod witness;
 
 use crate::CoreError;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
 
-pub use hsic::{HsicParams, HsicStatistic, hsic_test};
+pub use hsic::{FittedHsic, HsicParams, HsicStatistic};
+pub use kernels::{BandwidthWeights, TestFamily, WeightedKernel};
 pub use median::{MedianConvention, median_distance, median_lengthscale};
-pub use mmd::{MmdParams, MmdStatistic, mmd_test};
-pub use select::{LengthscaleSelection, SelectedLengthscale, select_lengthscale};
-pub use witness::{Witness, WitnessParams, witness};
+pub use mmd::{FittedMmd, MmdParams, MmdStatistic};
+pub use mmd_null::MmdPermutation;
+pub use report::{HsicReport, KernelReport, MmdReport, Outcome};
+pub use select::{AggParams, BklParams, Families, LengthscaleSelection, SelectedKernels};
+pub use witness::{FittedWitness, Witness, WitnessParams};
 
 /// How the distribution of the statistic under the null hypothesis is obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub enum NullDistribution {
     /// Random permutations of the sample labels (MMD) or of `y` against `x` (HSIC). The default.
     #[default]
+    #[serde(rename = "permutation")]
     Permutation,
     /// Gamma distribution matched to the null mean and variance.
+    #[serde(rename = "gamma")]
     Gamma,
-    /// Wild bootstrap with Rademacher signs (MMD with equal sample sizes).
+    /// Wild bootstrap with Rademacher signs (MMD with equal sample sizes; HSIC on pairs of pairs).
+    #[serde(rename = "wild")]
     WildBootstrap,
     /// Asymptotic normal null (linear-time MMD only).
+    #[serde(rename = "normal")]
     Normal,
 }
 
@@ -89,9 +110,9 @@ impl NullDistribution {
     }
 }
 
-/// The result of a kernel test.
+/// The result of a single-kernel test, with its null draws (internal; reports carry an [`Outcome`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct TestOutcome {
+pub(crate) struct TestOutcome {
     /// The observed statistic.
     pub statistic: f64,
     /// The p-value.
@@ -125,6 +146,19 @@ impl TestOutcome {
             null_samples,
             null_mean: mean,
             null_sd: var.sqrt(),
+        }
+    }
+
+    pub(crate) fn into_outcome(self) -> Outcome {
+        Outcome {
+            statistic: self.statistic,
+            p_value: self.p_value,
+            reject: self.reject,
+            null: self.null,
+            alpha: self.alpha,
+            null_mean: self.null_mean,
+            null_sd: self.null_sd,
+            null_samples: self.null_samples,
         }
     }
 
@@ -168,7 +202,9 @@ pub fn check_draws(draws: usize) -> Result<(), CoreError> {
             "must be at least 1 (1000 is a good default; the smallest attainable p-value is 1/(1 + B))",
         ));
     }
-    Ok(())
+    // The null sample and a batch of resampled statistics per draw.
+    let setting = format!("permutations / bootstrap draws = {draws}");
+    crate::budget::check(&setting, crate::budget::Bytes::f64s(draws).times(4))
 }
 
 pub(crate) fn choice(what: &str, reason: &str) -> CoreError {

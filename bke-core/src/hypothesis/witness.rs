@@ -1,26 +1,43 @@
 //! The witness function `μ_P − μ_Q` with BKE posterior bands (seed 000 §2.2, §5, Fig. 2E and 3).
 //!
 //! For a fixed θ and τ², the BKE posteriors of `μ_P` (from `x`) and `μ_Q` (from `y`) are independent
-//! Gaussian processes (eq. (7)–(8), [`crate::embedding::BkePosterior`]), so on a grid `g`
+//! Gaussian processes (eq. (7)–(8), [`BkePosterior`]), so on a grid `g`
 //! `μ_P(g) − μ_Q(g) ~ N(m_P(g) − m_Q(g), v_P(g) + v_Q(g))` pointwise. The credible band at level `ℓ`
 //! is `mean ± z·sd` with `z = Φ⁻¹((1 + ℓ)/2)` (`ℓ = 0.8`: the seed's 80 % intervals). The empirical
 //! witness `(1/n) Σ_i k(x_i, g) − (1/m) Σ_j k(y_j, g)` is reported alongside.
 //!
 //! Extending to integrated hyperparameters (the seed's Fig. 3, NUTS over θ and τ²) means averaging
-//! posterior draws over hyperparameter draws: [`witness_draws`] returns joint draws for one
-//! `(θ, τ²)`, which such a sampler can pool.
+//! posterior draws over hyperparameter draws ([`crate::bayes`]); [`FittedWitness::draws`] returns
+//! joint draws for one `(θ, τ²)`.
+//!
+//! ```
+//! use bke_core::hypothesis::{LengthscaleSelection, WitnessParams};
+//! use bke_core::{Params, Points, TwoSamples};
+//! use bke_linalg::DefaultBackend;
+//! let x = Points::from_1d("x", &[-1.0, -0.5, 0.0, 0.3, 0.8])?;
+//! let y = Points::from_1d("y", &[0.5, 1.0, 1.4, 2.0, 2.2])?;
+//! let params = WitnessParams { selection: LengthscaleSelection::Fixed(0.7), ..WitnessParams::default() };
+//! let w = params.check()?.fit::<DefaultBackend>(&TwoSamples { x, y })?.witness::<DefaultBackend>(&Points::from_1d("g", &[-1.0, 2.0])?)?;
+//! assert!(w.mean[0] > 0.0 && w.mean[1] < 0.0);
+//! # Ok::<(), bke_core::CoreError>(())
+//! ```
 
-use crate::embedding::{BkeParams, EmbeddingPrior};
-use crate::estimator::{Params, Predict};
+use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
+use super::{WeightedKernel, choice};
+use crate::embedding::{BkeParams, BkePosterior, EmbeddingPrior};
+use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, TwoSamples, Valid};
 use crate::special::normal_quantile;
-use crate::{CoreError, Kernel, Points, check_positive};
+use crate::{CoreError, Points, check_positive};
 use bke_linalg::{Backend, Mat};
 
-/// Parameters of [`witness`]. Defaults: θ = 1, τ² = 1, Lebesgue prior measure, level 0.8.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Parameters of the witness: `WitnessParams { .. }.check()?.fit::<B>(&TwoSamples { x, y })?`
+/// chooses θ on the pooled sample and conditions both BKE posteriors; [`FittedWitness::witness`]
+/// evaluates it on a grid. Defaults: median heuristic, τ² = 1, Lebesgue prior measure, level 0.8.
+#[derive(Debug, Clone, PartialEq)]
 pub struct WitnessParams {
-    /// Lengthscale θ of the squared exponential kernel.
-    pub lengthscale: f64,
+    /// How the lengthscale θ of the squared exponential kernel is chosen (a single-kernel rule:
+    /// fixed, median or BKL).
+    pub selection: LengthscaleSelection,
     /// BKE noise level τ² (eq. (5)); the seed uses 1.
     pub tau2: f64,
     /// BKE prior measure ν.
@@ -31,14 +48,21 @@ pub struct WitnessParams {
 
 impl Default for WitnessParams {
     fn default() -> Self {
-        Self { lengthscale: 1.0, tau2: 1.0, prior: EmbeddingPrior::Lebesgue, level: 0.8 }
+        Self {
+            selection: LengthscaleSelection::default(),
+            tau2: 1.0,
+            prior: EmbeddingPrior::Lebesgue,
+            level: 0.8,
+        }
     }
 }
 
-impl WitnessParams {
-    /// Errors unless θ, τ² are finite and positive, the prior is valid and `0 < level < 1`.
-    pub fn check(&self) -> Result<(), CoreError> {
-        check_positive("lengthscale", self.lengthscale)?;
+impl Params for WitnessParams {
+    type Error = CoreError;
+
+    /// Errors unless τ² is finite and positive, the prior is valid, `0 < level < 1` and the selection
+    /// chooses one kernel.
+    fn validate(&self) -> Result<(), CoreError> {
         check_positive("tau2", self.tau2)?;
         self.prior.check()?;
         if !(self.level > 0.0 && self.level < 1.0) {
@@ -48,12 +72,55 @@ impl WitnessParams {
                 reason: "must lie strictly between 0 and 1, e.g. 0.8".into(),
             });
         }
-        Ok(())
+        if self.selection.is_aggregated() {
+            return Err(choice(
+                &format!("selection '{}' for the witness", self.selection.name(TestKind::TwoSample)),
+                "the witness uses one kernel: use a fixed lengthscale, median or bkl",
+            ));
+        }
+        self.selection.validate(TestKind::TwoSample)
     }
+}
 
-    fn bke(&self) -> BkeParams {
-        BkeParams::new(vec![self.lengthscale], self.tau2).with_prior(self.prior)
+impl Estimator for WitnessParams {
+    type Data = TwoSamples;
+    type Fitted = FittedWitness;
+
+    /// Chooses θ on the pooled sample and conditions the BKE posteriors of `μ_P` and `μ_Q`.
+    fn fit_valid<B: Backend>(
+        params: &Valid<Self>,
+        data: &TwoSamples,
+        progress: &dyn Progress,
+    ) -> Result<FittedWitness, CoreError> {
+        let (x, y) = (&data.x, &data.y);
+        x.check_len("sample x", 2)?;
+        y.check_len("sample y", 2)?;
+        x.check_dim("sample y", y.dim())?;
+        let selected = select_kernels::<B>(&x.concat(y)?, &params.selection, TestKind::TwoSample, progress)?;
+        let lengthscale = selected.kernels[0].lengthscale;
+        let bke = BkeParams::new(vec![lengthscale], params.tau2).with_prior(params.prior);
+        Ok(FittedWitness {
+            p: bke.clone().check()?.fit::<B>(x)?,
+            q: bke.check()?.fit::<B>(y)?,
+            x: x.clone(),
+            y: y.clone(),
+            kernel: WeightedKernel::gaussian(lengthscale),
+            level: params.level,
+            selected,
+        })
     }
+}
+
+/// The witness with θ chosen and both BKE posteriors conditioned.
+#[derive(Debug, Clone)]
+pub struct FittedWitness {
+    p: BkePosterior,
+    q: BkePosterior,
+    x: Points,
+    y: Points,
+    kernel: WeightedKernel,
+    level: f64,
+    selected: SelectedKernels,
 }
 
 /// The witness on a grid.
@@ -71,62 +138,67 @@ pub struct Witness {
     pub empirical: Vec<f64>,
 }
 
-fn check_inputs(x: &Points, y: &Points, grid: &Points) -> Result<(), CoreError> {
-    x.check_len("sample x", 2)?;
-    y.check_len("sample y", 2)?;
-    x.check_dim("sample y", y.dim())?;
-    x.check_dim("grid", grid.dim())?;
-    grid.check_len("grid", 1)
-}
-
-/// The witness `μ_P − μ_Q` on `grid` with BKE posterior mean and credible band (module docs).
-pub fn witness<B: Backend>(
-    x: &Points,
-    y: &Points,
-    grid: &Points,
-    params: &WitnessParams,
-) -> Result<Witness, CoreError> {
-    params.check()?;
-    check_inputs(x, y, grid)?;
-    let bke = params.bke();
-    let p = bke.check()?.fit::<B>(x)?.predict::<B>(grid)?;
-    let q = bke.check()?.fit::<B>(y)?.predict::<B>(grid)?;
-    let z = normal_quantile(0.5 * (1.0 + params.level));
-    let mean: Vec<f64> = p.mean.iter().zip(&q.mean).map(|(a, b)| a - b).collect();
-    let sd: Vec<f64> = p.variance.iter().zip(&q.variance).map(|(a, b)| (a + b).sqrt()).collect();
-    let lower = mean.iter().zip(&sd).map(|(m, s)| m - z * s).collect();
-    let upper = mean.iter().zip(&sd).map(|(m, s)| m + z * s).collect();
-    let kernel = Kernel::se(params.lengthscale)?;
-    let emp = |s: &Points, g: &[f64]| s.iter().map(|p| kernel.eval(p, g)).sum::<f64>() / s.len() as f64;
-    let empirical = grid.iter().map(|g| emp(x, g) - emp(y, g)).collect();
-    Ok(Witness { mean, sd, lower, upper, empirical })
-}
-
-/// `draws` joint posterior draws of `μ_P − μ_Q` on `grid` (`|grid| × draws`), from independent draws
-/// of the two BKE posteriors (seeds `seed` and `seed + 1`).
-pub fn witness_draws<B: Backend>(
-    x: &Points,
-    y: &Points,
-    grid: &Points,
-    params: &WitnessParams,
-    draws: usize,
-    seed: u64,
-) -> Result<Mat, CoreError> {
-    params.check()?;
-    check_inputs(x, y, grid)?;
-    let bke = params.bke();
-    let mut p = bke.check()?.fit::<B>(x)?.sample::<B>(grid, draws, seed)?;
-    let q = bke.check()?.fit::<B>(y)?.sample::<B>(grid, draws, seed.wrapping_add(1))?;
-    for (a, b) in p.as_mut_slice().iter_mut().zip(q.as_slice()) {
-        *a -= b;
+impl FittedWitness {
+    /// The lengthscale θ.
+    pub fn lengthscale(&self) -> f64 {
+        self.kernel.lengthscale
     }
-    Ok(p)
+
+    /// How θ was chosen.
+    pub fn selected(&self) -> &SelectedKernels {
+        &self.selected
+    }
+
+    fn check_grid(&self, grid: &Points) -> Result<(), CoreError> {
+        self.x.check_dim("grid", grid.dim())?;
+        grid.check_len("grid", 1)
+    }
+
+    /// The witness `μ_P − μ_Q` on `grid` with BKE posterior mean and credible band (module docs).
+    pub fn witness<B: Backend>(&self, grid: &Points) -> Result<Witness, CoreError> {
+        self.check_grid(grid)?;
+        let Prediction { mean: mp, variance: vp } = self.p.predict::<B>(grid)?;
+        let Prediction { mean: mq, variance: vq } = self.q.predict::<B>(grid)?;
+        let z = normal_quantile(0.5 * (1.0 + self.level));
+        let mean: Vec<f64> = mp.iter().zip(&mq).map(|(a, b)| a - b).collect();
+        let sd: Vec<f64> = vp.iter().zip(&vq).map(|(a, b)| (a + b).sqrt()).collect();
+        let lower = mean.iter().zip(&sd).map(|(m, s)| m - z * s).collect();
+        let upper = mean.iter().zip(&sd).map(|(m, s)| m + z * s).collect();
+        let emp =
+            |s: &Points, g: &[f64]| s.iter().map(|p| self.kernel.eval(p, g)).sum::<f64>() / s.len() as f64;
+        let empirical = grid.iter().map(|g| emp(&self.x, g) - emp(&self.y, g)).collect();
+        Ok(Witness { mean, sd, lower, upper, empirical })
+    }
+
+    /// `draws` joint posterior draws of `μ_P − μ_Q` on `grid` (`|grid| × draws`), from independent
+    /// draws of the two BKE posteriors (seeds `seed` and `seed + 1`).
+    pub fn draws<B: Backend>(&self, grid: &Points, draws: usize, seed: u64) -> Result<Mat, CoreError> {
+        self.check_grid(grid)?;
+        let mut p = self.p.sample::<B>(grid, draws, seed)?;
+        let q = self.q.sample::<B>(grid, draws, seed.wrapping_add(1))?;
+        for (a, b) in p.as_mut_slice().iter_mut().zip(q.as_slice()) {
+            *a -= b;
+        }
+        Ok(p)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use crate::Kernel;
+    use bke_linalg::DefaultBackend;
+
+    fn fitted(x: &Points, y: &Points, p: &WitnessParams) -> Result<FittedWitness, CoreError> {
+        p.check()?.fit::<DefaultBackend>(&TwoSamples { x: x.clone(), y: y.clone() })
+    }
+
+    fn fixed(p: &WitnessParams) -> f64 {
+        match p.selection {
+            LengthscaleSelection::Fixed(l) => l,
+            _ => unreachable!(),
+        }
+    }
 
     fn sample(shift: f64, n: usize) -> Points {
         Points::from_1d(
@@ -138,9 +210,9 @@ mod tests {
 
     /// Dense oracle: eq. (8) with explicit matrices and a Gaussian-elimination solve.
     fn dense_posterior(s: &Points, g: &Points, p: &WitnessParams) -> (Vec<f64>, Vec<f64>) {
-        let ls = [p.lengthscale];
+        let ls = [fixed(p)];
         let n = s.len();
-        let k = Kernel::se(p.lengthscale).unwrap();
+        let k = Kernel::se(ls[0]).unwrap();
         let r = |a: &[f64], b: &[f64]| p.prior.r(&ls, a, b);
         let mu_hat: Vec<f64> =
             s.iter().map(|w| s.iter().map(|xi| k.eval(xi, w)).sum::<f64>() / n as f64).collect();
@@ -189,8 +261,15 @@ mod tests {
         let x = sample(0.0, 23);
         let y = sample(0.7, 17);
         let g = Points::from_1d("g", &[-2.0, -0.5, 0.0, 0.4, 1.1, 2.5]).unwrap();
-        let p = WitnessParams { lengthscale: 0.6, tau2: 0.5, level: 0.8, ..Default::default() };
-        let w = witness::<Faer>(&x, &y, &g, &p).unwrap();
+        let p = WitnessParams {
+            selection: LengthscaleSelection::Fixed(0.6),
+            tau2: 0.5,
+            level: 0.8,
+            ..Default::default()
+        };
+        let fit = fitted(&x, &y, &p).unwrap();
+        assert_eq!(fit.lengthscale(), 0.6);
+        let w = fit.witness::<DefaultBackend>(&g).unwrap();
         let (mp, vp) = dense_posterior(&x, &g, &p);
         let (mq, vq) = dense_posterior(&y, &g, &p);
         let z = 1.281_551_565_544_600_5;
@@ -206,10 +285,13 @@ mod tests {
             assert!((w.empirical[i] - e).abs() < 1e-14);
         }
         // a wider level gives a wider band
-        let w95 = witness::<Faer>(&x, &y, &g, &WitnessParams { level: 0.95, ..p }).unwrap();
+        let w95 = fitted(&x, &y, &WitnessParams { level: 0.95, ..p.clone() })
+            .unwrap()
+            .witness::<DefaultBackend>(&g)
+            .unwrap();
         assert!(w95.upper.iter().zip(&w.upper).all(|(a, b)| a > b));
         // draws: their spread matches the posterior sd (400 draws: relative sd error ≈ 3.5 %)
-        let d = witness_draws::<Faer>(&x, &y, &g, &p, 400, 3).unwrap();
+        let d = fit.draws::<DefaultBackend>(&g, 400, 3).unwrap();
         for i in 0..g.len() {
             let row: Vec<f64> = (0..400).map(|j| d[(i, j)]).collect();
             let m = row.iter().sum::<f64>() / 400.0;
@@ -222,12 +304,17 @@ mod tests {
     #[test]
     fn bad_input() {
         let x = sample(0.0, 10);
-        let g = Points::from_1d("g", &[0.0]).unwrap();
         let g2 = Points::from_rows("g", &[vec![0.0, 0.0]]).unwrap();
         let p = WitnessParams::default();
-        assert!(witness::<Faer>(&x, &x, &g2, &p).is_err());
-        assert!(witness::<Faer>(&x, &x.select(&[0]), &g, &p).is_err());
-        assert!(witness::<Faer>(&x, &x, &g, &WitnessParams { level: 1.0, ..p }).is_err());
-        assert!(witness::<Faer>(&x, &x, &g, &WitnessParams { lengthscale: 0.0, ..p }).is_err());
+        assert!(fitted(&x, &x, &p).unwrap().witness::<DefaultBackend>(&g2).is_err());
+        assert!(fitted(&x, &x.select(&[0]), &p).is_err());
+        assert!(fitted(&x, &x, &WitnessParams { level: 1.0, ..p.clone() }).is_err());
+        assert!(
+            fitted(&x, &x, &WitnessParams { selection: LengthscaleSelection::Fixed(0.0), ..p.clone() })
+                .is_err()
+        );
+        let agg =
+            WitnessParams { selection: LengthscaleSelection::Fuse(crate::hypothesis::Families::Both), ..p };
+        assert!(agg.check().unwrap_err().to_string().contains("one kernel"));
     }
 }

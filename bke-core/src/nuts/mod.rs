@@ -47,6 +47,7 @@ mod tree;
 pub use diagnostics::Summary;
 
 use crate::CoreError;
+use crate::budget::Bytes;
 use crate::estimator::{Params, Progress};
 use adapt::{DualAveraging, WindowedVariance};
 use rand::{Rng, SeedableRng};
@@ -153,7 +154,19 @@ impl Params for NutsParams {
         if self.init_attempts == 0 {
             return bad("init_attempts", 0.0, "at least one attempt is needed");
         }
-        Ok(())
+        self.check_memory(1)
+    }
+}
+
+impl NutsParams {
+    /// Refuses (naming the setting) when the draws of all chains of a `dim`-dimensional target would
+    /// not fit in memory ([`crate::budget`]): each kept draw stores `dim` values and 6 statistics,
+    /// each chain a few working vectors.
+    pub fn check_memory(&self, dim: usize) -> Result<(), CoreError> {
+        let per_draw = Bytes::f64s(dim.saturating_add(6));
+        let per_chain = per_draw.times(self.draws).plus(Bytes::f64s(dim.saturating_mul(16)));
+        let setting = format!("chains = {}, draws = {} (dimension {dim})", self.chains, self.draws);
+        crate::budget::check(&setting, per_chain.times(self.chains))
     }
 }
 
@@ -259,6 +272,7 @@ pub fn sample_with<M: Target + ?Sized>(
 ) -> Result<NutsOutput, CoreError> {
     params.validate()?;
     let dim = model.dim();
+    params.check_memory(dim)?;
     if dim == 0 {
         return Err(CoreError::InvalidParameter {
             name: "dimension of the target".into(),
@@ -284,7 +298,8 @@ pub fn sample_with<M: Target + ?Sized>(
             }
         }
     }
-    let total = (params.chains * (params.warmup + params.draws)) as u64;
+    let total =
+        (params.chains as u64).saturating_mul((params.warmup as u64).saturating_add(params.draws as u64));
     let done = AtomicU64::new(0);
     let tick = || {
         progress.update("NUTS", done.fetch_add(1, Ordering::Relaxed) + 1, total);

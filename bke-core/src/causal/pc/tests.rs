@@ -6,7 +6,7 @@ use super::*;
 use crate::Points;
 use crate::hypothesis::hsic::HsicParams;
 use crate::hypothesis::{LengthscaleSelection, MedianConvention};
-use bke_linalg::Faer;
+use bke_linalg::DefaultBackend;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -144,7 +144,7 @@ fn kernel_pc_finds_a_collider_and_is_thread_count_invariant() {
     let data = collider_data(200);
     let run = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| quick().check().unwrap().fit::<Faer>(&data).unwrap())
+        pool.install(|| quick().check().unwrap().fit::<DefaultBackend>(&data).unwrap())
     };
     let (one, two) = (run(1), run(2));
     assert_eq!(one, two);
@@ -163,7 +163,8 @@ fn kernel_pc_finds_a_collider_and_is_thread_count_invariant() {
     let back: PcResult = serde_json::from_value(json).unwrap();
     assert_eq!(back.graph(), one.graph());
     // limited conditioning: level 0 only keeps a − d, b − d (dependent through c)
-    let lim = PcParams { max_condition: Some(0), ..quick() }.check().unwrap().fit::<Faer>(&data).unwrap();
+    let lim =
+        PcParams { max_condition: Some(0), ..quick() }.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
     assert!(lim.adjacent("a", "d") && lim.tests.iter().all(|t| t.level == 0));
 }
 
@@ -171,6 +172,6 @@ fn kernel_pc_finds_a_collider_and_is_thread_count_invariant() {
 fn settings_are_checked() {
     assert!(PcParams { alpha: 1.5, ..quick() }.check().is_err());
     let data = collider_data(30);
-    let t = quick().ci.check().unwrap().fit::<Faer>(data.values()).unwrap();
-    assert!(pc::<Faer>(&t, &["a".into()], 0.05, None, &()).is_err());
+    let t = quick().ci.check().unwrap().fit::<DefaultBackend>(data.values()).unwrap();
+    assert!(pc::<DefaultBackend>(&t, &["a".into()], 0.05, None, &()).is_err());
 }

@@ -1,0 +1,282 @@
+//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2] [--scales a,b,…]`: the power of every
+//! kernel selection of the MMD test (median heuristic, BKL, MMDAgg, MMD-FUSE, BKL-Bayes) on the
+//! perturbed-uniform benchmark of MMDAgg (Schrab et al., JMLR 2023, §6) and MMD-FUSE (Biggs, Schrab &
+//! Gretton, NeurIPS 2023, §6), with the type-I error at zero perturbation.
+//!
+//! # The sampler
+//! `x` is uniform on `[0, 1]^d`; `y` has the density `f(u) = 1 + s·e^d Σ_ν θ_ν Π_r G(p u_r − ν_r)` on
+//! `[0, 1]^d`, `ν ∈ {1…p}^d`, with `p = 2` perturbations per dimension, signs `θ_ν = ±1` drawn afresh
+//! for every data set, and the bump `G(t) = exp(−1/(1 − (4t + 3)²))` on `(−1, −½)`,
+//! `−exp(−1/(1 − (4t + 1)²))` on `(−½, 0)`, 0 elsewhere (so `|G| ≤ e^{−1}` and `f ∈ [1 − s, 1 + s]`;
+//! the scale `s` is the papers' "perturbation amplitude"). Drawn by rejection from the uniform
+//! proposal with bound `1 + s`. `n = m = 500`; `s ∈ {0, 0.1, …, 0.5}` for `d = 1` and
+//! `{0, 0.2, …, 1}` for `d = 2`, as in the papers' figures.
+//!
+//! # The tests
+//! Unbiased MMD², permutation null with `B` relabellings (MMDAgg: `B₁ = B₂ = B`), α = 0.05, every
+//! selection at its defaults (`bke test mmd --select …`): the papers' collections (Gaussian and
+//! Laplace, 10 bandwidths each), BKL and BKL-Bayes with 100 held-out landmarks and `τ² = 1`. Each
+//! cell is the rejection rate over `R` data sets with its binomial standard error `√(p(1 − p)/R)`.
+//! Defaults: `R = 200`, `B = 2000` (the papers' sizes); `--smoke`: `R = 10`, `B = 500`, three scales
+//! of `d = 1`.
+
+use super::Ctx;
+use super::fig2c::options_from_args;
+use crate::plot::{Figure, Series};
+use crate::report::Table;
+use bke_core::hypothesis::{
+    AggParams, BklParams, Families, LengthscaleSelection, MedianConvention, MmdParams,
+};
+use bke_core::{Params, Points, TwoSamples};
+use bke_linalg::Faer;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use std::time::Instant;
+
+const ALPHA: f64 = 0.05;
+const N: usize = 500;
+const PERTURBATIONS: usize = 2;
+
+/// The selections compared, by their CLI names.
+fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection)> {
+    let bkl = BklParams { seed, ..BklParams::default() };
+    vec![
+        ("median", LengthscaleSelection::Median(MedianConvention::Muandet)),
+        ("bkl", LengthscaleSelection::Bkl(bkl.clone())),
+        ("mmdagg", LengthscaleSelection::Agg(AggParams::default())),
+        ("fuse", LengthscaleSelection::Fuse(Families::Both)),
+        ("bkl-bayes", LengthscaleSelection::BklBayes(bkl)),
+    ]
+}
+
+/// The papers' bump `G` (module docs).
+fn bump(t: f64) -> f64 {
+    if t > -1.0 && t < -0.5 {
+        (-1.0 / (1.0 - (4.0 * t + 3.0).powi(2))).exp()
+    } else if t > -0.5 && t < 0.0 {
+        -(-1.0 / (1.0 - (4.0 * t + 1.0).powi(2))).exp()
+    } else {
+        0.0
+    }
+}
+
+/// The perturbed density `f(u)` with signs `theta` (one per cell of the `p^d` grid, row-major).
+fn perturbed_density(u: &[f64], scale: f64, theta: &[f64]) -> f64 {
+    let d = u.len();
+    let mut sum = 0.0;
+    for (cell, &sign) in theta.iter().enumerate() {
+        let mut prod = sign;
+        let mut rest = cell;
+        for &ur in u {
+            let nu = (rest % PERTURBATIONS + 1) as f64;
+            rest /= PERTURBATIONS;
+            prod *= bump(PERTURBATIONS as f64 * ur - nu);
+        }
+        sum += prod;
+    }
+    1.0 + scale * (d as f64).exp() * sum
+}
+
+/// `n` uniform points on `[0, 1]^d` (`scale = None`) or from the perturbed density (new signs).
+pub fn perturbed_uniform(rng: &mut ChaCha8Rng, n: usize, d: usize, scale: Option<f64>) -> Points {
+    let theta: Vec<f64> =
+        (0..PERTURBATIONS.pow(d as u32)).map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 }).collect();
+    let mut data = Vec::with_capacity(n * d);
+    let mut u = vec![0.0; d];
+    while data.len() < n * d {
+        u.iter_mut().for_each(|v| *v = rng.random::<f64>());
+        let accept = match scale {
+            None => true,
+            Some(s) => rng.random::<f64>() * (1.0 + s) <= perturbed_density(&u, s, &theta),
+        };
+        if accept {
+            data.extend_from_slice(&u);
+        }
+    }
+    Points::new("perturbed uniform", data, d).expect("finite")
+}
+
+/// Decisions and chosen (deciding) lengthscales of one data set, per selection.
+fn replicate(d: usize, scale: f64, rep: usize, permutations: usize) -> anyhow::Result<Vec<(bool, f64)>> {
+    let seed = 31_337 * (rep as u64 + 1) + 1000 * d as u64 + (scale * 1000.0).round() as u64;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let x = perturbed_uniform(&mut rng, N, d, None);
+    let y = perturbed_uniform(&mut rng, N, d, (scale > 0.0).then_some(scale));
+    let data = TwoSamples { x, y };
+    selections(seed)
+        .into_iter()
+        .map(|(_, selection)| {
+            let params = MmdParams { permutations, seed, selection, alpha: ALPHA, ..MmdParams::default() };
+            let report = params.check()?.fit::<Faer>(&data)?.test::<Faer>()?;
+            Ok((report.outcome.reject, report.lengthscale))
+        })
+        .collect()
+}
+
+/// Published rejection rates quoted in issue 15: `(d, scale, MMDAgg, MMD-FUSE)`.
+const PUBLISHED: [(usize, f64, Option<f64>, f64); 6] = [
+    (1, 0.2, Some(0.21), 0.18),
+    (1, 0.3, Some(0.605), 0.505),
+    (1, 0.4, Some(0.88), 0.825),
+    (2, 0.4, None, 0.17),
+    (2, 0.6, None, 0.485),
+    (2, 0.8, None, 0.885),
+];
+
+fn published(d: usize, scale: f64) -> (String, String) {
+    PUBLISHED.iter().find(|p| p.0 == d && (p.1 - scale).abs() < 1e-9).map_or(("".into(), "".into()), |p| {
+        (p.2.map_or(String::new(), |v| format!("{v:.3}")), format!("{:.3}", p.3))
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs the benchmark (`power.csv`, `power.md`, `power_d1.svg`, `power_d2.svg` under `out`).
+pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let smoke = ctx.smoke;
+    let opts = if smoke { options_from_args(10, 500)? } else { options_from_args(200, 2000)? };
+    let dims: Vec<usize> = match args.iter().position(|a| a == "--dims").and_then(|i| args.get(i + 1)) {
+        Some(v) => v.split(',').map(str::parse).collect::<Result<_, _>>()?,
+        None if smoke => vec![1],
+        None => vec![1, 2],
+    };
+    let scale_arg: Option<Vec<f64>> =
+        match args.iter().position(|a| a == "--scales").and_then(|i| args.get(i + 1)) {
+            Some(v) => Some(v.split(',').map(str::parse).collect::<Result<_, _>>()?),
+            None => None,
+        };
+    let out = &ctx.dir("")?;
+    let mut figures = Vec::new();
+    let start = Instant::now();
+    let names: Vec<&str> = selections(0).iter().map(|s| s.0).collect();
+    let mut headers = vec!["d", "scale"];
+    headers.extend(names.iter().copied());
+    headers.extend(["published MMDAgg", "published MMD-FUSE", "median θ: median / bkl"]);
+    let mut table = Table::new(
+        &format!(
+            "MMD power on the perturbed-uniform benchmark (n = m = {N}, {PERTURBATIONS} perturbations, α = 0.05, R = {}, B = {})",
+            opts.reps, opts.permutations
+        ),
+        &headers,
+    );
+    for &d in &dims {
+        anyhow::ensure!(d == 1 || d == 2, "--dims: the benchmark has d = 1 and d = 2, not {d}");
+        let scales: Vec<f64> = match (scale_arg.clone(), d, smoke) {
+            (Some(s), _, _) => s,
+            (None, 1, true) => vec![0.0, 0.3, 0.5],
+            (None, 1, false) => (0..=5).map(|i| 0.1 * i as f64).collect(),
+            _ => (0..=5).map(|i| 0.2 * i as f64).collect(),
+        };
+        let mut curves = vec![Vec::new(); names.len()];
+        for &scale in &scales {
+            let reps: Vec<Vec<(bool, f64)>> = (0..opts.reps)
+                .into_par_iter()
+                .map(|r| replicate(d, scale, r, opts.permutations))
+                .collect::<anyhow::Result<_>>()?;
+            let r = opts.reps as f64;
+            let mut row = vec![d.to_string(), format!("{scale:.1}")];
+            for (s, curve) in curves.iter_mut().enumerate() {
+                let p = reps.iter().filter(|rep| rep[s].0).count() as f64 / r;
+                row.push(format!("{p:.3} ± {:.3}", (p * (1.0 - p) / r).sqrt()));
+                curve.push((scale, p));
+            }
+            let (agg, fuse) = published(d, scale);
+            row.extend([agg, fuse]);
+            let theta = |s: usize| median(reps.iter().map(|rep| rep[s].1).collect());
+            row.push(format!("{:.3} / {:.4}", theta(0), theta(1)));
+            ctx.progress(&format!(
+                "d = {d}, scale {scale:.1}: {} [{:.0} s]",
+                row[2..7].join(", "),
+                start.elapsed().as_secs_f64()
+            ));
+            table.push(row);
+        }
+        let mut plot = Figure::new(
+            &format!("MMD power, perturbed uniform d = {d} (R = {}, α = 0.05)", opts.reps),
+            "perturbation scale",
+            "rejection rate",
+        );
+        for (name, curve) in names.iter().zip(curves) {
+            plot = plot.with(Series::line(name, curve));
+        }
+        plot.save(&out.join(format!("power_d{d}.svg")))?;
+        figures.push((d, plot));
+    }
+    table.notes.push(
+        "cells: rejection rate ± binomial standard error; scale 0 is the type-I error (level 0.05)".into(),
+    );
+    table.notes.push(
+        "published: Schrab et al. (JMLR 2023) and Biggs et al. (NeurIPS 2023) figures as quoted in issue 15 (B = 2000, 200 data sets)"
+            .into(),
+    );
+    table.notes.push(format!(
+        "wall time {:.0} s on {} threads",
+        start.elapsed().as_secs_f64(),
+        rayon::current_num_threads()
+    ));
+    table.write_files(out, "power")?;
+    let mut section = ctx
+        .section(
+            "perturbed-uniform",
+            "MMD power of every kernel selection on the perturbed-uniform benchmark",
+        )
+        .intro(format!(
+            "Median heuristic, BKL, MMDAgg, MMD-FUSE and BKL-Bayes on the benchmark of MMDAgg (Schrab et al. \
+             2023) and MMD-FUSE (Biggs et al. 2023): n = m = {N}, α = 0.05, R = {} data sets, B = {} \
+             permutations; scale 0 is the type-I error.",
+            opts.reps, opts.permutations
+        ))
+        .seed(
+            "Published rejection rates (issue 15): d = 1, scale 0.2 / 0.3 / 0.4: MMDAgg 0.21 / 0.605 / 0.88, \
+               MMD-FUSE 0.18 / 0.505 / 0.825; d = 2, scale 0.4 / 0.6 / 0.8: MMD-FUSE 0.17 / 0.485 / 0.885.",
+        );
+    for (d, plot) in &figures {
+        section.push_figure(plot, &format!("Rejection rate vs perturbation scale, d = {d}."))?;
+    }
+    section.push_table(&table);
+    ctx.publish(section)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The density integrates to 1 (midpoint rule) and stays within `[1 − s, 1 + s]`.
+    #[test]
+    fn perturbed_density_is_a_density() {
+        for (d, theta) in [(1usize, vec![1.0, -1.0]), (2, vec![1.0, -1.0, -1.0, 1.0])] {
+            let k: usize = if d == 1 { 20_000 } else { 400 };
+            let mut total = 0.0;
+            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+            for i in 0..k.pow(d as u32) {
+                let u: Vec<f64> =
+                    (0..d).map(|r| ((i / k.pow(r as u32)) % k) as f64 / k as f64 + 0.5 / k as f64).collect();
+                let f = perturbed_density(&u, 0.5, &theta);
+                total += f;
+                lo = lo.min(f);
+                hi = hi.max(f);
+            }
+            let mean = total / k.pow(d as u32) as f64;
+            assert!((mean - 1.0).abs() < 1e-6, "d = {d}: ∫f = {mean}");
+            assert!(lo >= 0.5 - 1e-9 && hi <= 1.5 + 1e-9 && hi > 1.45, "d = {d}: [{lo}, {hi}]");
+        }
+    }
+
+    /// The sampler's mean over the first half of `[0, 1]` follows the density.
+    #[test]
+    fn sampler_follows_the_density() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let x = perturbed_uniform(&mut rng, 20_000, 1, Some(0.5));
+        let first_quarter = x.iter().filter(|p| p[0] < 0.25).count() as f64 / 20_000.0;
+        // the first bump occupies [0, 1/4] with ∫ = ± s·e·∫G over half a bump: mass 1/4 ± 0.5·e·c/2
+        let c: f64 = (0..10_000).map(|i| bump(-1.0 + (i as f64 + 0.5) / 20_000.0)).sum::<f64>() / 20_000.0;
+        let expect = [0.25 + 0.5 * std::f64::consts::E * c / 2.0, 0.25 - 0.5 * std::f64::consts::E * c / 2.0];
+        let sd = (0.25f64 * 0.75 / 20_000.0).sqrt();
+        assert!(expect.iter().any(|e| (first_quarter - e).abs() < 4.0 * sd), "{first_quarter} vs {expect:?}");
+    }
+}

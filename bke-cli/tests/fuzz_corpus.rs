@@ -1,0 +1,88 @@
+//! Replays the committed fuzz corpus (`fuzz/corpus/<target>/*`) through the fuzz targets' own entry
+//! points (`fuzz/src/entries.rs`): in process, and through the `bke` binary for the CSV and model
+//! files. No input may panic, abort or print `null`; bad input must end in a one-line error.
+//! New crash inputs found by `cargo xtask fuzz` are added to the corpus and so become tests here.
+
+mod common;
+#[path = "../../fuzz/src/entries.rs"]
+mod entries;
+#[path = "../src/finite.rs"]
+#[allow(dead_code)]
+mod finite;
+#[path = "../src/io.rs"]
+#[allow(dead_code)]
+mod io;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn corpus(target: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 5, "the seed corpus of {target} is missing: {}", dir.display());
+    files
+}
+
+/// Runs `bke`; the run must end cleanly: success with JSON free of `null`, or exit status 1 with
+/// a one-line `error:` message.
+fn clean_run(args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bke")).args(args).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation"), "{args:?}: {stderr}");
+    match out.status.code() {
+        Some(0) => assert!(!stdout.contains("null"), "{args:?} printed null: {stdout}"),
+        Some(1) => assert!(stderr.contains("error: "), "{args:?}: {stderr}"),
+        other => panic!("{args:?} ended with {other:?}: {stderr}"),
+    }
+}
+
+#[test]
+fn csv_corpus_replays_cleanly() {
+    for f in corpus("csv_reader") {
+        entries::csv_reader(&std::fs::read(&f).unwrap());
+        let p = f.to_str().unwrap();
+        clean_run(&["embed", "loglik", "--data", p, "--landmarks", p, "--lengthscale", "1"]);
+        clean_run(&["embed", "posterior", "--data", p, "--at", p, "--lengthscale", "1"]);
+    }
+}
+
+#[test]
+fn model_file_corpus_replays_cleanly() {
+    let q = common::write_in("fuzz-corpus", "q.csv", "a,b\n0.1,0.2\n-1,0.5\n2,-0.3\n");
+    let q = q.to_str().unwrap();
+    for f in corpus("model_files") {
+        entries::model_files(&std::fs::read(&f).unwrap());
+        let m = f.to_str().unwrap();
+        clean_run(&["bank", "predict", "--model", m, "--data", q]);
+        clean_run(&["density", "eval", "--model", m, "--at", q]);
+    }
+}
+
+#[test]
+fn params_corpus_replays_cleanly() {
+    for f in corpus("params") {
+        entries::params(&std::fs::read(&f).unwrap());
+    }
+}
+
+#[test]
+fn hand_edited_model_files_are_refused_naming_the_problem() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/model_files");
+    let q = common::write_in("fuzz-corpus", "q1.csv", "a,b\n0.1,0.2\n");
+    for (file, cmd, needle) in [
+        ("bank_zero_scale.json", "bank", "scale"),
+        ("bank_negative_y_scale.json", "bank", "scale"),
+        ("density_zero_lengthscale.json", "density", "lengthscale"),
+        ("density_negative_variance.json", "density", "sigma0_sq"),
+        ("density_negative_beta.json", "density", "beta"),
+    ] {
+        let m = dir.join(file);
+        let args = match cmd {
+            "bank" => vec!["bank", "predict", "--model", m.to_str().unwrap(), "--data", q.to_str().unwrap()],
+            _ => vec!["density", "eval", "--model", m.to_str().unwrap(), "--at", q.to_str().unwrap()],
+        };
+        let (ok, _, err) = common::bke(&args);
+        assert!(!ok && err.contains(file) && err.contains(needle), "{file}: {err}");
+    }
+}

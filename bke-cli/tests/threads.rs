@@ -1,0 +1,138 @@
+//! Results never depend on `--threads`: every command's JSON is byte-identical on 1 and 2 threads
+//! (after removing wall-clock fields and the paths of output files), and `--threads 0` is an error
+//! everywhere.
+
+mod common;
+
+use std::process::Command;
+
+/// Writes the scratch CSV files; returns (two-column sample, shifted sample, regression table).
+fn data() -> (String, String, String) {
+    let mut a = String::from("u,v\n");
+    let mut b = String::from("u,v\n");
+    let mut r = String::from("u,v,y\n");
+    for i in 0..40 {
+        let (s, c) = ((i as f64 * 0.7).sin(), (i as f64 * 1.3).cos());
+        a.push_str(&format!("{s},{c}\n"));
+        b.push_str(&format!("{},{}\n", s + 0.4, c * 0.8));
+        r.push_str(&format!("{s},{c},{}\n", s * 2.0 - c + 0.1 * (i as f64 * 3.1).sin()));
+    }
+    let w = |n: &str, t: &str| common::write_in("threads", n, t).display().to_string();
+    (w("a.csv", &a), w("b.csv", &b), w("r.csv", &r))
+}
+
+/// Scratch files of the DME commands: x, y (12 rows), ỹ, z̃ (9 rows); simulations, prior samples
+/// and an observation for `bke lfi`.
+fn dme_data() -> [String; 7] {
+    let col = |name: &str, v: &[f64]| {
+        let body: Vec<String> = v.iter().map(f64::to_string).collect();
+        format!("{name}\n{}\n", body.join("\n"))
+    };
+    let y: Vec<f64> = (0..12).map(|i| -2.0 + 0.35 * i as f64).collect();
+    let x: Vec<f64> = y.iter().map(|v| 0.8 * v + 0.05).collect();
+    let yt: Vec<f64> = (0..9).map(|j| -1.9 + 0.45 * j as f64).collect();
+    let zt: Vec<f64> =
+        yt.iter().enumerate().map(|(j, v)| (0.8 * v).sin() + 0.1 * (7.3 * j as f64).sin()).collect();
+    let mut sims = String::from("theta,stat\n");
+    for i in 0..30 {
+        let t = 0.1 + 0.1 * i as f64;
+        sims.push_str(&format!("{t},{}\n", 2.0 * t + 0.1 * (i as f64 * 2.3).sin()));
+    }
+    let prior: Vec<f64> = (0..25).map(|i| 0.05 + 0.12 * i as f64).collect();
+    let w = |n: &str, t: String| common::write_in("threads", n, &t).display().to_string();
+    [
+        w("x.csv", col("x", &x)),
+        w("y.csv", col("y", &y)),
+        w("yt.csv", col("y", &yt)),
+        w("zt.csv", col("z", &zt)),
+        w("sims.csv", sims),
+        w("prior.csv", col("theta", &prior)),
+        w("obs.csv", col("stat", &[3.1])),
+    ]
+}
+
+/// Stdout of `bke args --threads t` with the wall-clock fields removed.
+fn stdout(args: &[&str], threads: &str) -> String {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_bke")).args(args).args(["--threads", threads]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} on {threads} thread(s): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    if let Some(m) = json.as_object_mut() {
+        m.retain(|k, _| !matches!(k.as_str(), "seconds" | "elapsed_seconds" | "time_seconds"));
+    }
+    json.to_string()
+}
+
+#[test]
+fn every_command_gives_identical_json_on_one_and_two_threads() {
+    let (a, b, r) = data();
+    let model = |t: &str| common::write_in("threads", &format!("m{t}.json"), "").display().to_string();
+    let (bank1, bank2) = (model("bank1"), model("bank2"));
+    let (dens1, dens2) = (model("dens1"), model("dens2"));
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["embed", "loglik", "--data", &a, "--landmarks", &b, "--lengthscale", "0.8"],
+        vec!["embed", "fit", "--data", &a, "--grid-points", "9"],
+        vec!["embed", "posterior", "--data", &a, "--at", &b, "--lengthscale", "0.8"],
+        vec!["embed", "sample", "--data", &a, "--chains", "2", "--warmup", "30", "--draws", "20"],
+        vec!["test", "mmd", "--x", &a, "--y", &b, "--permutations", "200"],
+        vec!["test", "mmd", "--x", &a, "--y", &b, "--statistic", "biased", "--null", "gamma"],
+        vec!["test", "hsic", "--x", &a, "--x-columns", "u", "--y", &a, "--y-columns", "v"],
+        vec!["witness", "--x", &a, "--y", &b, "--grid", &b],
+        vec!["bank", "cv", "--data", &r, "--target", "y", "--iterations", "20", "--folds", "2"],
+    ];
+    for args in &commands {
+        assert_eq!(stdout(args, "1"), stdout(args, "2"), "{args:?}");
+    }
+    let [x, y, yt, zt, sims, prior, obs] = dme_data();
+    let dme = ["--x", &x, "--y", &y, "--ytilde", &yt, "--ztilde", &zt, "--lengthscale-x", "0.9"];
+    let lfi =
+        ["--simulations", &sims, "--theta-cols", "theta", "--stat-cols", "stat", "--prior-samples", &prior];
+    for args in [
+        [&["dme", "loglik"][..], &dme[..], &["--lengthscale-y", "0.7", "--sigma", "0.2"]].concat(),
+        [&["dme", "fit"][..], &dme[..]].concat(),
+        [&["lfi"][..], &lfi[..], &["--observed", &obs, "--herd", "10"]].concat(),
+    ] {
+        assert_eq!(stdout(&args, "1"), stdout(&args, "2"), "{args:?}");
+    }
+    // Commands writing model files: the JSON (minus the path) and the files themselves agree.
+    let fit = |out: &str, t: &str| {
+        let args = ["bank", "fit", "--data", &r, "--target", "y", "--iterations", "20", "--model-out", out];
+        stdout(&args, t).replace(out, "MODEL")
+    };
+    assert_eq!(fit(&bank1, "1"), fit(&bank2, "2"));
+    assert_eq!(std::fs::read(&bank1).unwrap(), std::fs::read(&bank2).unwrap());
+    let predict = |m: &str, t: &str| stdout(&["bank", "predict", "--model", m, "--data", &r], t);
+    assert_eq!(predict(&bank1, "1"), predict(&bank1, "2"));
+    let fit = |out: &str, t: &str| {
+        let args = ["density", "fit", "--data", &a, "--columns", "u", "--model-out", out];
+        stdout(&args, t).replace(out, "MODEL")
+    };
+    assert_eq!(fit(&dens1, "1"), fit(&dens2, "2"));
+    assert_eq!(std::fs::read(&dens1).unwrap(), std::fs::read(&dens2).unwrap());
+    for args in [
+        vec!["density", "eval", "--model", &dens1, "--at", &a],
+        vec!["density", "sample", "--model", &dens1, "--n", "20"],
+    ] {
+        assert_eq!(stdout(&args, "1"), stdout(&args, "2"), "{args:?}");
+    }
+}
+
+#[test]
+fn zero_threads_is_an_error_everywhere() {
+    let (a, b, r) = data();
+    for args in [
+        vec!["embed", "fit", "--data", &a],
+        vec!["test", "mmd", "--x", &a, "--y", &b],
+        vec!["bank", "cv", "--data", &r, "--target", "y"],
+        vec!["density", "fit", "--data", &a, "--model-out", &b],
+    ] {
+        let mut all = args.clone();
+        all.extend(["--threads", "0"]);
+        let (ok, _, err) = common::bke(&all);
+        assert!(!ok && err.contains("--threads must be at least 1"), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,238 @@
+//! The HSIC statistics of a collection of kernel pairs under the observed pairing and under the
+//! resampled nulls (the math is in [`super::hsic`]'s module docs).
+//!
+//! **Permutation null as a GEMM.** For an `x`-kernel let `A` be `HKH` (biased) or `K̃` (unbiased)
+//! and `a = K̃1`; for a `y`-kernel `L` (or `L̃`) and `b = L̃1`. Under a permutation `π` of `y`,
+//! `Σ_ij A_ij L_{π(i)π(j)} = Σ_{i≤j} w_ij A_ij L_{π(i)π(j)}` (`w = 2` off the diagonal, 1 on it). The
+//! weighted upper triangles of all `x`-kernels are the rows of one matrix `X` (`#x-kernels × n(n+1)/2`),
+//! the permuted upper triangles of `L` for a batch of draws the columns of `P`; one GEMM `X·P` through
+//! the [`Backend`] gives every `x`-kernel's statistic for the batch, and the unbiased cross term
+//! `Σ_i a_i b_{π(i)}` is a second, smaller GEMM. Building `P` (a gather of `n(n+1)/2` values per draw)
+//! is the unavoidable `O(n²)` per draw: a permutation acts on both indices of `L`, so no algebra
+//! avoids touching every pair. Draw `b` uses stream `(seed, b)` for every kernel pair, so the joint
+//! null of the collection is sampled, identically for any thread count.
+//!
+//! **Wild bootstrap (pairs of pairs).** With `h = ⌊n/2⌋` and the `i`-th pair of observations
+//! `((x_i, y_i), (x_{h+i}, y_{h+i}))`, `H^x_ij = k(x_i,x_j) − k(x_i,x_{h+j}) − k(x_{h+i},x_j) +
+//! k(x_{h+i},x_{h+j})`, `H^y` likewise and `H = H^x ∘ H^y` (Schrab et al. 2022, HSICAggInc with all
+//! pairs). `U = Σ_{i≠j} H_ij/(4h(h−1))` is an unbiased estimator of HSIC; flipping the sign `ε_i`
+//! swaps `x_i ↔ x_{h+i}` within the pair, which leaves the distribution unchanged under independence,
+//! and the draws `(εᵀHε − tr H)/(4h(h−1))` are one GEMM per batch ([`super::mmd_null`]).
+
+use super::aggregate::KernelStatistics;
+use super::hsic::HsicStatistic;
+use super::mmd_null::{draw_permutation, rademacher_forms};
+use super::{batch_size, draw_rng};
+use crate::CoreError;
+use bke_linalg::{Backend, Mat, MatMut, MatRef, Trans};
+use rayon::prelude::*;
+
+/// The centred Gram matrix `HKH`.
+pub(crate) fn centre(k: &Mat) -> Mat {
+    let n = k.nrows();
+    let nf = n as f64;
+    let r: Vec<f64> = (0..n).map(|j| k.col(j).iter().sum::<f64>() / nf).collect();
+    let g = r.iter().sum::<f64>() / nf;
+    Mat::from_fn(n, n, |i, j| k[(i, j)] - r[i] - r[j] + g)
+}
+
+fn zero_diagonal(m: &Mat) -> Mat {
+    let n = m.nrows();
+    Mat::from_fn(n, n, |i, j| if i == j { 0.0 } else { m[(i, j)] })
+}
+
+fn column_sums(m: &Mat) -> Vec<f64> {
+    (0..m.ncols()).map(|j| m.col(j).iter().sum()).collect()
+}
+
+/// The pieces of one kernel that the statistic needs (module docs).
+struct Side {
+    /// `HKH` (biased) or `K̃` (unbiased); `L` or `L̃` for `y`.
+    m: Mat,
+    /// Row sums of `K̃` / `L̃` (unbiased only).
+    sums: Vec<f64>,
+    /// `1ᵀK̃1` (unbiased only).
+    total: f64,
+}
+
+impl Side {
+    fn x(k: &Mat, statistic: HsicStatistic) -> Self {
+        match statistic {
+            HsicStatistic::Biased => Side { m: centre(k), sums: Vec::new(), total: 0.0 },
+            HsicStatistic::Unbiased => {
+                let m = zero_diagonal(k);
+                let sums = column_sums(&m);
+                let total = sums.iter().sum();
+                Side { m, sums, total }
+            }
+        }
+    }
+
+    fn y(l: &Mat, statistic: HsicStatistic) -> Self {
+        match statistic {
+            HsicStatistic::Biased => Side { m: l.clone(), sums: Vec::new(), total: 0.0 },
+            HsicStatistic::Unbiased => Self::x(l, statistic),
+        }
+    }
+}
+
+/// The statistic from `s = Σ_ij A_ij L_{π(i)π(j)}` and `cross = Σ_i a_i b_{π(i)}`.
+fn finish(statistic: HsicStatistic, n: usize, s: f64, cross: f64, x: &Side, y: &Side) -> f64 {
+    let nf = n as f64;
+    match statistic {
+        HsicStatistic::Biased => s / (nf * nf),
+        HsicStatistic::Unbiased => {
+            let c = x.total * y.total / ((nf - 1.0) * (nf - 2.0));
+            (s + c - 2.0 * cross / (nf - 2.0)) / (nf * (nf - 3.0))
+        }
+    }
+}
+
+/// The statistic of one pair of Gram matrices under the observed pairing, from the definitions.
+pub(crate) fn observed(k: &Mat, l: &Mat, statistic: HsicStatistic) -> f64 {
+    let (x, y) = (Side::x(k, statistic), Side::y(l, statistic));
+    let s: f64 = x.m.as_slice().iter().zip(y.m.as_slice()).map(|(a, b)| a * b).sum();
+    let cross: f64 = x.sums.iter().zip(&y.sums).map(|(a, b)| a * b).sum();
+    finish(statistic, k.nrows(), s, cross, &x, &y)
+}
+
+/// Every pair `(k, l)` of `ks × ls` (x-major: pair `i·|ls| + j`): the observed statistic and
+/// `draws` permutation draws (module docs). `batch` draws per GEMM.
+pub(crate) fn permutation_stats<B: Backend>(
+    ks: &[Mat],
+    ls: &[Mat],
+    statistic: HsicStatistic,
+    draws: usize,
+    seed: u64,
+    batch: Option<usize>,
+) -> Result<KernelStatistics, CoreError> {
+    let n = ks[0].nrows();
+    let pairs = n * (n + 1) / 2;
+    let xs: Vec<Side> = ks.iter().map(|k| Side::x(k, statistic)).collect();
+    let nx = xs.len();
+    let mut xa = Mat::zeros(nx, pairs);
+    let mut xs_sums = Mat::zeros(nx, n);
+    for (r, side) in xs.iter().enumerate() {
+        let mut p = 0;
+        for j in 0..n {
+            for i in 0..=j {
+                xa[(r, p)] = if i == j { side.m[(i, j)] } else { 2.0 * side.m[(i, j)] };
+                p += 1;
+            }
+        }
+        for (i, v) in side.sums.iter().enumerate() {
+            xs_sums[(r, i)] = *v;
+        }
+    }
+    let unbiased = statistic == HsicStatistic::Unbiased;
+    let bs = batch.unwrap_or_else(|| batch_size(pairs, draws)).clamp(1, draws.max(1));
+    let mut observed = vec![0.0; nx * ls.len()];
+    let mut null = vec![vec![0.0; draws]; nx * ls.len()];
+    let mut packed = Mat::zeros(pairs, bs);
+    let mut permuted_sums = Mat::zeros(n, bs);
+    let mut out = Mat::zeros(nx, bs);
+    let mut cross = Mat::zeros(nx, bs);
+    for (c, l) in ls.iter().enumerate() {
+        let y = Side::y(l, statistic);
+        for (r, k) in ks.iter().enumerate() {
+            observed[r * ls.len() + c] = self::observed(k, l, statistic);
+        }
+        let mut start = 0;
+        while start < draws {
+            let len = bs.min(draws - start);
+            packed.as_mut_slice()[..pairs * len]
+                .par_chunks_mut(pairs)
+                .zip(permuted_sums.as_mut_slice()[..n * len].par_chunks_mut(n))
+                .enumerate()
+                .for_each_init(
+                    || vec![0usize; n],
+                    |idx, (b, (col, sums))| {
+                        draw_permutation(&mut draw_rng(seed, start + b), idx);
+                        let mut p = 0;
+                        for j in 0..n {
+                            let lcol = y.m.col(idx[j]);
+                            for &pi in &idx[..=j] {
+                                col[p] = lcol[pi];
+                                p += 1;
+                            }
+                        }
+                        if unbiased {
+                            for (s, &pi) in sums.iter_mut().zip(idx.iter()) {
+                                *s = y.sums[pi];
+                            }
+                        }
+                    },
+                );
+            let pv = MatRef::from_slice(&packed.as_slice()[..pairs * len], pairs, len, pairs)?;
+            let ov = MatMut::from_slice(&mut out.as_mut_slice()[..nx * len], nx, len, nx)?;
+            B::gemm(1.0, xa.as_ref(), Trans::No, pv, Trans::No, 0.0, ov)?;
+            if unbiased {
+                let sv = MatRef::from_slice(&permuted_sums.as_slice()[..n * len], n, len, n)?;
+                let cv = MatMut::from_slice(&mut cross.as_mut_slice()[..nx * len], nx, len, nx)?;
+                B::gemm(1.0, xs_sums.as_ref(), Trans::No, sv, Trans::No, 0.0, cv)?;
+            }
+            for (r, side) in xs.iter().enumerate() {
+                let row = &mut null[r * ls.len() + c];
+                for b in 0..len {
+                    let cr = if unbiased { cross[(r, b)] } else { 0.0 };
+                    row[start + b] = finish(statistic, n, out[(r, b)], cr, side, &y);
+                }
+            }
+            start += len;
+        }
+    }
+    Ok(KernelStatistics { observed, draws: null })
+}
+
+/// The wild-bootstrap statistic of every pair of `ks × ls` (x-major) and its draws (module docs).
+pub(crate) fn wild_stats<B: Backend>(
+    ks: &[Mat],
+    ls: &[Mat],
+    draws: usize,
+    seed: u64,
+) -> Result<KernelStatistics, CoreError> {
+    let h = ks[0].nrows() / 2;
+    let hf = h as f64;
+    let paired =
+        |k: &Mat| Mat::from_fn(h, h, |i, j| k[(i, j)] - k[(i, h + j)] - k[(h + i, j)] + k[(h + i, h + j)]);
+    let hy: Vec<Mat> = ls.iter().map(paired).collect();
+    let mut stats = KernelStatistics { observed: Vec::new(), draws: Vec::new() };
+    for k in ks {
+        let hx = paired(k);
+        for y in &hy {
+            let mut m = hx.clone();
+            m.as_mut_slice().iter_mut().zip(y.as_slice()).for_each(|(a, b)| *a *= b);
+            let tr: f64 = (0..h).map(|i| m[(i, i)]).sum();
+            let scale = 1.0 / (4.0 * hf * (hf - 1.0));
+            stats.observed.push((m.as_slice().iter().sum::<f64>() - tr) * scale);
+            let forms = rademacher_forms::<B>(&m, draws, seed)?;
+            stats.draws.push(forms.into_iter().map(|q| (q - tr) * scale).collect());
+        }
+    }
+    Ok(stats)
+}
+
+/// Mean and variance of `n·HSIC_b` under independence (Gretton et al. 2008; [`super::hsic`]).
+pub(crate) fn gamma_moments(k: &Mat, l: &Mat) -> (f64, f64) {
+    let n = k.nrows();
+    let nf = n as f64;
+    let (kc, lc) = (centre(k), centre(l));
+    let mut s = 0.0;
+    for j in 0..n {
+        for i in 0..n {
+            if i != j {
+                s += (kc[(i, j)] * lc[(i, j)] / 6.0).powi(2);
+            }
+        }
+    }
+    let var_b =
+        72.0 * (nf - 4.0) * (nf - 5.0) / (nf * (nf - 1.0) * (nf - 2.0) * (nf - 3.0)) * s / (nf * (nf - 1.0));
+    let offdiag_mean = |m: &Mat| {
+        let all: f64 = m.as_slice().iter().sum();
+        let tr: f64 = (0..n).map(|i| m[(i, i)]).sum();
+        ((all - tr) / (nf * (nf - 1.0)), tr / nf)
+    };
+    let ((mx, dx), (my, dy)) = (offdiag_mean(k), offdiag_mean(l));
+    let mean_b = (dx - mx) * (dy - my) / nf;
+    (nf * mean_b, nf * nf * var_b)
+}

@@ -1,0 +1,391 @@
+//! The kernels of the tests, their Gram matrices from one set of pairwise distances, and the kernel
+//! collections of the aggregated tests.
+//!
+//! # Families (bke's lengthscale convention)
+//! | [`TestFamily`] | kernel | as in |
+//! |---|---|---|
+//! | `Gaussian` (JSON `"se"`) | `exp(−‖x − y‖₂²/(2ℓ²))` | every bke test |
+//! | `LaplaceL1` (JSON `"laplace-l1"`) | `exp(−‖x − y‖₁/ℓ)` | MMDAgg, MMD-FUSE (their Laplace kernel uses the ℓ₁ distance) |
+//!
+//! The papers write bandwidths `λ`; converted to bke's `ℓ`:
+//! MMDAgg's `exp(−‖·‖₂²/λ²)` is `ℓ = λ/√2` and its `exp(−‖·‖₁/λ)` is `ℓ = λ`; MMD-FUSE's
+//! `exp(−‖·‖₂²/(2λ²))` is `ℓ = λ` and its `exp(−√2‖·‖₁/λ)` is `ℓ = λ/√2`; HSICAgg's Gaussian
+//! `exp(−‖·‖₂²/λ²)` is `ℓ = λ/√2`.
+//!
+//! # Collections (bandwidths `λ` from the pooled sample's inter-point distances `d`)
+//! - **MMDAgg** (Schrab et al., JMLR 2023, the `mmdagg` package's default collection): per family,
+//!   `n_λ = 10` bandwidths geometrically spaced from `λ_min = d_(5%)/2` to `λ_max = 2 max d`
+//!   (`d_(5%)` the 5 % quantile of the distances of the family's norm). *Choices:* the package takes
+//!   the distances between `x` and `y` (first 500 points of each); bke takes all pairs of the pooled
+//!   sample, so the collection does not depend on the labels (see [`super::select`] for why that
+//!   matters). The package also floors `d_(5%)` at 0.1 and `max d` at 0.3 — absolute values suited to
+//!   data on the unit scale; bke omits them so that the collection scales with the data.
+//! - **MMD-FUSE** (Biggs, Schrab & Gretton, NeurIPS 2023): per family, 10 bandwidths *linearly*
+//!   spaced from `d_(5%)/2` to `2 d_(95%)`. The reference code includes the `N` zero self-distances
+//!   (replaced by the median) in the quantiles; bke uses the distinct pairs only.
+//! - **HSICAgg** (Schrab et al., NeurIPS 2022): per variable, `λ = 2^i λ_med`, `i = −2…2`, `λ_med` the
+//!   median inter-point distance of that variable; the collection is the 25 pairs.
+//!
+//! Weights `w` (MMDAgg §5.1, summing to 1 over the collection): uniform, or, per family of `n_λ`
+//! bandwidths ordered from small to large, centred `∝ 1/(|(n_λ+1)/2 − i| + 1)` (odd `n_λ`) or
+//! `∝ 1/(|(n_λ+1)/2 − i| + ½)` (even), increasing `∝ 1/(n_λ + 1 − i)`, decreasing `∝ 1/i`, each
+//! family getting `1/#families`.
+//!
+//! Distances above [`MEDIAN_MAX_POINTS`] points are taken over an evenly spaced subsample, as for the
+//! median heuristic.
+
+use super::choice;
+use super::median::MEDIAN_MAX_POINTS;
+use crate::{CoreError, Points};
+use bke_linalg::Mat;
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// A kernel family of the tests (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TestFamily {
+    /// `exp(−‖x − y‖₂²/(2ℓ²))`, written `"se"`.
+    #[serde(rename = "se")]
+    Gaussian,
+    /// `exp(−‖x − y‖₁/ℓ)`, written `"laplace-l1"`.
+    #[serde(rename = "laplace-l1")]
+    LaplaceL1,
+}
+
+impl TestFamily {
+    /// The name in outputs: "se" or "laplace-l1".
+    pub fn name(self) -> &'static str {
+        match self {
+            TestFamily::Gaussian => "se",
+            TestFamily::LaplaceL1 => "laplace-l1",
+        }
+    }
+
+    /// `k` at distance `d` (squared ℓ₂ distance for the Gaussian, ℓ₁ distance for the Laplace).
+    #[inline]
+    pub fn value(self, d: f64, lengthscale: f64) -> f64 {
+        match self {
+            TestFamily::Gaussian => (-0.5 * d / (lengthscale * lengthscale)).exp(),
+            TestFamily::LaplaceL1 => (-d / lengthscale).exp(),
+        }
+    }
+
+    /// The distance `value` expects, between two points.
+    #[inline]
+    fn distance(self, a: &[f64], b: &[f64]) -> f64 {
+        match self {
+            TestFamily::Gaussian => a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum(),
+            TestFamily::LaplaceL1 => a.iter().zip(b).map(|(p, q)| (p - q).abs()).sum(),
+        }
+    }
+}
+
+/// One kernel of a test: its family, lengthscale and weight in the aggregate (1 for a single kernel).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WeightedKernel {
+    /// The family.
+    pub family: TestFamily,
+    /// The lengthscale ℓ (bke's convention, module docs).
+    pub lengthscale: f64,
+    /// Its weight in the aggregate.
+    pub weight: f64,
+}
+
+impl WeightedKernel {
+    /// A Gaussian kernel of weight 1.
+    pub fn gaussian(lengthscale: f64) -> Self {
+        Self { family: TestFamily::Gaussian, lengthscale, weight: 1.0 }
+    }
+
+    /// `k(a, b)`.
+    #[inline]
+    pub fn eval(&self, a: &[f64], b: &[f64]) -> f64 {
+        self.family.value(self.family.distance(a, b), self.lengthscale)
+    }
+}
+
+/// The pairwise distances of a point set, computed once per family and reused for every kernel.
+#[derive(Debug)]
+pub struct Distances<'a> {
+    points: &'a Points,
+    squared: Option<Mat>,
+    l1: Option<Mat>,
+}
+
+impl<'a> Distances<'a> {
+    /// No distances computed yet.
+    pub fn new(points: &'a Points) -> Self {
+        Self { points, squared: None, l1: None }
+    }
+
+    fn matrix(&mut self, family: TestFamily) -> &Mat {
+        let slot = match family {
+            TestFamily::Gaussian => &mut self.squared,
+            TestFamily::LaplaceL1 => &mut self.l1,
+        };
+        let points = self.points;
+        slot.get_or_insert_with(|| {
+            let n = points.len();
+            let mut d = Mat::zeros(n, n);
+            d.as_mut_slice().par_chunks_mut(n.max(1)).enumerate().for_each(|(j, col)| {
+                let b = points.point(j);
+                for (i, v) in col.iter_mut().enumerate() {
+                    *v = family.distance(points.point(i), b);
+                }
+            });
+            d
+        })
+    }
+
+    /// The Gram matrix of `kernel` (its weight is ignored).
+    pub fn gram(&mut self, kernel: &WeightedKernel) -> Mat {
+        let d = self.matrix(kernel.family);
+        let mut k = Mat::zeros(d.nrows(), d.ncols());
+        k.as_mut_slice().par_chunks_mut(1024).zip(d.as_slice().par_chunks(1024)).for_each(|(kc, dc)| {
+            for (kv, dv) in kc.iter_mut().zip(dc) {
+                *kv = kernel.family.value(*dv, kernel.lengthscale);
+            }
+        });
+        k
+    }
+}
+
+/// The sorted distances (ℓ₂ for the Gaussian, ℓ₁ for the Laplace family) of all distinct pairs of
+/// `points` (thinned to [`MEDIAN_MAX_POINTS`] evenly spaced points above that size).
+pub fn sorted_distances(points: &Points, family: TestFamily) -> Result<Vec<f64>, CoreError> {
+    points.check_len("sample for the kernel collection", 2)?;
+    let n = points.len();
+    let idx: Vec<usize> = if n > MEDIAN_MAX_POINTS {
+        (0..MEDIAN_MAX_POINTS).map(|k| k * n / MEDIAN_MAX_POINTS).collect()
+    } else {
+        (0..n).collect()
+    };
+    let mut d: Vec<f64> = idx
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(a, &i)| {
+            idx[a + 1..].iter().map(move |&j| {
+                let v = family.distance(points.point(i), points.point(j));
+                if family == TestFamily::Gaussian { v.sqrt() } else { v }
+            })
+        })
+        .collect();
+    d.sort_unstable_by(f64::total_cmp);
+    Ok(d)
+}
+
+/// The value at quantile `q` of sorted `d` (index `⌊q·len⌋`, as the reference code).
+fn quantile(d: &[f64], q: f64) -> f64 {
+    d[((q * d.len() as f64).floor() as usize).min(d.len() - 1)]
+}
+
+fn positive_range(family: TestFamily, lo: f64, hi: f64) -> Result<(f64, f64), CoreError> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Err(CoreError::InvalidParameter {
+            name: format!("inter-point distances ({})", family.name()),
+            value: lo,
+            reason: "at least 5 % of the point pairs coincide, so no bandwidth collection can be built; \
+                     remove duplicate points or use a fixed lengthscale"
+                .into(),
+        });
+    }
+    Ok((lo, hi))
+}
+
+/// Which weighting of the bandwidths of each family (MMDAgg §5.1; module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BandwidthWeights {
+    /// Equal weights. The default.
+    #[default]
+    Uniform,
+    /// Largest in the middle of the collection.
+    Centred,
+    /// Growing with the bandwidth.
+    Increasing,
+    /// Falling with the bandwidth.
+    Decreasing,
+}
+
+impl BandwidthWeights {
+    /// Parses "uniform", "centred" (or "centered"), "increasing", "decreasing".
+    pub fn parse(name: &str) -> Result<Self, CoreError> {
+        Ok(match name {
+            "uniform" => Self::Uniform,
+            "centred" | "centered" => Self::Centred,
+            "increasing" => Self::Increasing,
+            "decreasing" => Self::Decreasing,
+            other => {
+                return Err(choice(
+                    &format!("bandwidth weights '{other}'"),
+                    "use uniform, centred, increasing or decreasing",
+                ));
+            }
+        })
+    }
+
+    /// The `count` weights (summing to 1), bandwidths ordered from small to large.
+    pub fn weights(self, count: usize) -> Vec<f64> {
+        let nf = count as f64;
+        let raw: Vec<f64> = (1..=count)
+            .map(|i| {
+                let i = i as f64;
+                match self {
+                    Self::Uniform => 1.0,
+                    Self::Centred if count % 2 == 1 => 1.0 / (((nf + 1.0) / 2.0 - i).abs() + 1.0),
+                    Self::Centred => 1.0 / (((nf + 1.0) / 2.0 - i).abs() + 0.5),
+                    Self::Increasing => 1.0 / (nf + 1.0 - i),
+                    Self::Decreasing => 1.0 / i,
+                }
+            })
+            .collect();
+        let total: f64 = raw.iter().sum();
+        raw.iter().map(|w| w / total).collect()
+    }
+}
+
+/// The MMDAgg collection (module docs): for each family, `count ≥ 2` geometrically spaced bandwidths,
+/// weighted by `weights` and `1/#families`.
+pub fn mmdagg_collection(
+    points: &Points,
+    families: &[TestFamily],
+    count: usize,
+    weights: BandwidthWeights,
+) -> Result<Vec<WeightedKernel>, CoreError> {
+    collection(points, families, count, |family, d| {
+        let (lo, hi) = positive_range(family, quantile(d, 0.05) / 2.0, 2.0 * d[d.len() - 1])?;
+        let ratio = (hi / lo).powf(1.0 / (count - 1) as f64);
+        let to_l = if family == TestFamily::Gaussian { std::f64::consts::FRAC_1_SQRT_2 } else { 1.0 };
+        let w = weights.weights(count);
+        Ok((0..count).map(|i| (lo * ratio.powi(i as i32) * to_l, w[i])).collect())
+    })
+}
+
+/// The MMD-FUSE collection (module docs): for each family, `count ≥ 2` linearly spaced bandwidths,
+/// uniform weights.
+pub fn fuse_collection(
+    points: &Points,
+    families: &[TestFamily],
+    count: usize,
+) -> Result<Vec<WeightedKernel>, CoreError> {
+    collection(points, families, count, |family, d| {
+        let (lo, hi) = positive_range(family, quantile(d, 0.05) / 2.0, 2.0 * quantile(d, 0.95))?;
+        let to_l = if family == TestFamily::Gaussian { 1.0 } else { std::f64::consts::FRAC_1_SQRT_2 };
+        let step = (hi - lo) / (count - 1) as f64;
+        Ok((0..count).map(|i| ((lo + step * i as f64) * to_l, 1.0 / count as f64)).collect())
+    })
+}
+
+fn collection(
+    points: &Points,
+    families: &[TestFamily],
+    count: usize,
+    per_family: impl Fn(TestFamily, &[f64]) -> Result<Vec<(f64, f64)>, CoreError>,
+) -> Result<Vec<WeightedKernel>, CoreError> {
+    if families.is_empty() || count < 2 {
+        return Err(CoreError::InvalidParameter {
+            name: "kernel collection size".into(),
+            value: count as f64,
+            reason: "need at least one family and at least 2 bandwidths per family".into(),
+        });
+    }
+    let share = 1.0 / families.len() as f64;
+    let mut out = Vec::with_capacity(families.len() * count);
+    for &family in families {
+        let d = sorted_distances(points, family)?;
+        for (lengthscale, w) in per_family(family, &d)? {
+            out.push(WeightedKernel { family, lengthscale, weight: w * share });
+        }
+    }
+    Ok(out)
+}
+
+/// The HSICAgg lengthscales of one variable: `2^i λ_med/√2`, `i = −2…2` (module docs).
+pub fn hsicagg_lengthscales(points: &Points) -> Result<Vec<f64>, CoreError> {
+    let med = super::median::median_distance(points)?;
+    Ok((-2..=2).map(|i| 2f64.powi(i) * med * std::f64::consts::FRAC_1_SQRT_2).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_match_the_published_formulas() {
+        // MMDAgg §5.1 with N = 4: centred ∝ 1/(|2.5 − i| + 0.5) = (1/2, 1, 1, 1/2) / 3
+        let c = BandwidthWeights::Centred.weights(4);
+        for (a, b) in c.iter().zip([1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0]) {
+            assert!((a - b).abs() < 1e-15);
+        }
+        // N = 3: ∝ 1/(|2 − i| + 1) = (1/2, 1, 1/2) / 2
+        let c3 = BandwidthWeights::Centred.weights(3);
+        assert!((c3[0] - 0.25).abs() < 1e-15 && (c3[1] - 0.5).abs() < 1e-15);
+        // decreasing ∝ 1/i, increasing its mirror, uniform 1/N
+        let d = BandwidthWeights::Decreasing.weights(3);
+        let h = 1.0 + 0.5 + 1.0 / 3.0;
+        assert!((d[0] - 1.0 / h).abs() < 1e-15 && (d[2] - 1.0 / (3.0 * h)).abs() < 1e-15);
+        let inc = BandwidthWeights::Increasing.weights(3);
+        assert!((inc[2] - d[0]).abs() < 1e-15);
+        assert_eq!(BandwidthWeights::Uniform.weights(4), vec![0.25; 4]);
+        assert!(BandwidthWeights::parse("centered").is_ok() && BandwidthWeights::parse("flat").is_err());
+    }
+
+    /// Points 0, 1, …, 20 on a line: the 210 distances are known, so are the quantiles and collections.
+    #[test]
+    fn collections_from_known_distances() {
+        let p = Points::from_1d("x", &(0..21).map(f64::from).collect::<Vec<_>>()).unwrap();
+        let d = sorted_distances(&p, TestFamily::Gaussian).unwrap();
+        assert_eq!(d.len(), 210);
+        // distance k occurs 21 − k times; index ⌊0.05·210⌋ = 10 falls in the 20 ones (indices 0–19)
+        assert_eq!(quantile(&d, 0.05), 1.0);
+        let agg = mmdagg_collection(
+            &p,
+            &[TestFamily::Gaussian, TestFamily::LaplaceL1],
+            5,
+            BandwidthWeights::Uniform,
+        )
+        .unwrap();
+        assert_eq!(agg.len(), 10);
+        // λ from 0.5 to 40, ratio 80^{1/4}; Gaussian ℓ = λ/√2, Laplace ℓ = λ
+        assert!((agg[0].lengthscale - 0.5 / 2f64.sqrt()).abs() < 1e-14);
+        assert!((agg[4].lengthscale - 40.0 / 2f64.sqrt()).abs() < 1e-12);
+        assert!((agg[5].lengthscale - 0.5).abs() < 1e-14 && (agg[9].lengthscale - 40.0).abs() < 1e-12);
+        assert!((agg[1].lengthscale / agg[0].lengthscale - 80f64.powf(0.25)).abs() < 1e-12);
+        assert!(agg.iter().all(|k| (k.weight - 0.1).abs() < 1e-15));
+        // FUSE: 95 % quantile index 199 → distance 16 (counts 20 + 19 + … + 6 = 195 up to 15); λ from 0.5 to 32
+        assert_eq!(quantile(&d, 0.95), 16.0);
+        let fuse = fuse_collection(&p, &[TestFamily::Gaussian, TestFamily::LaplaceL1], 4).unwrap();
+        let gl: Vec<f64> = fuse[..4].iter().map(|k| k.lengthscale).collect();
+        for (a, b) in gl.iter().zip([0.5, 11.0, 21.5, 32.0]) {
+            assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        }
+        assert!((fuse[4].lengthscale - 0.5 / 2f64.sqrt()).abs() < 1e-14);
+        // HSICAgg: the median distance of 0..20 is (6 + 7)/2 (the 105th and 106th of 210)
+        let h = hsicagg_lengthscales(&p).unwrap();
+        assert!((h[2] - 6.5 / 2f64.sqrt()).abs() < 1e-12 && (h[0] * 4.0 - h[2]).abs() < 1e-12);
+    }
+
+    #[test]
+    fn gram_from_distances_matches_direct_evaluation() {
+        let p = Points::from_rows("x", &[vec![0.0, 1.0], vec![2.0, -1.0], vec![0.5, 0.5], vec![-1.0, 3.0]])
+            .unwrap();
+        let mut dist = Distances::new(&p);
+        let se = WeightedKernel::gaussian(0.8);
+        let lap = WeightedKernel { family: TestFamily::LaplaceL1, lengthscale: 1.3, weight: 0.5 };
+        let (g, l) = (dist.gram(&se), dist.gram(&lap));
+        let k = crate::Kernel::se(0.8).unwrap();
+        for i in 0..4 {
+            for j in 0..4 {
+                let (a, b) = (p.point(i), p.point(j));
+                assert!((g[(i, j)] - k.eval(a, b)).abs() < 1e-15);
+                let l1: f64 = a.iter().zip(b).map(|(u, v)| (u - v).abs()).sum();
+                assert!((l[(i, j)] - (-l1 / 1.3).exp()).abs() < 1e-15);
+            }
+        }
+        // coinciding points: no collection
+        let dup = Points::from_1d("x", &[1.0; 30]).unwrap();
+        assert!(
+            fuse_collection(&dup, &[TestFamily::Gaussian], 10).unwrap_err().to_string().contains("coincide")
+        );
+    }
+}

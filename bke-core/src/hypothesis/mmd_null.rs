@@ -1,0 +1,324 @@
+//! The resampled and approximate nulls of the MMD statistics (the math is in [`super::mmd`]'s module
+//! docs): the permutation null as one GEMM per batch of relabellings ([`MmdPermutation`]), the wild
+//! bootstrap, the gamma moments, and the linear-time statistic's nulls.
+//!
+//! Every resampling draw `b` uses its own stream `(seed, b)` ([`super::draw_rng`]) and every
+//! reduction has a fixed order, so null samples and p-values are bitwise identical for any number of
+//! threads and any batch size.
+
+use super::kernels::WeightedKernel;
+use super::mmd::{MmdStatistic, block_sums_statistic, check_gram};
+use super::{batch_size, check_draws, choice, draw_rng};
+use crate::special::normal_cdf;
+use crate::{CoreError, Points};
+use bke_linalg::{Backend, Mat, Trans};
+use rand::Rng;
+use rayon::prelude::*;
+
+/// Mean `c tr K̃` and variance `2c²‖K̃‖²_F` of the biased statistic under relabelling (module docs
+/// of [`super::mmd`]). The column sums are computed in parallel and added in column order, so the
+/// moments (and the gamma p-value) do not depend on the number of threads.
+pub(crate) fn gamma_moments(k: &Mat, n: usize) -> (f64, f64) {
+    let big_n = k.nrows();
+    let m = big_n - n;
+    let nf = big_n as f64;
+    let r: Vec<f64> = (0..big_n).map(|j| k.col(j).iter().sum::<f64>()).collect();
+    let total: f64 = r.iter().sum();
+    let trace: f64 = (0..big_n).map(|i| k[(i, i)]).sum();
+    let tr_c = trace - total / nf;
+    let g = total / (nf * nf);
+    let columns: Vec<f64> = (0..big_n)
+        .into_par_iter()
+        .map(|j| {
+            let col = k.col(j);
+            let cj = r[j] / nf;
+            col.iter().zip(&r).map(|(v, ri)| (v - ri / nf - cj + g).powi(2)).sum::<f64>()
+        })
+        .collect();
+    let fro2: f64 = columns.iter().sum();
+    let c = nf / (n as f64 * m as f64 * (nf - 1.0));
+    (c * tr_c, 2.0 * c * c * fro2)
+}
+
+/// Permutation null of the quadratic MMD statistics for one pooled Gram matrix: the precomputed
+/// row sums, diagonal, total and trace of `K` (see the module docs).
+#[derive(Debug)]
+pub struct MmdPermutation<'a> {
+    k: &'a Mat,
+    n: usize,
+    rowsum: Vec<f64>,
+    diag: Vec<f64>,
+    total: f64,
+    trace: f64,
+}
+
+impl<'a> MmdPermutation<'a> {
+    /// Precomputes the relabelling-invariant quantities of `K` (first `n` points are `x`).
+    pub fn new(k: &'a Mat, n: usize) -> Result<Self, CoreError> {
+        let big_n = check_gram(k, n)?;
+        let rowsum: Vec<f64> = (0..big_n).map(|j| k.col(j).iter().sum::<f64>()).collect();
+        let diag: Vec<f64> = (0..big_n).map(|i| k[(i, i)]).collect();
+        let total = rowsum.iter().sum();
+        let trace = diag.iter().sum();
+        Ok(Self { k, n, rowsum, diag, total, trace })
+    }
+
+    /// The statistic for a labelling with `q = uᵀKu`, `s = uᵀr`, `d_x = uᵀ diag K`.
+    #[inline]
+    fn statistic(&self, q: f64, s: f64, dx: f64, statistic: MmdStatistic) -> f64 {
+        let (nf, mf) = (self.n as f64, (self.k.nrows() - self.n) as f64);
+        let syy = self.total - 2.0 * s + q;
+        let sxy = s - q;
+        match statistic {
+            MmdStatistic::Biased => q / (nf * nf) + syy / (mf * mf) - 2.0 * sxy / (nf * mf),
+            _ => {
+                (q - dx) / (nf * (nf - 1.0)) + (syy - self.trace + dx) / (mf * (mf - 1.0))
+                    - 2.0 * sxy / (nf * mf)
+            }
+        }
+    }
+
+    /// `draws` null statistics, draw `b` from stream `(seed, b)`, by one GEMM `K·U` per batch of
+    /// draws (the fast path). Identical for any rayon thread count.
+    pub fn null<B: Backend>(
+        &self,
+        statistic: MmdStatistic,
+        draws: usize,
+        seed: u64,
+    ) -> Result<Vec<f64>, CoreError> {
+        self.null_in_batches::<B>(statistic, draws, seed, batch_size(self.k.nrows(), draws))
+    }
+
+    /// [`MmdPermutation::null`] with `batch` draws per GEMM (the results do not depend on it).
+    pub(crate) fn null_in_batches<B: Backend>(
+        &self,
+        statistic: MmdStatistic,
+        draws: usize,
+        seed: u64,
+        batch: usize,
+    ) -> Result<Vec<f64>, CoreError> {
+        check_draws(draws)?;
+        if statistic == MmdStatistic::Linear {
+            return Err(choice(
+                "statistic 'linear' in MmdPermutation",
+                "the linear-time statistic has its own nulls (MmdParams with statistic Linear)",
+            ));
+        }
+        let big_n = self.k.nrows();
+        let bs = batch.clamp(1, draws);
+        let mut u = Mat::zeros(big_n, bs);
+        let mut ku = Mat::zeros(big_n, bs);
+        let mut sd = vec![(0.0, 0.0); bs];
+        let mut out = Vec::with_capacity(draws);
+        let mut start = 0;
+        while start < draws {
+            let len = bs.min(draws - start);
+            let ucols = &mut u.as_mut_slice()[..big_n * len];
+            ucols.par_chunks_mut(big_n).zip(sd[..len].par_iter_mut()).enumerate().for_each_init(
+                || vec![0usize; big_n],
+                |idx, (c, (col, sdx))| {
+                    let chosen = draw_subset(&mut draw_rng(seed, start + c), idx, self.n);
+                    col.fill(0.0);
+                    let (mut s, mut dx) = (0.0, 0.0);
+                    for &i in chosen {
+                        col[i] = 1.0;
+                        s += self.rowsum[i];
+                        dx += self.diag[i];
+                    }
+                    *sdx = (s, dx);
+                },
+            );
+            let uview = bke_linalg::MatRef::from_slice(&u.as_slice()[..big_n * len], big_n, len, big_n)?;
+            let kuview =
+                bke_linalg::MatMut::from_slice(&mut ku.as_mut_slice()[..big_n * len], big_n, len, big_n)?;
+            B::gemm(1.0, self.k.as_ref(), Trans::No, uview, Trans::No, 0.0, kuview)?;
+            let batch: Vec<f64> = (0..len)
+                .into_par_iter()
+                .map(|c| {
+                    let q: f64 = u.col(c).iter().zip(ku.col(c)).map(|(a, b)| a * b).sum();
+                    let (s, dx) = sd[c];
+                    self.statistic(q, s, dx, statistic)
+                })
+                .collect();
+            out.extend_from_slice(&batch);
+            start += len;
+        }
+        Ok(out)
+    }
+
+    /// The same null statistics (same draws) recomputed per draw from the block-sum definitions,
+    /// `O(N²)` per draw with the Gram matrix reused: the oracle of [`MmdPermutation::null`] and the
+    /// baseline of the benchmark.
+    pub fn null_naive(
+        &self,
+        statistic: MmdStatistic,
+        draws: usize,
+        seed: u64,
+    ) -> Result<Vec<f64>, CoreError> {
+        check_draws(draws)?;
+        let big_n = self.k.nrows();
+        Ok((0..draws)
+            .into_par_iter()
+            .map_init(
+                || (vec![0usize; big_n], vec![false; big_n]),
+                |(idx, member), b| {
+                    let chosen = draw_subset(&mut draw_rng(seed, b), idx, self.n);
+                    member.fill(false);
+                    for &i in chosen {
+                        member[i] = true;
+                    }
+                    block_sums_statistic(self.k, member, self.n, statistic)
+                },
+            )
+            .collect())
+    }
+}
+
+/// A uniformly random `n`-subset of `0..idx.len()` by a partial Fisher–Yates shuffle of the identity
+/// (reset first, so the result depends only on the stream).
+#[inline]
+pub(crate) fn draw_subset<'s, R: Rng>(rng: &mut R, idx: &'s mut [usize], n: usize) -> &'s [usize] {
+    for (i, v) in idx.iter_mut().enumerate() {
+        *v = i;
+    }
+    let len = idx.len();
+    for i in 0..n.min(len.saturating_sub(1)) {
+        let j = rng.random_range(i..len);
+        idx.swap(i, j);
+    }
+    &idx[..n]
+}
+
+/// A uniformly random permutation of `0..idx.len()` (Fisher–Yates from the identity).
+#[inline]
+pub(crate) fn draw_permutation<R: Rng>(rng: &mut R, idx: &mut [usize]) {
+    let len = idx.len();
+    draw_subset(rng, idx, len);
+}
+
+/// Wild-bootstrap observed statistic and null sample (module docs of [`super::mmd`]), `n = m`.
+pub(crate) fn wild_null<B: Backend>(
+    k: &Mat,
+    n: usize,
+    statistic: MmdStatistic,
+    draws: usize,
+    seed: u64,
+) -> Result<(f64, Vec<f64>), CoreError> {
+    let h = Mat::from_fn(n, n, |i, j| k[(i, j)] + k[(n + i, n + j)] - k[(i, n + j)] - k[(j, n + i)]);
+    let tr: f64 = (0..n).map(|i| h[(i, i)]).sum();
+    let all: f64 = h.as_slice().iter().sum();
+    let nf = n as f64;
+    let finish = |quad: f64| match statistic {
+        MmdStatistic::Biased => quad / (nf * nf),
+        _ => (quad - tr) / (nf * (nf - 1.0)),
+    };
+    let null = rademacher_forms::<B>(&h, draws, seed)?;
+    Ok((finish(all), null.into_iter().map(finish).collect()))
+}
+
+/// `εᵀHε` for `draws` Rademacher vectors `ε` (draw `b` from stream `(seed, b)`), by one GEMM `H·E`
+/// per batch of draws.
+pub(crate) fn rademacher_forms<B: Backend>(h: &Mat, draws: usize, seed: u64) -> Result<Vec<f64>, CoreError> {
+    let n = h.nrows();
+    let bs = batch_size(n, draws);
+    let mut e = Mat::zeros(n, bs);
+    let mut he = Mat::zeros(n, bs);
+    let mut out = Vec::with_capacity(draws);
+    let mut start = 0;
+    while start < draws {
+        let len = bs.min(draws - start);
+        e.as_mut_slice()[..n * len].par_chunks_mut(n).enumerate().for_each(|(c, col)| {
+            let mut rng = draw_rng(seed, start + c);
+            for v in col.iter_mut() {
+                *v = if rng.random::<bool>() { 1.0 } else { -1.0 };
+            }
+        });
+        let ev = bke_linalg::MatRef::from_slice(&e.as_slice()[..n * len], n, len, n)?;
+        let hv = bke_linalg::MatMut::from_slice(&mut he.as_mut_slice()[..n * len], n, len, n)?;
+        B::gemm(1.0, h.as_ref(), Trans::No, ev, Trans::No, 0.0, hv)?;
+        let batch: Vec<f64> = (0..len)
+            .into_par_iter()
+            .map(|c| e.col(c).iter().zip(he.col(c)).map(|(a, b)| a * b).sum())
+            .collect();
+        out.extend_from_slice(&batch);
+        start += len;
+    }
+    Ok(out)
+}
+
+/// `h_i = h(z_{2i−1}, z_{2i})` of the linear-time statistic, `i = 1…⌊n/2⌋`, for `n = m`.
+pub(crate) fn linear_h(kernel: &WeightedKernel, x: &Points, y: &Points) -> Vec<f64> {
+    (0..x.len() / 2)
+        .map(|i| {
+            let (a, b) = (2 * i, 2 * i + 1);
+            kernel.eval(x.point(a), x.point(b)) + kernel.eval(y.point(a), y.point(b))
+                - kernel.eval(x.point(a), y.point(b))
+                - kernel.eval(x.point(b), y.point(a))
+        })
+        .collect()
+}
+
+/// The asymptotic normal null of the linear-time statistic: `(p, sd)` with `p = Φ(−T/sd)`,
+/// `sd² = s_h²/⌊n/2⌋`.
+pub(crate) fn linear_normal(h: &[f64]) -> Result<(f64, f64), CoreError> {
+    if h.len() < 2 {
+        return Err(CoreError::Empty { what: "pairs of the linear-time statistic".into(), needed: 2 });
+    }
+    let pairs = h.len() as f64;
+    let observed = h.iter().sum::<f64>() / pairs;
+    let var = h.iter().map(|v| (v - observed).powi(2)).sum::<f64>() / (pairs - 1.0);
+    let sd = (var / pairs).sqrt();
+    if !(sd > 0.0) {
+        return Err(super::invalid(
+            "standard deviation of the linear-time statistic",
+            sd,
+            "all pair terms are equal; use another lengthscale or the permutation null",
+        ));
+    }
+    Ok((normal_cdf(-observed / sd), sd))
+}
+
+/// Wild-bootstrap null of the linear-time statistic: `Σ ε_i h_i/⌊n/2⌋`.
+pub(crate) fn linear_wild(h: &[f64], draws: usize, seed: u64) -> Vec<f64> {
+    let pairs = h.len() as f64;
+    (0..draws)
+        .into_par_iter()
+        .map(|b| {
+            let mut rng = draw_rng(seed, b);
+            h.iter().map(|v| if rng.random::<bool>() { *v } else { -*v }).sum::<f64>() / pairs
+        })
+        .collect()
+}
+
+/// Permutation null of the linear-time statistic: relabel the pooled sample, re-pair, `O(N)` kernel
+/// evaluations per draw.
+pub(crate) fn linear_permutation(
+    kernel: &WeightedKernel,
+    x: &Points,
+    y: &Points,
+    draws: usize,
+    seed: u64,
+) -> Result<Vec<f64>, CoreError> {
+    let pooled = x.concat(y)?;
+    let n = x.len();
+    let pairs = (n / 2) as f64;
+    Ok((0..draws)
+        .into_par_iter()
+        .map_init(
+            || vec![0usize; 2 * n],
+            |idx, b| {
+                draw_permutation(&mut draw_rng(seed, b), idx);
+                let p = |i: usize| pooled.point(idx[i]);
+                (0..n / 2)
+                    .map(|i| {
+                        let (a, c) = (2 * i, 2 * i + 1);
+                        kernel.eval(p(a), p(c)) + kernel.eval(p(n + a), p(n + c))
+                            - kernel.eval(p(a), p(n + c))
+                            - kernel.eval(p(c), p(n + a))
+                    })
+                    .sum::<f64>()
+                    / pairs
+            },
+        )
+        .collect())
+}

@@ -1,0 +1,513 @@
+//! Fitted models held by the Python estimators: BaNK (seed 001), the RKS/MKL random-feature
+//! baselines (seed 001 §4.2) and the kernel student-t density (seed 003); and the stateless Gaussian
+//! KDE baseline ([`kde`]).
+//!
+//! [`Model`] is the one Python type (`bke._bke.Model`) that holds any of them; the scikit-learn
+//! classes of `python/bke/` keep one in their fitted attribute `model_`. It pickles as the text of
+//! the library's model file (`bke_core::model_file`, the format `bke bank fit` and `bke density
+//! fit` write), and `save`/`load` read and write those files, so a model fitted in Python is used
+//! by the CLI and the reverse. Fitting and using take the keywords `backend=`/`n_jobs=` and run
+//! with the GIL released ([`crate::exec`]).
+
+use crate::convert::{ArrayPair, array1, points, points_array, values};
+use crate::exec::{Exec, Failure, Job};
+use bke_bank::baselines::{Baseline, BaselineModel, BaselineParams};
+use bke_bank::{BankModel, BankParams, Task};
+use bke_core::density::{
+    Bandwidth, KdeBandwidth, KdeParams, KernelStudentT, KernelStudentTParams, SelectOptions,
+};
+use bke_core::model_file::{self, ModelFile, Saved};
+use bke_core::{Dataset, KernelFamily, LogDensity, Params, Points, Predict, Prediction, Progress};
+use bke_linalg::Backend;
+use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+/// Registers [`Model`] and the fitting functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Model>()?;
+    m.add_function(wrap_pyfunction!(bank_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(baseline_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(density_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(model_from_text, m)?)?;
+    m.add_function(wrap_pyfunction!(model_load, m)?)?;
+    m.add_function(wrap_pyfunction!(kde, m)?)?;
+    Ok(())
+}
+
+/// One fitted model of any kind.
+#[derive(Debug, Clone)]
+enum Fitted {
+    Bank(Box<BankModel>),
+    Baseline(Box<BaselineModel>),
+    Density(Box<KernelStudentT>),
+}
+
+/// A fitted model with the columns (and target) it was fitted on.
+#[pyclass(module = "bke._bke", frozen)]
+pub struct Model {
+    fitted: Fitted,
+    columns: Vec<String>,
+    target: Option<String>,
+}
+
+impl Fitted {
+    /// The model file's text.
+    fn to_text(&self, columns: &[String], target: Option<String>) -> Result<String, Failure> {
+        fn text<M: ModelFile + Clone>(
+            m: &M,
+            columns: &[String],
+            target: Option<String>,
+        ) -> Result<String, Failure> {
+            Ok(model_file::to_string(&Saved { columns: columns.to_vec(), target, model: m.clone() })?)
+        }
+        match self {
+            Fitted::Bank(m) => text(&**m, columns, target),
+            Fitted::Baseline(m) => text(&**m, columns, target),
+            Fitted::Density(m) => text(&**m, columns, target),
+        }
+    }
+
+    /// Reads a model file's text of any of the kinds; `source` names it in errors.
+    fn from_text(text: &str, source: &str) -> Result<Model, Failure> {
+        let kind = serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string));
+        let model = |fitted, columns, target| Model { fitted, columns, target };
+        Ok(match kind.as_deref() {
+            Some(k) if BaselineModel::KINDS.contains(&k) => {
+                let s = model_file::from_str::<BaselineModel>(text, source)?;
+                model(Fitted::Baseline(Box::new(s.model)), s.columns, s.target)
+            }
+            Some(k) if KernelStudentT::KINDS.contains(&k) => {
+                let s = model_file::from_str::<KernelStudentT>(text, source)?;
+                model(Fitted::Density(Box::new(s.model)), s.columns, s.target)
+            }
+            // BaNK, also for files of bke 0.1 (no kind), whose errors then name what was expected
+            _ => {
+                let s = model_file::from_str::<BankModel>(text, source)?;
+                model(Fitted::Bank(Box::new(s.model)), s.columns, s.target)
+            }
+        })
+    }
+}
+
+/// The work of [`Model`]'s methods, on a backend.
+enum Use<'a> {
+    Predict(&'a Fitted, Points),
+    LogDensity(&'a KernelStudentT, Points),
+    Sample(&'a KernelStudentT, usize, u64),
+}
+
+enum Used {
+    Prediction(Prediction),
+    Values(Vec<f64>),
+    Points(Points),
+}
+
+impl Job for Use<'_> {
+    type Output = Used;
+    fn run<B: Backend>(self, _: &dyn Progress) -> Result<Used, Failure> {
+        Ok(match self {
+            Use::Predict(Fitted::Bank(m), x) => Used::Prediction(m.predict::<B>(&x)?),
+            Use::Predict(Fitted::Baseline(m), x) => Used::Prediction(m.predict::<B>(&x)?),
+            Use::Predict(Fitted::Density(_), _) => {
+                return Err(Failure::Value("a density model has no predictions: use log_density".into()));
+            }
+            Use::LogDensity(m, x) => Used::Values(m.log_density::<B>(&x)?),
+            Use::Sample(m, n, seed) => Used::Points(m.sample::<B>(n, seed)?.points),
+        })
+    }
+}
+
+impl Model {
+    fn density(&self) -> Result<&KernelStudentT, Failure> {
+        match &self.fitted {
+            Fitted::Density(m) => Ok(m),
+            _ => Err(Failure::Value("not a density model".into())),
+        }
+    }
+}
+
+#[pymethods]
+impl Model {
+    /// The model file kind, e.g. "bank-regression", "baseline-classification", "density".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match &self.fitted {
+            Fitted::Bank(m) => m.kind(),
+            Fitted::Baseline(m) => m.kind(),
+            Fitted::Density(m) => m.kind(),
+        }
+    }
+
+    /// The input column names recorded with the model.
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.columns.clone()
+    }
+
+    /// The target column recorded with the model.
+    #[getter]
+    fn target(&self) -> Option<String> {
+        self.target.clone()
+    }
+
+    /// The number of input features.
+    #[getter]
+    fn n_features(&self) -> usize {
+        match &self.fitted {
+            Fitted::Bank(m) => m.dim,
+            Fitted::Baseline(m) => m.inputs.shift.len(),
+            Fitted::Density(m) => m.dim(),
+        }
+    }
+
+    /// Predictive mean and variance at the rows of `x` (classification: `P(y = 1 | x)` and
+    /// `p(1 − p)`).
+    #[pyo3(signature = (x, *, backend, n_jobs))]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f64>,
+        backend: &str,
+        n_jobs: Option<i64>,
+    ) -> PyResult<ArrayPair<'py>> {
+        let exec = Exec::new(backend, n_jobs)?;
+        let x = points("X", &x)?;
+        match exec.run(py, Use::Predict(&self.fitted, x))? {
+            Used::Prediction(p) => Ok((array1(py, p.mean), array1(py, p.variance))),
+            _ => unreachable!("Use::Predict gives a prediction"),
+        }
+    }
+
+    /// `log p(x)` at the rows of `x` (a density model; −inf outside the normalisation box).
+    #[pyo3(signature = (x, *, backend, n_jobs))]
+    fn log_density<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f64>,
+        backend: &str,
+        n_jobs: Option<i64>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let exec = Exec::new(backend, n_jobs)?;
+        let x = points("X", &x)?;
+        match exec.run(py, Use::LogDensity(self.density()?, x))? {
+            Used::Values(v) => Ok(array1(py, v)),
+            _ => unreachable!("Use::LogDensity gives values"),
+        }
+    }
+
+    /// `n` draws from a normalised density model (seeded; independent of `n_jobs`).
+    #[pyo3(signature = (n, seed, *, backend, n_jobs))]
+    fn sample<'py>(
+        &self,
+        py: Python<'py>,
+        n: usize,
+        seed: u64,
+        backend: &str,
+        n_jobs: Option<i64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let exec = Exec::new(backend, n_jobs)?;
+        match exec.run(py, Use::Sample(self.density()?, n, seed))? {
+            Used::Points(p) => points_array(py, &p),
+            _ => unreachable!("Use::Sample gives points"),
+        }
+    }
+
+    /// The fit summary as JSON text (the fields `bke bank fit` / `bke density fit` print).
+    fn summary(&self, rows: usize) -> PyResult<String> {
+        let v = match &self.fitted {
+            Fitted::Bank(m) => serde_json::to_string(&m.summary(rows)),
+            Fitted::Baseline(m) => serde_json::to_string(m),
+            Fitted::Density(m) => serde_json::to_string(&m.summary()),
+        };
+        v.map_err(|e| Failure::Runtime(format!("cannot encode the summary: {e}")).into())
+    }
+
+    /// The model file's text.
+    fn to_text(&self) -> PyResult<String> {
+        Ok(self.fitted.to_text(&self.columns, self.target.clone())?)
+    }
+
+    /// Writes the model file (atomically) to `path`.
+    fn save(&self, path: PathBuf) -> PyResult<()> {
+        let text = self.fitted.to_text(&self.columns, self.target.clone())?;
+        model_file::write_atomic(&path, text.as_bytes()).map_err(Failure::from)?;
+        Ok(())
+    }
+
+    /// The same model with other column names and target.
+    #[pyo3(signature = (columns, target=None))]
+    fn with_columns(&self, columns: Vec<String>, target: Option<String>) -> PyResult<Model> {
+        if !columns.is_empty() && columns.len() != self.n_features() {
+            return Err(Failure::Value(format!(
+                "{} column names for a model of {} features",
+                columns.len(),
+                self.n_features()
+            ))
+            .into());
+        }
+        Ok(Model { fitted: self.fitted.clone(), columns, target })
+    }
+
+    /// Pickling: the model file's text.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let f = slf.py().import("bke._bke")?.getattr("model_from_text")?;
+        Ok((f, (slf.get().to_text()?,)))
+    }
+}
+
+/// A model from the text of a model file.
+#[pyfunction]
+fn model_from_text(text: &str) -> PyResult<Model> {
+    Ok(Fitted::from_text(text, "the model text")?)
+}
+
+/// A model from a model file.
+#[pyfunction]
+fn model_load(path: PathBuf) -> PyResult<Model> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Failure::Value(format!("cannot read the model file {shown}: {e}")))?;
+    Ok(Fitted::from_text(&text, &shown)?)
+}
+
+/// The supervised data: `X` and `y` (0/1 labels for classification, named in the error).
+fn dataset(
+    x: &PyReadonlyArray2<'_, f64>,
+    y: &PyReadonlyArray1<'_, f64>,
+    task: Task,
+) -> Result<Dataset, Failure> {
+    let y = values(y);
+    if task == Task::Classification {
+        if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| **v != 0.0 && **v != 1.0) {
+            return Err(Failure::Value(format!(
+                "classification labels must be 0 or 1, found {v} at index {i}"
+            )));
+        }
+    }
+    Ok(Dataset::new(points("X", x)?, y)?)
+}
+
+/// Fits any estimator of bke-bank on a backend, polling for Ctrl-C.
+struct Fit<P: bke_core::Estimator<Data = Dataset>>(P, Dataset);
+
+impl<P> Job for Fit<P>
+where
+    P: bke_core::Estimator<Data = Dataset, Error = bke_bank::BankError> + Send,
+    P::Fitted: Send,
+{
+    type Output = P::Fitted;
+    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<P::Fitted, Failure> {
+        Ok(self.0.check()?.fit_with_progress::<B>(&self.1, progress)?)
+    }
+}
+
+/// BaNK (`bke bank fit`): the keywords are the CLI's flags; `None` keeps the library default (a
+/// learned or data-derived value).
+#[pyfunction]
+#[pyo3(signature = (x, y, *, task, frequencies, iterations, burn_in, samples, warmup, seed, alpha,
+    prior_precision, weight_prior_variance, intercept_prior_variance, kappa0, nu0, psi0, init_scale,
+    a0, b0, backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn bank_fit(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    y: PyReadonlyArray1<'_, f64>,
+    task: &str,
+    frequencies: usize,
+    iterations: usize,
+    burn_in: Option<usize>,
+    samples: usize,
+    warmup: Option<usize>,
+    seed: u64,
+    alpha: Option<f64>,
+    prior_precision: Option<f64>,
+    weight_prior_variance: Option<f64>,
+    intercept_prior_variance: Option<f64>,
+    kappa0: Option<f64>,
+    nu0: Option<f64>,
+    psi0: Option<f64>,
+    init_scale: Option<f64>,
+    a0: Option<f64>,
+    b0: Option<f64>,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<Model> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let task = Task::parse(task).map_err(|e| Failure::Value(e.to_string()))?;
+    let data = dataset(&x, &y, task)?;
+    let mut p =
+        BankParams { task, frequencies, iterations, burn_in, samples, warmup, seed, ..Default::default() };
+    let q = &mut p.prior;
+    q.prior_precision = prior_precision;
+    q.weight_prior_variance = weight_prior_variance;
+    q.psi0 = psi0;
+    q.init_scale = init_scale;
+    q.nu0 = nu0;
+    for (slot, v) in [
+        (&mut q.alpha, alpha),
+        (&mut q.kappa0, kappa0),
+        (&mut q.a0, a0),
+        (&mut q.b0, b0),
+        (&mut q.intercept_prior_variance, intercept_prior_variance),
+    ] {
+        if let Some(v) = v {
+            *slot = v;
+        }
+    }
+    let model = exec.run(py, Fit(p, data))?;
+    Ok(Model { fitted: Fitted::Bank(Box::new(model)), columns: Vec::new(), target: None })
+}
+
+/// The RKS or MKL random-feature baseline (`bke bank cv --method rks|mkl`, one fit).
+#[pyfunction]
+#[pyo3(signature = (x, y, *, kind, task, frequencies, lengthscale, scales, standardize_inputs, seed,
+    backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn baseline_fit(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    y: PyReadonlyArray1<'_, f64>,
+    kind: &str,
+    task: &str,
+    frequencies: usize,
+    lengthscale: Option<f64>,
+    scales: Option<Vec<f64>>,
+    standardize_inputs: bool,
+    seed: u64,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<Model> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let task = Task::parse(task).map_err(|e| Failure::Value(e.to_string()))?;
+    let kind = match kind {
+        "rks" => Baseline::Rks,
+        "mkl" => Baseline::Mkl,
+        other => return Err(Failure::Value(format!("unknown baseline '{other}': use 'rks' or 'mkl'")).into()),
+    };
+    let data = dataset(&x, &y, task)?;
+    let defaults = BaselineParams::default();
+    let p = BaselineParams {
+        kind,
+        task,
+        frequencies,
+        lengthscale,
+        scales: scales.unwrap_or(defaults.scales.clone()),
+        standardize_inputs,
+        seed,
+        ..defaults
+    };
+    let model = exec.run(py, Fit(p, data))?;
+    Ok(Model { fitted: Fitted::Baseline(Box::new(model)), columns: Vec::new(), target: None })
+}
+
+struct DensityFit(KernelStudentTParams, Points);
+
+impl Job for DensityFit {
+    type Output = KernelStudentT;
+    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<KernelStudentT, Failure> {
+        Ok(self.0.check()?.fit_with_progress::<B>(&self.1, progress)?)
+    }
+}
+
+/// The kernel student-t density (`bke density fit`): the keywords are the CLI's flags.
+#[pyfunction]
+#[pyo3(signature = (x, *, kernel, lengthscale, alpha, beta, sigma0_sq, normalise, folds, margin, seed,
+    backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn density_fit(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    kernel: &str,
+    lengthscale: Option<Vec<f64>>,
+    alpha: Option<f64>,
+    beta: Option<f64>,
+    sigma0_sq: Option<f64>,
+    normalise: bool,
+    folds: usize,
+    margin: f64,
+    seed: u64,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<Model> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let x = points("X", &x)?;
+    let family = kernel.parse::<KernelFamily>().map_err(|e| Failure::Value(e.to_string()))?;
+    let params = KernelStudentTParams {
+        family,
+        lengthscales: lengthscale,
+        alpha,
+        beta,
+        sigma0_sq,
+        normalise: normalise && x.dim() <= 2,
+        select: SelectOptions { folds, seed, margin, ..SelectOptions::default() },
+        ..KernelStudentTParams::default()
+    };
+    let model = exec.run(py, DensityFit(params, x))?;
+    Ok(Model { fitted: Fitted::Density(Box::new(model)), columns: Vec::new(), target: None })
+}
+
+/// What [`kde`] returns: bandwidths, LOO log-likelihood, log density at the query points.
+type KdeFit<'py> = (Bound<'py, PyArray1<f64>>, Option<f64>, Option<Bound<'py, PyArray1<f64>>>);
+
+struct Kde {
+    x: Points,
+    params: KdeParams,
+    at: Option<Points>,
+}
+
+impl Job for Kde {
+    type Output = (Vec<f64>, Option<f64>, Option<Vec<f64>>);
+    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<Self::Output, Failure> {
+        let kde = self.params.check()?.fit_with_progress::<B>(&self.x, progress)?;
+        let loo = match kde.rule() {
+            KdeBandwidth::CrossValidated { loo_log_lik } => Some(loo_log_lik),
+            _ => None,
+        };
+        let density = self.at.map(|q| kde.log_density::<B>(&q)).transpose()?;
+        Ok((kde.bandwidths().to_vec(), loo, density))
+    }
+}
+
+/// The Gaussian KDE baseline of seed 003's comparisons: fits the bandwidths of `x` (`rule`:
+/// "cv" — leave-one-out over `factors` × the column standard deviations —, "silverman", or
+/// "fixed" with `bandwidths`) and, given `at`, the log density there. Returns `(bandwidths,
+/// mean leave-one-out log-likelihood or None, log density at `at` or None)`.
+#[pyfunction]
+#[pyo3(signature = (x, at, *, rule, bandwidths, factors, backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn kde<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    at: Option<PyReadonlyArray2<'py, f64>>,
+    rule: &str,
+    bandwidths: Option<Vec<f64>>,
+    factors: Option<Vec<f64>>,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<KdeFit<'py>> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let bandwidth = match (rule, bandwidths) {
+        ("fixed", Some(h)) => Bandwidth::Fixed(h),
+        ("silverman", _) => Bandwidth::NormalReference,
+        ("cv", _) => match factors {
+            Some(factors) => Bandwidth::CrossValidated { factors },
+            None => KdeParams::default().bandwidth,
+        },
+        _ => {
+            return Err(Failure::Value(format!(
+                "bandwidth must be 'cv', 'silverman', a number or one number per feature; got '{rule}'"
+            ))
+            .into());
+        }
+    };
+    let job = Kde {
+        x: points("X", &x)?,
+        params: KdeParams { bandwidth },
+        at: at.map(|q| points("X", &q)).transpose()?,
+    };
+    let (h, loo, density) = exec.run(py, job)?;
+    Ok((array1(py, h), loo, density.map(|d| array1(py, d))))
+}

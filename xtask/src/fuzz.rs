@@ -1,0 +1,53 @@
+//! `cargo xtask fuzz [--seconds N] [target…]`: runs the cargo-fuzz (libFuzzer) targets of `fuzz/`
+//! for `N` seconds each (default 60), starting from the committed seed corpus `fuzz/corpus/<target>`
+//! (new interesting inputs are added there; commit the ones that found bugs).
+//!
+//! Needs a nightly toolchain and cargo-fuzz (`rustup toolchain install nightly`,
+//! `cargo install cargo-fuzz`). Without them, the corpus is still replayed by `cargo test`
+//! (`bke-cli/tests/fuzz_corpus.rs`), which CI runs.
+
+use anyhow::{Context, bail};
+use std::path::Path;
+use std::process::Command;
+
+/// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
+pub const TARGETS: &[&str] = &["csv_reader", "model_files", "params"];
+
+/// Runs the targets named in `args` (all by default) for `--seconds` each.
+pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let mut seconds = 60u64;
+    let mut targets = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--seconds" => {
+                let v = it.next().context("--seconds needs a number")?;
+                seconds = v.parse().with_context(|| format!("--seconds {v}: not a whole number"))?;
+            }
+            t if TARGETS.contains(&t) => targets.push(t),
+            other => bail!("unknown fuzz target or option '{other}'; targets: {}", TARGETS.join(", ")),
+        }
+    }
+    if targets.is_empty() {
+        targets = TARGETS.to_vec();
+    }
+    let probe = Command::new("cargo").args(["+nightly", "fuzz", "--version"]).output();
+    if !probe.map(|o| o.status.success()).unwrap_or(false) {
+        bail!(
+            "cargo-fuzz on a nightly toolchain is needed: `rustup toolchain install nightly` and \
+             `cargo install cargo-fuzz` (the corpus replay in `cargo test` runs without them)"
+        );
+    }
+    for t in targets {
+        println!("fuzzing {t} for {seconds} s");
+        let status = Command::new("cargo")
+            .current_dir(root.join("fuzz"))
+            .args(["+nightly", "fuzz", "run", t, "--", &format!("-max_total_time={seconds}")])
+            .status()
+            .with_context(|| format!("running cargo fuzz run {t}"))?;
+        if !status.success() {
+            bail!("fuzz target {t} failed: see the crash input under fuzz/artifacts/{t}");
+        }
+    }
+    Ok(())
+}
