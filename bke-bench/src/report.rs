@@ -4,6 +4,20 @@
 use std::path::Path;
 use std::time::Instant;
 
+/// CPU seconds used so far by every thread of this process (the sum of the threads'
+/// `/proc/self/task/*/schedstat` run times, nanosecond resolution), or `None` where that is not
+/// available (not Linux). A thread that has exited no longer counts, so take differences across work
+/// done on threads that persist (the main thread and the rayon pool). On a shared machine CPU time,
+/// unlike wall time, does not grow with the other processes' load.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total as f64 * 1e-9)
+}
+
 /// Median wall time in seconds of `run(state)` over repetitions, `prepare(state)` untimed before
 /// each. Repeats at least `min_reps` times and until `min_total` seconds of timed work (at most 1000).
 pub fn median_seconds<S>(
@@ -124,5 +138,29 @@ pub fn fmt_seconds(s: f64) -> String {
         format!("{:.3} ms", s * 1e3)
     } else {
         format!("{:.1} us", s * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::process_cpu_seconds;
+
+    /// Busy work on this thread shows up in the process's CPU time, which never exceeds the wall
+    /// time times the cores that could run it (physical bounds, independent of the schedstat source).
+    #[test]
+    fn cpu_seconds_grow_with_busy_work_and_not_faster_than_wall_time() {
+        let Some(c0) = process_cpu_seconds() else { return };
+        let t0 = std::time::Instant::now();
+        let mut x = 0u64;
+        while process_cpu_seconds().expect("still readable") - c0 < 0.02 {
+            for i in 0..100_000u64 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+            }
+            assert!(t0.elapsed().as_secs_f64() < 60.0, "CPU time did not grow in a minute of busy work");
+        }
+        std::hint::black_box(x);
+        let used = process_cpu_seconds().expect("readable") - c0;
+        let threads = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        assert!(used >= 0.02 && used <= t0.elapsed().as_secs_f64() * threads + 0.01, "used {used}");
     }
 }
