@@ -93,7 +93,7 @@ impl Table {
     /// Markdown rendering.
     pub fn to_markdown(&self) -> String {
         let mut out = format!(
-            "### {}\n\n| {} |\n|{}|\n",
+            "### {}\n\n| {} |\n|{}\n",
             self.title,
             self.headers.join(" | "),
             "---|".repeat(self.headers.len())
