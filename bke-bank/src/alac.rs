@@ -316,7 +316,7 @@ fn fit<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     /// The analytic gradient against central finite differences, and the value against the dense
     /// Gaussian log density of `y ~ N(0, ΦΦᵀ + σ²I)`.
@@ -327,19 +327,19 @@ mod tests {
         let y: Vec<f64> = (0..9).map(|i| (x[(i, 0)] * 1.3).sin() + 0.2 * x[(i, 1)]).collect();
         let prob = AlacProblem::new(x, y.clone(), 6, 2, &mut rng);
         let u: Vec<f64> = (0..prob.n_params()).map(|_| 0.3 * rng.sample::<f64, _>(StandardNormal)).collect();
-        let (f0, g) = prob.objective::<Faer>(&u).unwrap();
+        let (f0, g) = prob.objective::<DefaultBackend>(&u).unwrap();
         let (phi, _, _) = prob.features(&u);
         let s2 = u[prob.n_params() - 1].exp();
         let mut c = Mat::from_fn(9, 9, |i, j| (0..12).map(|k| phi[(i, k)] * phi[(j, k)]).sum::<f64>());
         for i in 0..9 {
             c[(i, i)] += s2;
         }
-        let l = Faer::cholesky(c.as_ref()).unwrap();
+        let l = DefaultBackend::cholesky(c.as_ref()).unwrap();
         let mut z = y.clone();
-        Faer::cholesky_solve_vec_in_place(l.as_ref(), &mut z).unwrap();
+        DefaultBackend::cholesky_solve_vec_in_place(l.as_ref(), &mut z).unwrap();
         let dense = 0.5
             * (z.iter().zip(&y).map(|(a, b)| a * b).sum::<f64>()
-                + Faer::cholesky_logdet(l.as_ref())
+                + DefaultBackend::cholesky_logdet(l.as_ref())
                 + 9.0 * LN_2PI);
         assert!((f0 - dense).abs() < 1e-9, "{f0} vs {dense}");
         for k in 0..u.len() {
@@ -347,8 +347,9 @@ mod tests {
             let (mut up, mut um) = (u.clone(), u.clone());
             up[k] += h;
             um[k] -= h;
-            let fd =
-                (prob.objective::<Faer>(&up).unwrap().0 - prob.objective::<Faer>(&um).unwrap().0) / (2.0 * h);
+            let fd = (prob.objective::<DefaultBackend>(&up).unwrap().0
+                - prob.objective::<DefaultBackend>(&um).unwrap().0)
+                / (2.0 * h);
             assert!((fd - g[k]).abs() < 1e-5 * fd.abs().max(1.0), "parameter {k}: {fd} vs {}", g[k]);
         }
     }

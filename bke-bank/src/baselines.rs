@@ -1,8 +1,8 @@
-//! The baselines of seed 001 §4.2–4.3, on the same random Fourier features (eq. 3):
+//! The baselines of seed 001 §4.2–4.3, on the same random Fourier features (seed 001 eq. (3)):
 //!
 //! * **RKS** (random kitchen sinks): fixed RBF frequencies `ω ~ N(0, ℓ⁻² I)`, `ℓ` = the median
 //!   pairwise distance of the (standardised) training inputs.
-//! * **MKL** with random features (eq. 17): the features of a bank of kernels concatenated — Laplace
+//! * **MKL** with random features (seed 001 eq. (17)): the features of a bank of kernels concatenated — Laplace
 //!   `exp(−‖t‖₁/ℓ)` (per-coordinate Cauchy frequencies), RBF (Gaussian frequencies) and Cauchy
 //!   `∏ 1/(1 + t_k²/ℓ²)` (per-coordinate Laplace frequencies) at the scales `ℓ ∈ {½, 1, 2} × median`,
 //!   the `M` frequencies split evenly among the nine kernels. As in the seed, the kernel weights are
@@ -404,7 +404,7 @@ impl BaselineModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     #[test]
     fn mkl_frequencies_have_the_right_spectral_laws() {
@@ -430,31 +430,32 @@ mod tests {
         let y: Vec<f64> = (0..80).map(|i| (i as f64 / 10.0).sin()).collect();
         use bke_core::Params;
         let p = BaselineParams { frequencies: 10, ..Default::default() };
-        let m = p.check().unwrap().fit::<Faer>(&Dataset::new(x.clone(), y.clone()).unwrap()).unwrap();
+        let m =
+            p.check().unwrap().fit::<DefaultBackend>(&Dataset::new(x.clone(), y.clone()).unwrap()).unwrap();
         // dense check of the posterior mean at the chosen λ
         let xs = m.inputs.apply(&x);
         let phi = feature_matrix(&xs, &m.w);
         let (ym, ysd) = target_moments(&y);
         let ys: Vec<f64> = y.iter().map(|v| (v - ym) / ysd).collect();
-        let mut a = Faer::gram(phi.as_ref());
+        let mut a = DefaultBackend::gram(phi.as_ref());
         for i in 0..20 {
             a[(i, i)] += m.chosen_prior;
         }
         let mut b = vec![0.0; 20];
-        Faer::gemv(1.0, phi.as_ref(), Trans::Yes, &ys, 0.0, &mut b).unwrap();
-        let l = Faer::cholesky(a.as_ref()).unwrap();
-        Faer::cholesky_solve_vec_in_place(l.as_ref(), &mut b).unwrap();
+        DefaultBackend::gemv(1.0, phi.as_ref(), Trans::Yes, &ys, 0.0, &mut b).unwrap();
+        let l = DefaultBackend::cholesky(a.as_ref()).unwrap();
+        DefaultBackend::cholesky_solve_vec_in_place(l.as_ref(), &mut b).unwrap();
         for (u, v) in b.iter().zip(&m.beta) {
             assert!((u - v).abs() < 1e-8 * u.abs().max(1.0));
         }
-        let pred = m.predict_mean::<Faer>(&x).unwrap();
+        let pred = m.predict_mean::<DefaultBackend>(&x).unwrap();
         let mse: f64 = pred.iter().zip(&y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 80.0;
         assert!(mse < 0.01, "{mse}");
         // logistic: gradient of the log posterior vanishes at the MAP
         let yc: Vec<f64> = (0..80).map(|i| if (i as f64 / 10.0).sin() > 0.2 { 1.0 } else { 0.0 }).collect();
-        let (beta, _) = logistic_map::<Faer>(&phi, &yc, 4.0, 50).unwrap();
+        let (beta, _) = logistic_map::<DefaultBackend>(&phi, &yc, 4.0, 50).unwrap();
         let mut eta = vec![0.0; 80];
-        Faer::gemv(1.0, phi.as_ref(), Trans::No, &beta[..20], 0.0, &mut eta).unwrap();
+        DefaultBackend::gemv(1.0, phi.as_ref(), Trans::No, &beta[..20], 0.0, &mut eta).unwrap();
         for c in 0..21 {
             let g: f64 = (0..80)
                 .map(|i| (yc[i] - sigmoid(eta[i] + beta[20])) * if c < 20 { phi[(i, c)] } else { 1.0 })

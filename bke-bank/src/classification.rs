@@ -3,9 +3,9 @@
 //! the latent function `φ(x)ᵀβ` for every `M`.
 //!
 //! The evidence has no closed form, so `W_j` is moved **jointly** with its two weights
-//! `β_j* = (β_j^cos, β_j^sin)` (eq. 14) by an independence Metropolis–Hastings step with proposal
+//! `β_j* = (β_j^cos, β_j^sin)` (seed 001 eq. (14)) by an independence Metropolis–Hastings step with proposal
 //! `Q = N(W_j* | μ_{Z_j}, Σ_{Z_j}) · Lap(β_j** | X, Y, W_j*)`, where `Lap` is the Laplace
-//! approximation of the conditional posterior of the two weights (eq. 15): a 2-D Newton optimisation
+//! approximation of the conditional posterior of the two weights (seed 001 eq. (15)): a 2-D Newton optimisation
 //! from zero (a deterministic function of the other weights and of `W_j`, so the reverse density is
 //! well defined). The prior factor of `W` cancels, leaving the acceptance ratio of §3.3.2:
 //! `[p(Y|W_j*, β_j**) p(β_j**) Lap(β_j* | W_j)] / [p(Y|W_j, β_j*) p(β_j*) Lap(β_j** | W_j*)]`.

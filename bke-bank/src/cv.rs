@@ -323,7 +323,7 @@ pub fn score(task: Task, pred: &[f64], y: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     #[test]
     fn folds_partition_the_rows() {
@@ -342,14 +342,14 @@ mod tests {
         let mut p = CvParams::new(Method::Rks, Task::Regression);
         p.baseline.frequencies = 20;
         p.seed = 1;
-        let r = p.check().unwrap().fit::<Faer>(&data).unwrap();
+        let r = p.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
         assert_eq!(r.folds.len(), 5);
         assert!(r.mean < 0.05, "{r:?}");
         // the held-out predictions reproduce the fold scores
         let again = score(Task::Regression, &r.predictions, &r.targets);
         assert!((again - r.mean).abs() < 0.02);
         let small = data.select(&[0, 1, 2, 3, 4, 5, 6, 7, 8]);
-        let e = p.check().unwrap().fit::<Faer>(&small).unwrap_err();
+        let e = p.check().unwrap().fit::<DefaultBackend>(&small).unwrap_err();
         assert!(e.to_string().contains("5-fold") && e.to_string().contains("needs at least 10"), "{e}");
         assert!(Method::parse("nope").unwrap_err().to_string().contains("bank"));
     }

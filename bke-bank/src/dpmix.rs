@@ -3,7 +3,7 @@
 //! Generative model: `π ~ GEM(α)`; `Σ_k ~ W⁻¹(Ψ₀, ν₀)`, `μ_k ~ N(μ₀, Σ_k/κ₀)`; `Z_j ~ Mult(π)`;
 //! `W_j ~ N(μ_{Z_j}, Σ_{Z_j})`.
 //!
-//! * **Gibbs for `Z`** (eq. 8, Neal 1998 algorithm 2, `π` integrated out by the Chinese restaurant
+//! * **Gibbs for `Z`** (seed 001 eq. (8), Neal 1998 algorithm 2, `π` integrated out by the Chinese restaurant
 //!   process): `P(Z_j = k) ∝ m_k^{-j} N(W_j | μ_k, Σ_k)` for an occupied component and
 //!   `∝ α t_{ν₀−d+1}(W_j | μ₀, Ψ₀(κ₀+1)/(κ₀(ν₀−d+1)))` for a new one, the NIW prior predictive
 //!   (a multivariate Student-t). A new component gets `(μ, Σ)` drawn from its NIW posterior given `W_j`;
@@ -217,7 +217,7 @@ impl Mixture {
         self.counts.iter().map(|&c| c as f64 / m.max(1) as f64).collect()
     }
 
-    /// One Gibbs sweep over the assignments (eq. 8), frequencies `w` row-major `M × d`.
+    /// One Gibbs sweep over the assignments (seed 001 eq. (8)), frequencies `w` row-major `M × d`.
     pub fn gibbs_assignments<R: Rng>(
         &mut self,
         w: &[f64],

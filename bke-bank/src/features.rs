@@ -1,4 +1,4 @@
-//! Random Fourier features (seed 001 eq. 3) and input standardisation.
+//! Random Fourier features (seed 001 eq. (3)) and input standardisation.
 //!
 //! `φ(x) = M^{-1/2} [cos(ω₁ᵀx), …, cos(ω_Mᵀx), sin(ω₁ᵀx), …, sin(ω_Mᵀx)]ᵀ`, so that
 //! `φ(x)ᵀφ(y) = M⁻¹ Σ_j cos(ω_jᵀ(x − y))` approximates `k(x − y) = E_ω cos(ωᵀ(x − y))` (Bochner).

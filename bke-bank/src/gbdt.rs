@@ -303,7 +303,7 @@ impl Predict for GbdtModel {
 mod tests {
     use super::*;
     use bke_core::Params;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     /// One stump on data with a single best split, checked by brute force over every threshold, and
     /// the boosted fit of a step function.
@@ -314,7 +314,8 @@ mod tests {
         let y: Vec<f64> = xs.iter().map(|v| if v[1] > 0.5 { 2.0 } else { 0.0 } + 0.1 * v[0]).collect();
         let x = Points::from_rows("x", &xs).unwrap();
         let p = GbdtParams { stages: 1, max_depth: 1, learning_rate: 1.0, ..Default::default() };
-        let m = p.check().unwrap().fit::<Faer>(&Dataset::new(x.clone(), y.clone()).unwrap()).unwrap();
+        let m =
+            p.check().unwrap().fit::<DefaultBackend>(&Dataset::new(x.clone(), y.clone()).unwrap()).unwrap();
         let Node::Split { feature, threshold, .. } = m.trees[0].nodes[0] else { panic!("no split") };
         let ybar = y.iter().sum::<f64>() / 40.0;
         let sse = |k: usize, t: f64| {
@@ -352,9 +353,9 @@ mod tests {
         let full = GbdtParams::default()
             .check()
             .unwrap()
-            .fit::<Faer>(&Dataset::new(x.clone(), y.clone()).unwrap())
+            .fit::<DefaultBackend>(&Dataset::new(x.clone(), y.clone()).unwrap())
             .unwrap();
-        let pred = full.predict::<Faer>(&x).unwrap().mean;
+        let pred = full.predict::<DefaultBackend>(&x).unwrap().mean;
         let mse = pred.iter().zip(&y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 40.0;
         assert!(mse < 1e-3, "training mse {mse}");
     }
@@ -369,9 +370,9 @@ mod tests {
         let x = Points::from_1d("x", &xs).unwrap();
         let data = Dataset::new(x.clone(), y.clone()).unwrap();
         let p = GbdtParams { task: Task::Classification, ..Default::default() };
-        let m = p.check().unwrap().fit::<Faer>(&data).unwrap();
+        let m = p.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
         assert!((m.init - (30.0f64 / 30.0).ln()).abs() < 1e-12);
-        let prob = m.predict::<Faer>(&x).unwrap().mean;
+        let prob = m.predict::<DefaultBackend>(&x).unwrap().mean;
         assert!(prob.iter().zip(&y).all(|(p, y)| (p > &0.5) == (y > &0.5)));
     }
 }

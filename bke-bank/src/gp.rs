@@ -12,7 +12,7 @@
 
 use crate::error::{BankError, check_count, mismatch};
 use crate::features::{Standardizer, target_moments};
-use bke_core::numeric::LN_2PI;
+use bke_core::numeric::{LN_2PI, LogParams};
 use bke_core::optim::{LbfgsOptions, minimize};
 use bke_core::{Dataset, Estimator, Kernel, Points, Predict, Prediction, Progress, Valid};
 use bke_linalg::{Backend, Mat, Trans};
@@ -74,13 +74,25 @@ impl Estimator for GpArdParams {
     }
 }
 
-/// The hyperparameters packed as logarithms: `(ℓ_1..ℓ_d, σ_f², σ_n²)`.
+/// The hyperparameters packed as logarithms ([`LogParams`]): `(ℓ_1..ℓ_d, σ_f², σ_n²)`.
+fn pack(lengthscales: &[f64], signal: f64, noise: f64) -> Vec<f64> {
+    let mut p = LogParams::default();
+    p.extend(lengthscales);
+    p.push(signal);
+    p.push(noise);
+    p.into_vec()
+}
+
+/// The inverse of [`pack`]; `None` outside `e^{±30}` (where the optimiser has left any sensible range).
 fn unpack(u: &[f64], d: usize) -> Option<(Kernel, f64, f64)> {
-    if u.iter().any(|v| !v.is_finite() || v.abs() > 30.0) {
+    if u.iter().any(|v| !(v.abs() <= 30.0)) {
         return None;
     }
-    let k = Kernel::se_ard(u[..d].iter().map(|v| v.exp()).collect()).ok()?;
-    Some((k, u[d].exp(), u[d + 1].exp()))
+    let mut r = LogParams::reader(u);
+    let k = Kernel::se_ard(r.take_n("lengthscale", d).ok()?).ok()?;
+    let (signal, noise) = (r.take("signal variance").ok()?, r.take("noise variance").ok()?);
+    r.finish().ok()?;
+    Some((k, signal, noise))
 }
 
 /// `K_f` (signal kernel matrix) and the factor of `K = K_f + σ_n² I`.
@@ -149,8 +161,7 @@ fn fit<B: Backend>(p: &GpArdParams, data: &Dataset) -> Result<GpArdModel, BankEr
     let y: Vec<f64> = data.y().iter().map(|v| (v - ym) / ysd).collect();
     let d = xs.dim();
     let ell = bke_core::median_distance(&xs).unwrap_or(1.0);
-    let mut u0 = vec![ell.ln(); d];
-    u0.extend([0.0, 0.1f64.ln()]);
+    let u0 = pack(&vec![ell; d], 1.0, 0.1);
     let opts = LbfgsOptions { max_iter: p.max_iter, ..Default::default() };
     let res = minimize(|u| nlml_and_gradient::<B>(&xs, &y, u), u0, opts)
         .map_err(|e| BankError::Numerical { what: "GP marginal likelihood".into(), detail: e })?;
@@ -199,7 +210,7 @@ impl Predict for GpArdModel {
 mod tests {
     use super::*;
     use bke_core::Params;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     /// The analytic gradient against central finite differences.
     #[test]
@@ -209,14 +220,14 @@ mod tests {
         let x = Points::from_rows("x", &xs).unwrap();
         let y: Vec<f64> = xs.iter().map(|v| v[0] * 2.0 + (3.0 * v[1]).sin()).collect();
         let u = vec![0.2, -0.3, 0.4, -1.5];
-        let (_, g) = nlml_and_gradient::<Faer>(&x, &y, &u).unwrap();
+        let (_, g) = nlml_and_gradient::<DefaultBackend>(&x, &y, &u).unwrap();
         for j in 0..4 {
             let h = 1e-5;
             let (mut up, mut um) = (u.clone(), u.clone());
             up[j] += h;
             um[j] -= h;
-            let fd = (nlml_and_gradient::<Faer>(&x, &y, &up).unwrap().0
-                - nlml_and_gradient::<Faer>(&x, &y, &um).unwrap().0)
+            let fd = (nlml_and_gradient::<DefaultBackend>(&x, &y, &up).unwrap().0
+                - nlml_and_gradient::<DefaultBackend>(&x, &y, &um).unwrap().0)
                 / (2.0 * h);
             assert!((fd - g[j]).abs() < 1e-6 * fd.abs().max(1.0), "component {j}: {fd} vs {}", g[j]);
         }
@@ -229,10 +240,10 @@ mod tests {
             (0..80).map(|i| vec![i as f64 / 20.0, ((i * 37) % 80) as f64 / 20.0]).collect();
         let y: Vec<f64> = xs.iter().map(|v| v[0].sin() + 0.01 * ((v[0] * 91.0).sin())).collect();
         let data = Dataset::new(Points::from_rows("x", &xs).unwrap(), y.clone()).unwrap();
-        let m = GpArdParams::default().check().unwrap().fit::<Faer>(&data).unwrap();
+        let m = GpArdParams::default().check().unwrap().fit::<DefaultBackend>(&data).unwrap();
         let ls = m.kernel.lengthscales();
         assert!(ls[1] > 5.0 * ls[0], "lengthscales {ls:?}");
-        let pred = m.predict::<Faer>(data.x()).unwrap();
+        let pred = m.predict::<DefaultBackend>(data.x()).unwrap();
         let mse = pred.mean.iter().zip(&y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 80.0;
         assert!(mse < 1e-3, "{mse}");
     }

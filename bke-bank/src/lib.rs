@@ -1,9 +1,9 @@
 //! # bke-bank
 //!
-//! BaNK (Oliva et al., AISTATS 2016; seed 001): random Fourier features (eq. 3) whose frequencies
+//! BaNK (Oliva et al., AISTATS 2016; seed 001): random Fourier features (seed 001 eq. (3)) whose frequencies
 //! follow a Dirichlet-process mixture of Gaussians with a Normal-inverse-Wishart base measure (§2.2),
-//! learned by MCMC — Gibbs for the assignments (eq. 8), NIW posterior draws (§3.2), and
-//! Metropolis–Hastings for each frequency with the conjugate Normal–inverse-gamma evidence (eq. 11, 12)
+//! learned by MCMC — Gibbs for the assignments (seed 001 eq. (8)), NIW posterior draws (§3.2), and
+//! Metropolis–Hastings for each frequency with the conjugate Normal–inverse-gamma evidence (seed 001 eq. (11), (12))
 //! for regression, or joint `(W_j, β_j)` moves with a 2-D Laplace proposal (§3.3.2) for classification.
 //!
 //! ```
@@ -30,7 +30,7 @@
 //! Modules:
 //! * [`features`]: the random Fourier features and input standardisation;
 //! * [`dpmix`]: the DP-NIW mixture over the frequencies (Gibbs for `Z`, NIW draws, Student-t predictive);
-//! * [`evidence`]: the NIG evidence (eq. 11) and its dense oracle;
+//! * [`evidence`]: the NIG evidence (seed 001 eq. (11)) and its dense oracle;
 //! * [`regression`]: the `O(NM²)` frequency sweep (bulk Gram rows, Woodbury evaluation, rank-2
 //!   Cholesky update + downdate on acceptance, drift-checked refactorisation) and its refactorising
 //!   reference;

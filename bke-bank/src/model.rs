@@ -1,5 +1,5 @@
 //! The fitted BaNK model: the retained states of the chain (seed 001 §3), the posterior predictive
-//! (a mixture over states), the learned kernel (eq. 4, 5) and the model file.
+//! (a mixture over states), the learned kernel (seed 001 eq. (4), (5)) and the model file.
 //!
 //! **Prediction.** Regression state `s` gives a Student-t predictive with `2a_n` degrees of freedom,
 //! location `φ(x)ᵀμ_n` and squared scale `(b_n/a_n)(1 + φ(x)ᵀΛ_n⁻¹φ(x))`; the model averages the
@@ -120,7 +120,7 @@ pub struct BankModel {
     pub resolved: Option<Resolved>,
 }
 
-/// The learned spectral mixture `ρ(ω) = Σ_k π_k N(ω | μ_k, Σ_k)` (eq. 4) in the original input units.
+/// The learned spectral mixture `ρ(ω) = Σ_k π_k N(ω | μ_k, Σ_k)` (seed 001 eq. (4)) in the original input units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpectralMixture {
     /// Weights `π_k = m_k / M`.
@@ -288,7 +288,7 @@ impl BankModel {
 
     /// The learned kernel `k(t)` at the lags `ts` (original units), averaged over retained states, two
     /// ways: from the sampled frequencies, `M⁻¹ Σ_j cos(ω_jᵀt)` (the kernel the features realise), and
-    /// from the mixture, `Σ_k π_k exp(−½ tᵀΣ_k t) cos(μ_kᵀt)` (eq. 5). Returns `(features, mixture)`.
+    /// from the mixture, `Σ_k π_k exp(−½ tᵀΣ_k t) cos(μ_kᵀt)` (seed 001 eq. (5)). Returns `(features, mixture)`.
     pub fn kernel(&self, ts: &Points) -> Result<(Vec<f64>, Vec<f64>), BankError> {
         self.check_inputs(ts)?;
         let d = self.dim;

@@ -7,7 +7,7 @@
 //! | quantity | role | default | move |
 //! |---|---|---|---|
 //! | `λ₀` | regression weight precision, `β \| σ² ~ N(0, σ²/λ₀ I)` | learned, `log λ₀ ~ N(0, 3²)` | slice on `log λ₀` ([`crate::regression`]) |
-//! | `σ²` | regression noise | integrated out, `IG(a₀, b₀)` | conjugate (seed eq. (11)) |
+//! | `σ²` | regression noise | integrated out, `IG(a₀, b₀)` | conjugate (seed 001 eq. (11)) |
 //! | `s²` | classification weight variance, `β ~ N(0, s² I)` | learned, `s² ~ IG(1, 1)` | Gibbs + rescaling ([`crate::classification`]) |
 //! | `ψ₀` | DP base scale `Ψ₀ = ψ₀ I` | learned, `ψ₀ ~ Gamma(1, rate 1/ψ̄)` | conjugate Gibbs ([`crate::dpmix`]) |
 //!
@@ -18,11 +18,11 @@
 //! default) and the initial frequencies are `W_j ~ N(0, ℓ⁻² I)`. A unit base scale (`Ψ₀ = I`) would
 //! mean length scales of 1 on every standardised input, several times shorter than the data's.
 //!
-//! **The prior on f does not change with M.** With the `1/√M` feature scaling of eq. (3),
+//! **The prior on f does not change with M.** With the `1/√M` feature scaling of seed 001 eq. (3),
 //! `φ(x)ᵀφ(x') = M⁻¹ Σ_j cos(ω_jᵀ(x − x'))`, so given the frequencies the prior on
 //! `f(x) = φ(x)ᵀβ` is a Gaussian process with covariance `(σ²/λ₀) k̂_W(x − x')` (regression; `s² k̂_W`
 //! for classification) whose variance `σ²/λ₀` at every point is the same for every `M`. Over the
-//! frequencies' prior `E k̂_W = k_ρ` (eq. (5)) for every `M`; more frequencies only shrink the
+//! frequencies' prior `E k̂_W = k_ρ` (seed 001 eq. (5)) for every `M`; more frequencies only shrink the
 //! Monte-Carlo fluctuation of `k̂_W` around `k_ρ` (variance `O(1/M)`). As `M → ∞` BaNK's prior on `f`
 //! becomes a GP whose stationary kernel is the DP mixture's spectral density (with the hyperpriors
 //! above), not a different model per `M`.

@@ -6,7 +6,7 @@
 //! `f(x) = β₀ + Σ_j a_k (β_j^c cos ω_jᵀx + β_j^s sin ω_jᵀx)/√M` with amplitudes `a_k = ν_k² = e^{v_k}`
 //! (the seed's `ν_k²`, with our `1/√M` feature scale), and the objective is the seed's
 //! `Σ_i [log(1 + e^{f_i}) − y_i f_i] + (λ/2)(‖β‖² + β₀²)`. With `g_i = σ(f_i) − y_i` and the standard
-//! features `Φ` (eq. 3): `∂/∂β_c = a (Φᵀg)_c + λβ_c`, `∂/∂β₀ = Σ g_i + λβ₀`,
+//! features `Φ` (seed 001 eq. (3)): `∂/∂β_c = a (Φᵀg)_c + λβ_c`, `∂/∂β₀ = Σ g_i + λβ₀`,
 //! `∂/∂v_k = Σ_{j∈k} a_k (β_j^c (Φᵀg)_j^c + β_j^s (Φᵀg)_j^s)`, `∂/∂ω_j = Xᵀh_j` with
 //! `h_ij = g_i a_k (β_j^s Φ_ij^c − β_j^c Φ_ij^s)`, `∂/∂M_k = Σ_{j∈k} (∂/∂ω_j) w_jᵀ`,
 //! `∂/∂μ_k = Σ_{j∈k} ∂/∂ω_j`. `λ = 1/s²` with `s²` chosen by the Laplace evidence of the logistic
@@ -243,7 +243,7 @@ fn fit<B: Backend>(p: &RfoParams, data: &Dataset) -> Result<BaselineModel, BankE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     /// The analytic gradient against central finite differences.
     #[test]
@@ -253,14 +253,15 @@ mod tests {
         let y: Vec<f64> = (0..11).map(|i| if x[(i, 0)] * x[(i, 1)] > 0.0 { 1.0 } else { 0.0 }).collect();
         let prob = RfoProblem::new(x, y, 4, 2, 0.7, &mut rng);
         let u: Vec<f64> = (0..prob.n_params()).map(|_| 0.5 * rng.sample::<f64, _>(StandardNormal)).collect();
-        let (_, g) = prob.objective::<Faer>(&u).unwrap();
+        let (_, g) = prob.objective::<DefaultBackend>(&u).unwrap();
         for k in 0..u.len() {
             let h = 1e-6;
             let (mut up, mut um) = (u.clone(), u.clone());
             up[k] += h;
             um[k] -= h;
-            let fd =
-                (prob.objective::<Faer>(&up).unwrap().0 - prob.objective::<Faer>(&um).unwrap().0) / (2.0 * h);
+            let fd = (prob.objective::<DefaultBackend>(&up).unwrap().0
+                - prob.objective::<DefaultBackend>(&um).unwrap().0)
+                / (2.0 * h);
             assert!((fd - g[k]).abs() < 1e-6 * fd.abs().max(1.0), "parameter {k}: {fd} vs {}", g[k]);
         }
     }

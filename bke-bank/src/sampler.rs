@@ -1,9 +1,9 @@
 //! The BaNK sampler (seed 001 §3): the fitting driver behind [`BankParams`]' [`Estimator`] impl and
 //! one iteration (*sweep*) of each task.
 //!
-//! One sweep is: Gibbs for every `Z_j` (eq. 8), an NIW posterior draw for every component (§3.2), a
+//! One sweep is: Gibbs for every `Z_j` (seed 001 eq. (8)), an NIW posterior draw for every component (§3.2), a
 //! Gibbs draw of the base scale `ψ₀` when it is learned ([`crate::dpmix`]), then one MH pass over the
-//! frequencies — regression: eq. 12 with the evidence of eq. 11 ([`crate::regression`]), followed by
+//! frequencies — regression: seed 001 eq. (12) with the evidence of seed 001 eq. (11) ([`crate::regression`]), followed by
 //! a slice update of `log λ₀`; classification: the joint `(W_j, β_j)` moves of §3.3.2
 //! ([`crate::classification`]), followed by the update of `s²`. Everything is driven by one seeded
 //! ChaCha8 stream; parallel parts draw no random numbers, so results do not depend on the thread
@@ -249,7 +249,7 @@ impl Chain {
     }
 }
 
-/// Gibbs for `Z` (eq. 8), NIW draws (§3.2), the `ψ₀` draw when learned, then one proposal per
+/// Gibbs for `Z` (seed 001 eq. (8)), NIW draws (§3.2), the `ψ₀` draw when learned, then one proposal per
 /// frequency from its component. Returns the proposals (row-major `M × d`).
 fn mixture_moves<R: Rng>(
     mixture: &mut Mixture,
@@ -272,7 +272,7 @@ fn mixture_moves<R: Rng>(
     Ok(props)
 }
 
-/// One regression iteration: the mixture moves, the MH sweep over the frequencies (eq. 12) with
+/// One regression iteration: the mixture moves, the MH sweep over the frequencies (seed 001 eq. (12)) with
 /// proposals and uniforms drawn up front from `rng`, a refactorisation every
 /// `settings.refactor_every` iterations (`it` counts from 0), then the slice update of `log λ₀` when
 /// it is learned. `mix.psi0` holds the current base scale. Returns the number of accepted proposals.

@@ -3,7 +3,7 @@
 
 use bke_bank::{BankError, BankModel, BankParams, BankPrior, Task};
 use bke_core::{Dataset, Params, Points, Predict};
-use bke_linalg::{Backend, Faer, Nalgebra};
+use bke_linalg::{Backend, DefaultBackend};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -25,8 +25,8 @@ fn regression_fit_predicts_and_is_calibrated() {
     let (x, y) = data(300, 1);
     let (xt, yt) = data(200, 2);
     let params = BankParams { frequencies: 24, iterations: 30, samples: 5, seed: 3, ..Default::default() };
-    let model = fit::<Faer>(&x, &y, Task::Regression, &params).unwrap();
-    let pred = model.predict_regression::<Faer>(&xt).unwrap();
+    let model = fit::<DefaultBackend>(&x, &y, Task::Regression, &params).unwrap();
+    let pred = model.predict_regression::<DefaultBackend>(&xt).unwrap();
     let mse: f64 = pred.mean.iter().zip(&yt).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / yt.len() as f64;
     let var_y: f64 = {
         let m = yt.iter().sum::<f64>() / yt.len() as f64;
@@ -42,16 +42,16 @@ fn regression_fit_predicts_and_is_calibrated() {
     assert_eq!(st.fallbacks, 0);
     assert!(st.max_factor_drift < 1e-8 && st.max_evidence_drift < 1e-6, "{st:?}");
     assert!(st.accepted > 0 && st.accepted < st.proposals);
-    // the same seed gives the same model; another backend gives the same chain
-    let again = fit::<Nalgebra>(&x, &y, Task::Regression, &params).unwrap();
-    let p2 = again.predict_regression::<Nalgebra>(&xt).unwrap();
+    // the same seed gives the same model (other backends: bke-bench's backend suite)
+    let again = fit::<DefaultBackend>(&x, &y, Task::Regression, &params).unwrap();
+    let p2 = again.predict_regression::<DefaultBackend>(&xt).unwrap();
     for (a, b) in pred.mean.iter().zip(&p2.mean) {
         assert!((a - b).abs() < 1e-6);
     }
     // model-file round trip
     let json = bke_core::model_file::to_string(&bke_core::model_file::Saved::new(model.clone())).unwrap();
     let back: BankModel = bke_core::model_file::from_str::<BankModel>(&json, "m.json").unwrap().model;
-    let p3 = back.predict_regression::<Faer>(&xt).unwrap();
+    let p3 = back.predict_regression::<DefaultBackend>(&xt).unwrap();
     for (a, b) in pred.mean.iter().zip(&p3.mean) {
         assert!((a - b).abs() < 1e-12); // serde_json parses floats to within an ulp or so
     }
@@ -79,11 +79,11 @@ fn classification_fit_beats_chance() {
     let (x, y) = make(300, &mut rng);
     let (xt, yt) = make(300, &mut rng);
     let params = BankParams { frequencies: 16, iterations: 20, samples: 5, seed: 1, ..Default::default() };
-    let model = fit::<Faer>(&x, &y, Task::Classification, &params).unwrap();
-    let p = model.predict::<Faer>(&xt).unwrap().mean;
+    let model = fit::<DefaultBackend>(&x, &y, Task::Classification, &params).unwrap();
+    let p = model.predict::<DefaultBackend>(&xt).unwrap().mean;
     let err = p.iter().zip(&yt).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64 / 300.0;
     assert!(err < 0.15, "error {err}");
-    assert!(model.predict_regression::<Faer>(&xt).is_err());
+    assert!(model.predict_regression::<DefaultBackend>(&xt).is_err());
 }
 
 #[test]
@@ -91,18 +91,23 @@ fn bad_input_is_named() {
     let (x, mut y) = data(20, 1);
     let p = BankParams { frequencies: 4, iterations: 2, ..Default::default() };
     y[3] = f64::NAN;
-    let e = fit::<Faer>(&x, &y, Task::Regression, &p).unwrap_err();
+    let e = fit::<DefaultBackend>(&x, &y, Task::Regression, &p).unwrap_err();
     assert!(e.to_string().contains("row 3") && e.to_string().contains("targets"), "{e}");
     y[3] = 2.0;
-    let e = fit::<Faer>(&x, &y, Task::Classification, &p).unwrap_err();
+    let e = fit::<DefaultBackend>(&x, &y, Task::Classification, &p).unwrap_err();
     assert!(matches!(e, BankError::BadLabel { row: 0, .. }), "{e}");
     assert!(e.to_string().contains("0 or 1"));
-    let e = fit::<Faer>(&x, &y[..5], Task::Regression, &p).unwrap_err();
+    let e = fit::<DefaultBackend>(&x, &y[..5], Task::Regression, &p).unwrap_err();
     assert!(e.to_string().contains("one per input row"), "{e}");
     let bad = BankParams { burn_in: Some(5), iterations: 5, ..p.clone() };
-    assert!(fit::<Faer>(&x, &y, Task::Regression, &bad).is_err());
+    assert!(fit::<DefaultBackend>(&x, &y, Task::Regression, &bad).is_err());
     let bad = BankParams { prior: BankPrior { prior_precision: Some(-1.0), ..Default::default() }, ..p };
-    assert!(fit::<Faer>(&x, &y, Task::Regression, &bad).unwrap_err().to_string().contains("prior precision"));
+    assert!(
+        fit::<DefaultBackend>(&x, &y, Task::Regression, &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("prior precision")
+    );
 }
 
 /// The whole driver (Gibbs for Z, NIW draws, frequency sweeps) with the low-rank sweep and with the
@@ -112,8 +117,8 @@ fn low_rank_and_refactorising_fits_give_the_same_chain() {
     let (x, y) = data(60, 9);
     let base =
         BankParams { frequencies: 6, iterations: 12, samples: 4, block: 4, seed: 21, ..Default::default() };
-    let fast = fit::<Faer>(&x, &y, Task::Regression, &base).unwrap();
-    let slow = fit::<Faer>(
+    let fast = fit::<DefaultBackend>(&x, &y, Task::Regression, &base).unwrap();
+    let slow = fit::<DefaultBackend>(
         &x,
         &y,
         Task::Regression,

@@ -22,7 +22,7 @@ use bke_bank::features::feature_matrix;
 use bke_bank::priors::InvGammaPrior;
 use bke_bank::regression::RegressionState;
 use bke_bank::sampler::{Hyperpriors, SweepSettings, classification_sweep, regression_sweep};
-use bke_linalg::{Faer, Mat};
+use bke_linalg::{DefaultBackend, Mat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma, StandardNormal};
@@ -140,8 +140,13 @@ fn geweke_regression_sampler() {
     let (mut mixture, w) = prior_draw(&mut mix, &PSI0, m, &mut rng);
     let lambda0 = lam.sample(&mut rng);
     let y = draw_y(&w, lambda0, &mut rng);
-    let mut st =
-        RegressionState::<Faer>::new(x.clone(), y, w, NigParams { prior_precision: lambda0, ..nig }).unwrap();
+    let mut st = RegressionState::<DefaultBackend>::new(
+        x.clone(),
+        y,
+        w,
+        NigParams { prior_precision: lambda0, ..nig },
+    )
+    .unwrap();
     let iters = 40_000;
     let mut stats: Vec<Vec<f64>> = vec![Vec::new(); 8];
     let mut accepted = 0;

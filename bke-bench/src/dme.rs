@@ -9,19 +9,20 @@
 
 use crate::report::{Table, fmt_seconds, median_seconds};
 use bke_core::{Kernel, Points};
-use bke_dme::ttgp::{MarginalForm, TtgpData, TtgpHyper, log_marginal};
+use bke_dme::TaskData;
+use bke_dme::ttgp::{MarginalForm, TtgpParams, log_marginal};
 use bke_linalg::{Backend, BackendKind, WithBackend};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// A 1-D task-transformed problem with `n` transformation and `m` task pairs.
-pub fn problem(n: usize, m: usize, seed: u64) -> TtgpData {
+pub fn problem(n: usize, m: usize, seed: u64) -> TaskData {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let y: Vec<f64> = (0..n).map(|_| rng.random_range(-6.0..6.0)).collect();
     let x: Vec<f64> = y.iter().map(|v| 0.2 * v * v + (1.5 * v).sin() + rng.random_range(-0.3..0.3)).collect();
     let yt: Vec<f64> = (0..m).map(|_| rng.random_range(-6.0..6.0)).collect();
     let zt: Vec<f64> = yt.iter().map(|v| (0.26 * v * v).sin() + rng.random_range(-0.3..0.3)).collect();
-    TtgpData::new(
+    TaskData::new(
         Points::from_1d("x", &x).expect("finite"),
         Points::from_1d("y", &y).expect("finite"),
         Points::from_1d("ỹ", &yt).expect("finite"),
@@ -31,9 +32,8 @@ pub fn problem(n: usize, m: usize, seed: u64) -> TtgpData {
 }
 
 struct Time<'a> {
-    data: &'a TtgpData,
-    hyper: &'a TtgpHyper,
-    form: MarginalForm,
+    data: &'a TaskData,
+    hyper: &'a TtgpParams,
 }
 
 impl WithBackend for Time<'_> {
@@ -42,13 +42,13 @@ impl WithBackend for Time<'_> {
         let size = self.data.m().max(self.data.n());
         let (reps, total) = if size >= 2000 { (1, 0.0) } else { (3, 0.5) };
         // Validate once outside the timing.
-        log_marginal::<B>(self.data, self.hyper, self.form)?;
+        log_marginal::<B>(self.data, self.hyper)?;
         Ok(median_seconds(
             &mut (),
             reps,
             total,
             |_| {},
-            |_| log_marginal::<B>(self.data, self.hyper, self.form).map(|r| r.value).unwrap_or(f64::NAN),
+            |_| log_marginal::<B>(self.data, self.hyper).map(|r| r.value).unwrap_or(f64::NAN),
         ))
     }
 }
@@ -71,12 +71,13 @@ pub fn bench(sizes: &[usize], all: bool) -> anyhow::Result<Table> {
         cases.push(("alternative", MarginalForm::Alternative, 128, size));
         for (name, form, n, m) in cases {
             let data = problem(n, m, 7);
-            let hyper = TtgpHyper::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.3, n, m);
+            let hyper =
+                TtgpParams { form, ..TtgpParams::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.3, n, m) };
             for kind in BackendKind::available() {
                 if kind == BackendKind::Nalgebra && size > 2000 && !all {
                     continue;
                 }
-                let t = kind.dispatch(Time { data: &data, hyper: &hyper, form })??;
+                let t = kind.dispatch(Time { data: &data, hyper: &hyper })??;
                 eprintln!("  {name:<12} n={n:<5} m={m:<5} {:<9} {}", kind.name(), fmt_seconds(t));
                 let kind_threads = if kind == BackendKind::Nalgebra { 1 } else { threads };
                 let target = if size == 2000 && n == m {

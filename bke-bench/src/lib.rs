@@ -13,3 +13,8 @@ pub mod linalg;
 pub mod plot;
 pub mod report;
 pub mod repro;
+
+/// The README's library examples, run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;

@@ -11,6 +11,7 @@ mod exec;
 mod hypothesis;
 #[allow(dead_code)] // shared by the command modules
 mod io;
+mod lfi;
 mod sample;
 
 /// Bayesian kernel learning: kernel embeddings, kernel tests, BaNK, deconditional embeddings.
@@ -33,8 +34,9 @@ enum Command {
     Test(hypothesis::TestCommand),
     /// Deconditional mean embeddings and task-transformed GPs: loglik, fit, predict.
     Dme(dme::DmeArgs),
-    /// Likelihood-free inference with deconditional mean embeddings and kernel herding.
-    Lfi(dme::LfiArgs),
+    /// Likelihood-free inference from simulations: DME (default) or kernel Bayes' rule posterior,
+    /// herded into samples.
+    Lfi(lfi::LfiArgs),
     /// BaNK (seed 001): Bayesian nonparametric kernel learning with random Fourier features.
     #[command(subcommand)]
     Bank(bank::BankCommand),
@@ -52,7 +54,7 @@ fn main() {
         Command::Embed(c) => embed::run(c),
         Command::Test(cmd) => hypothesis::run(cmd),
         Command::Dme(a) => dme::run_dme(a),
-        Command::Lfi(a) => dme::run_lfi(a),
+        Command::Lfi(a) => lfi::run_lfi(a),
         Command::Density(c) => density::run(c),
         Command::Bank(c) => bank::run(c),
         Command::Witness(args) => hypothesis::run_witness(*args),

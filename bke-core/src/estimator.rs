@@ -16,7 +16,7 @@
 //! ```
 //! use bke_core::estimator::{Estimator, Params, Predict};
 //! use bke_core::{CoreError, Points};
-//! use bke_linalg::{Backend, Faer};
+//! use bke_linalg::{Backend, DefaultBackend};
 //!
 //! /// A toy estimator: predicts the training mean.
 //! #[derive(Debug, Clone, Default)]
@@ -41,8 +41,8 @@
 //!     fn predict<B: Backend>(&self, x: &Points) -> Result<Vec<f64>, CoreError> { Ok(vec![self.mean; x.len()]) }
 //! }
 //!
-//! let model = MeanParams::default().check()?.fit::<Faer>(&[1.0, 2.0, 3.0])?;
-//! assert_eq!(model.predict::<Faer>(&Points::from_1d("x", &[0.0])?)?, vec![2.0]);
+//! let model = MeanParams::default().check()?.fit::<DefaultBackend>(&[1.0, 2.0, 3.0])?;
+//! assert_eq!(model.predict::<DefaultBackend>(&Points::from_1d("x", &[0.0])?)?, vec![2.0]);
 //! # Ok::<(), CoreError>(())
 //! ```
 

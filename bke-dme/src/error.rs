@@ -1,4 +1,6 @@
-//! The error type of bke-dme.
+//! The error type of bke-dme: the errors of bke-core ([`CoreError`]: NaN/Inf with row and column,
+//! empty data, dimension mismatches, invalid parameters, linear-algebra failures, cancellation)
+//! plus what only this crate can say.
 
 use bke_core::CoreError;
 use bke_linalg::LinalgError;
@@ -7,21 +9,9 @@ use bke_linalg::LinalgError;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DmeError {
-    /// Two inputs that must pair up one to one have different lengths.
-    #[error(
-        "length mismatch: {left} has {n_left} entries but {right} has {n_right}; \
-         they are paired one to one and must have the same length"
-    )]
-    LengthMismatch {
-        /// The first input.
-        left: String,
-        /// Its length.
-        n_left: usize,
-        /// The second input.
-        right: String,
-        /// Its length.
-        n_right: usize,
-    },
+    /// Validation, kernel and linear-algebra errors of bke-core.
+    #[error(transparent)]
+    Core(#[from] CoreError),
     /// A matrix that must be positive definite is not, for the given hyperparameters.
     #[error("{what} is not positive definite ({source}); {advice}")]
     NotPositiveDefinite {
@@ -35,29 +25,41 @@ pub enum DmeError {
     /// The optimiser could not make progress from any start.
     #[error("hyperparameter optimisation failed: {0}")]
     Optimisation(String),
-    /// Validation or kernel errors from bke-core (NaN/Inf with row and column, empty data,
-    /// dimension mismatches, non-positive hyperparameters).
-    #[error(transparent)]
-    Core(#[from] CoreError),
-    /// Other linear-algebra failures.
-    #[error(transparent)]
-    Linalg(#[from] LinalgError),
+    /// A simulator failed or returned output of the wrong shape (the message says which).
+    #[error("simulator: {0}")]
+    Simulator(String),
 }
 
-/// Errors unless `a` and `b` have the same length.
+impl From<LinalgError> for DmeError {
+    fn from(e: LinalgError) -> Self {
+        DmeError::Core(CoreError::Linalg(e))
+    }
+}
+
+/// Errors unless the paired inputs `left` and `right` have the same number of rows.
 pub(crate) fn check_same_len(left: &str, n_left: usize, right: &str, n_right: usize) -> Result<(), DmeError> {
     if n_left != n_right {
-        return Err(DmeError::LengthMismatch { left: left.into(), n_left, right: right.into(), n_right });
+        return Err(CoreError::DimensionMismatch {
+            what: format!("{right} (paired one to one with the {n_left} rows of {left})"),
+            expected: n_left,
+            found: n_right,
+        }
+        .into());
     }
     Ok(())
 }
 
-/// Errors on NaN/Inf in a vector of targets (row = index, column 0).
+/// Errors on NaN/Inf in a vector of values (row = index, column 0).
 pub(crate) fn check_finite_vec(what: &str, v: &[f64]) -> Result<(), DmeError> {
     if let Some(i) = v.iter().position(|x| !x.is_finite()) {
         return Err(CoreError::NonFinite { what: what.into(), row: i, col: 0, value: v[i] }.into());
     }
     Ok(())
+}
+
+/// An [`CoreError::InvalidParameter`] for `name = value`.
+pub(crate) fn invalid(name: &str, value: f64, reason: &str) -> DmeError {
+    CoreError::InvalidParameter { name: name.into(), value, reason: reason.into() }.into()
 }
 
 /// Maps a failed Cholesky factorisation to an error that names the matrix and what to change.
@@ -67,6 +69,6 @@ pub(crate) fn not_pd(what: &str, advice: &str) -> impl FnOnce(LinalgError) -> Dm
         LinalgError::NotPositiveDefinite { .. } | LinalgError::JitterExhausted { .. } => {
             DmeError::NotPositiveDefinite { what, advice, source }
         }
-        other => DmeError::Linalg(other),
+        other => DmeError::from(other),
     }
 }

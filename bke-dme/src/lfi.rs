@@ -1,33 +1,55 @@
-//! Likelihood-free inference with deconditional mean embeddings (seed §8.3, Algorithm 8.1).
+//! Likelihood-free inference with deconditional mean embeddings (seed 004 §8.3, Algorithm 8.1).
 //!
-//! Simulations `{θ_i, x_i}_{i=1}^n` (`x_i ~ p(x | θ_i)`, `θ_i ~ π`), prior samples `{θ̃_j}_{j=1}^m ~ p(θ)`,
-//! observed statistics `y`. Kernels: `ℓ` on parameters, `k` on statistics, the ε-kernel
-//! `κ_ε(y, x) = N(y; x, ε²I)` and the herding kernel `ℓ'` (the caller's choice; `ℓ` is natural). With `L = ℓ(θ, θ)`, `L̃ = ℓ(θ, θ̃)`, `A = (L + nλI)⁻¹ L̃`, `K = k(x, x)`:
+//! Simulations `{θ_i, x_i}_{i=1}^n` (`x_i ~ p(x | θ_i)`, `θ_i ~ π`), prior samples
+//! `{θ̃_j}_{j=1}^m ~ p(θ)`, observed statistics `y`. Kernels: `ℓ` on parameters, `k` on statistics,
+//! the ε-kernel `κ_ε(y, x) = N(y; x, diag(ε²))`. With `L = ℓ(θ, θ)`, `L̃ = ℓ(θ, θ̃)`,
+//! `A = (L + nλI)⁻¹ L̃`, `K = k(x, x)`:
 //!
-//! * posterior embedding (line 5): `μ(θ*) = ℓ(θ̃, θ*)ᵀ Aᵀ [KAAᵀ + mδI]⁻¹ k(y)`, i.e. the DME at the
-//!   observation, `μ = Σ_j v_j ℓ(θ̃_j, ·)` with the alternative form of Def. 4.4 (`O(n³)`, `O(m)`);
-//! * kernel herding (lines 6–9): `θ̂_s = argmax_{θ*} μ(θ*) − (1/s) Σ_{t<s} ℓ'(θ*, θ̂_t)` over a
-//!   candidate set, or continuously by L-BFGS from the best candidates (kept inside the candidates'
-//!   bounding box);
-//! * learning (line 11): `q̄ = mean(Aᵀ κ_ε)`, `κ_ε = {κ_ε(y, x_i)}`, an approximate marginal
-//!   likelihood `p_ε(y) ≈ E_{θ~p}[E[κ_ε(y, X) | θ]]`, maximised over `log ℓ`, `log λ`, `log ε` with
-//!   the analytic gradient (`k` and `δ` do not enter `q̄` and are not learned). Caveat (seen in
-//!   the seed's Fig. 5 "global" vs "local" optima): as a kernel density estimate of `p(y)`, `q̄`
-//!   grows without bound as `λ → 0` and `ε` shrinks towards the distance of the nearest
-//!   simulation, so [`learn`] is best used with `λ` frozen (`opts.learn.lambda = false`).
+//! * posterior embedding (line 5): `μ(θ*) = ℓ(θ̃, θ*)ᵀ Aᵀ [KAAᵀ + mδI]⁻¹ k(y)`, the DME at the
+//!   observation (Def. 4.4), weights `v` on the prior samples normalised to unit mass
+//!   ([`PosteriorEmbedding`]); then kernel herding (lines 6–9, [`crate::herding`]);
+//! * learning (line 11): `q̄ = mean(Aᵀ κ_ε)`, `κ_ε = {κ_ε(y, x_i)}`, an estimate of the evidence
+//!   `p_ε(y) = E_{θ~p} E[κ_ε(y, X) | θ]`, with the analytic gradient
+//!   `∂q̄ = (1/m)[∂κᵀ v + uᵀ ∂L̃ 1 − uᵀ ∂L v − nλ uᵀv ∂log λ]`, `u = (L + nλI)⁻¹κ`,
+//!   `v = (L + nλI)⁻¹ L̃ 1`.
 //!
-//!   The gradient is `∂q̄ = (1/m)[∂κᵀ v + uᵀ ∂L̃ 1 − uᵀ ∂L v − nλ uᵀv ∂log λ]`,
-//!   `u = (L + nλI)⁻¹κ`, `v = (L + nλI)⁻¹ L̃ 1`.
+//! # Why the posterior collapsed, and the defaults
+//! On a conjugate problem (θ ~ N(0, 1), x | θ ~ N(θ, 0.5²), 600 simulations) the bke 0.1 defaults
+//! (`ℓ`, `k` of lengthscale 1, `λ = δ = 10⁻²`) herded samples with sd 0.003 around 0.95 instead of
+//! N(0.8, 0.447²). The cause is the DME itself, not herding: its evidence operator
+//! `C'_XX = C_{X|Y} C_YY C_{X|Y}ᵀ` lacks the simulator noise `E[Cov(φ(X) | θ)]` of the true
+//! `C_XX` (seed 004 Thm 6.1: the DMO is the posterior operator only for noise-free simulators, or
+//! empirically when the likelihood CME interpolates every simulation). With `λ` smoothing the CME
+//! and a small `δ`, `[KAAᵀ + mδI]⁻¹` deconvolves the noise away and the DME tends to the
+//! pseudo-inverse of the likelihood: a point mass at the θ whose mean statistic is `y`. A `δ` of
+//! the order of the spectrum of `KAAᵀ/m` (whose eigenvalues are at most about 1 for unit-amplitude
+//! kernels, since `AAᵀ/m ≈ I/n` when the CME interpolates) keeps the regularised inverse from
+//! deconvolving: as `δ` grows, `v → Aᵀk(y)/(mδ)`, the prior samples weighted by the CME-regressed
+//! likelihood `E[k(X, y) | θ̃_j]` (the kernel-means posterior of Hsu & Ramos, AISTATS 2019).
+//! Hence the defaults: `δ = 1`; `k` of the ε-kernel's shape (SE with lengthscales ε), so that the
+//! posterior is the ε-approximate posterior whose evidence `q̄` measures; `ℓ` by Silverman's rule on
+//! the simulation parameters ([`rule_of_thumb`]), ε by half of it on the statistics
+//! ([`default_epsilon`]); `λ = 10⁻³`.
+//!
+//! `q̄` estimates `p_ε(y)`, a quantity that does not depend on `ℓ` or `λ`: maximising it over them
+//! fits estimation error (ridge shrinkage is smallest for `ℓ → ∞`, which is where the bke 0.1
+//! `--learn` went), and over ε it behaves as a kernel density estimate at one point, whose maximum
+//! sits near the distance to the nearest simulation. Learning therefore maximises the posterior
+//! `log q̄ + log π(ℓ, ε)` with a log-normal hyperprior centred on the initial values
+//! ([`LfiLearnParams::prior_sd`]): a proper optimum that moves the bandwidths only as far as `q̄`
+//! has evidence for.
 
 use crate::DmeError;
 use crate::dme::{DmeForm, DmeOperator};
-use crate::error::check_same_len;
-use crate::ops::{contract_params, dot, mv};
-use crate::ttgp::{FitOptions, multi_start, transform};
-use bke_core::optim::{LbfgsOptions, minimize};
-use bke_core::{CoreError, Kernel, Points, check_positive};
+use crate::error::{check_finite_vec, check_same_len};
+use crate::herding::PosteriorEmbedding;
+use crate::learn::{MultiStartOptions, best_start, multi_start};
+use crate::ops::{contract_params, mv};
+use crate::ttgp::transform;
+use bke_core::numeric::dot;
+use bke_core::{CoreError, Estimator, Kernel, KernelFamily, Params, Points, Progress, Valid, check_positive};
 use bke_linalg::{Backend, Mat, Trans};
-use rayon::prelude::*;
+use serde::Serialize;
 
 /// The inputs of Algorithm 8.1.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,91 +72,234 @@ impl LfiData {
         check_same_len("simulation parameters θ", theta.len(), "simulated statistics x", stats.len())?;
         theta.check_dim("prior samples (must match θ)", prior.dim())?;
         stats.check_dim("observed statistics (must match x)", observed.len())?;
-        crate::error::check_finite_vec("observed statistics", &observed)?;
+        check_finite_vec("observed statistics", &observed)?;
         Ok(Self { theta, stats, prior, observed })
     }
+
+    /// The observation as a one-row point set.
+    pub(crate) fn observed_points(&self) -> Result<Points, DmeError> {
+        Ok(Points::new("observed statistics", self.observed.clone(), self.observed.len())?)
+    }
 }
 
-/// Hyperparameters of the DME posterior.
+/// Silverman's rule-of-thumb bandwidths of `points` (`n × d`), per dimension:
+/// `min(sd, IQR/1.349) · (4/((d + 2) n))^{1/(d+4)}` (a dimension without spread gets spread 1).
+pub fn rule_of_thumb(points: &Points) -> Vec<f64> {
+    let (n, d) = (points.len(), points.dim());
+    let factor = (4.0 / ((d as f64 + 2.0) * n.max(1) as f64)).powf(1.0 / (d as f64 + 4.0));
+    (0..d)
+        .map(|k| {
+            let mut v: Vec<f64> = points.iter().map(|p| p[k]).collect();
+            v.sort_by(f64::total_cmp);
+            let mean = v.iter().sum::<f64>() / n as f64;
+            let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n.saturating_sub(1).max(1) as f64)
+                .sqrt();
+            let q = |p: f64| v[((n - 1) as f64 * p).round() as usize];
+            let iqr = (q(0.75) - q(0.25)) / 1.349;
+            let spread = if iqr > 0.0 { sd.min(iqr) } else { sd };
+            factor * if spread > 0.0 && spread.is_finite() { spread } else { 1.0 }
+        })
+        .collect()
+}
+
+/// The default widths ε of the ε-kernel: half the [`rule_of_thumb`] bandwidths of the simulated
+/// statistics. Undersmoothing: the ε-approximate posterior's likelihood is the true one blurred by
+/// `N(0, diag(ε²))`, which inflates the posterior spread unless ε is well below the simulator noise;
+/// on the conjugate and exponential–gamma problems of the tests, half of Silverman's width gives
+/// sd errors of 5–9% at 600–1200 simulations where the full width gives 8–12%.
+pub fn default_epsilon(stats: &Points) -> Vec<f64> {
+    rule_of_thumb(stats).iter().map(|w| 0.5 * w).collect()
+}
+
+/// The DME posterior of Algorithm 8.1. Unset kernels and widths are chosen from the data (see the
+/// module docs): `ℓ` squared exponential with [`rule_of_thumb`] lengthscales of the simulation
+/// parameters, ε by [`default_epsilon`], `k` the ε-kernel's shape.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LfiHyper {
-    /// Kernel `ℓ` on parameters.
-    pub kernel_theta: Kernel,
-    /// Kernel `k` on statistics (not identified by `q̄`, so never learned by [`learn`]).
-    pub kernel_stats: Kernel,
-    /// Width `ε` of the ε-kernel `κ_ε` (used by `q̄`).
-    pub epsilon: f64,
-    /// CME regulariser `λ`.
+pub struct LfiParams {
+    /// Kernel `ℓ` on parameters [default: SE, rule-of-thumb lengthscales].
+    pub kernel_theta: Option<Kernel>,
+    /// Kernel `k` on statistics [default: SE with lengthscales ε, following ε when it is learned].
+    pub kernel_stats: Option<Kernel>,
+    /// Widths ε of the ε-kernel: one, or one per statistic [default: rule of thumb].
+    pub epsilon: Option<Vec<f64>>,
+    /// CME regulariser `λ > 0`. Default `10⁻³`.
     pub lambda: f64,
-    /// DME regulariser `δ` (the seed's `ε` of Def. 4.4, renamed in §8.3).
+    /// DME regulariser `δ > 0` (the seed's `ε` of Def. 4.4, renamed in §8.3). Default 1.
     pub delta: f64,
+    /// Learn `ℓ` and ε (and optionally `λ`) by maximising `q̄` under a hyperprior. Default: none.
+    pub learn: Option<LfiLearnParams>,
 }
 
-impl LfiHyper {
-    /// Errors unless ε, λ, δ are positive and finite and the kernels fit parameters of dimension
-    /// `dim_theta` and statistics of dimension `dim_stats`.
-    pub fn check(&self, dim_theta: usize, dim_stats: usize) -> Result<(), DmeError> {
-        check_positive("epsilon", self.epsilon)?;
+impl Default for LfiParams {
+    fn default() -> Self {
+        Self { kernel_theta: None, kernel_stats: None, epsilon: None, lambda: 1e-3, delta: 1.0, learn: None }
+    }
+}
+
+/// How [`LfiParams`] learns hyperparameters from `q̄` (Algorithm 8.1 line 11).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LfiLearnParams {
+    /// Learn `λ` too (`q̄` grows without bound as `λ → 0`, so it is frozen by default).
+    pub lambda: bool,
+    /// Standard deviation of the log-normal hyperprior on every learned hyperparameter, centred on
+    /// its initial value (`∞`: plain maximisation of `q̄`, which has no proper optimum). Default 1.
+    pub prior_sd: f64,
+    /// Multi-start L-BFGS settings.
+    pub search: MultiStartOptions,
+}
+
+impl Default for LfiLearnParams {
+    fn default() -> Self {
+        Self { lambda: false, prior_sd: 1.0, search: MultiStartOptions::default() }
+    }
+}
+
+impl Params for LfiParams {
+    type Error = DmeError;
+
+    fn validate(&self) -> Result<(), DmeError> {
         check_positive("lambda", self.lambda)?;
         check_positive("delta", self.delta)?;
-        self.kernel_theta.check_dim(dim_theta)?;
-        self.kernel_stats.check_dim(dim_stats)?;
+        if let Some(eps) = &self.epsilon {
+            if eps.is_empty() {
+                return Err(CoreError::Empty { what: "epsilon".into(), needed: 1 }.into());
+            }
+            for &e in eps {
+                check_positive("epsilon", e)?;
+            }
+        }
+        if let Some(l) = &self.learn {
+            l.search.validate()?;
+            check_positive("prior_sd", l.prior_sd.min(f64::MAX))?;
+        }
         Ok(())
     }
+}
 
-    /// `(log θ_ℓ…, log λ, log ε)`: the parameters learned through `q̄`.
-    pub fn log_params(&self) -> Vec<f64> {
-        let mut p = self.kernel_theta.log_params();
-        p.extend([self.lambda.ln(), self.epsilon.ln()]);
-        p
+/// The JSON of ε: a number when isotropic, else one per statistic.
+fn one_or_many<S: serde::Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        [one] => one.serialize(s),
+        many => many.serialize(s),
     }
+}
 
-    /// The hyperparameters at [`LfiHyper::log_params`] `p` (δ unchanged).
-    pub fn with_log_params(&self, p: &[f64]) -> Result<Self, DmeError> {
-        let nk = self.kernel_theta.n_params();
-        if p.len() != nk + 2 {
-            return Err(CoreError::DimensionMismatch {
-                what: "LFI log-parameters".into(),
-                expected: nk + 2,
-                found: p.len(),
-            }
-            .into());
+/// The hyperparameters a DME posterior was computed with (given, chosen from the data, or
+/// learned). JSON: `{"kernel_theta", "lengthscale_theta", "kernel_stat", "lengthscale_stat",
+/// "epsilon", "lambda", "delta"}` (`epsilon` a number when isotropic).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LfiHyperparameters {
+    /// Family of `ℓ`.
+    pub kernel_theta: String,
+    /// Lengthscales of `ℓ`.
+    pub lengthscale_theta: Vec<f64>,
+    /// Family of `k`.
+    pub kernel_stat: String,
+    /// Lengthscales of `k`.
+    pub lengthscale_stat: Vec<f64>,
+    /// Widths ε of the ε-kernel.
+    #[serde(serialize_with = "one_or_many")]
+    pub epsilon: Vec<f64>,
+    /// CME regulariser `λ`.
+    pub lambda: f64,
+    /// DME regulariser `δ`.
+    pub delta: f64,
+    #[serde(skip)]
+    theta: Option<Kernel>,
+    #[serde(skip)]
+    stats: Option<Kernel>,
+}
+
+impl LfiHyperparameters {
+    /// From kernels and values.
+    pub fn new(
+        kernel_theta: Kernel,
+        kernel_stats: Kernel,
+        epsilon: Vec<f64>,
+        lambda: f64,
+        delta: f64,
+    ) -> Self {
+        Self {
+            kernel_theta: kernel_theta.family().spec(),
+            lengthscale_theta: kernel_theta.lengthscales().to_vec(),
+            kernel_stat: kernel_stats.family().spec(),
+            lengthscale_stat: kernel_stats.lengthscales().to_vec(),
+            epsilon,
+            lambda,
+            delta,
+            theta: Some(kernel_theta),
+            stats: Some(kernel_stats),
         }
-        let h = Self {
-            kernel_theta: self.kernel_theta.with_log_params(&p[..nk])?,
-            kernel_stats: self.kernel_stats.clone(),
-            lambda: p[nk].exp(),
-            epsilon: p[nk + 1].exp(),
-            delta: self.delta,
-        };
-        check_positive("epsilon", h.epsilon)?;
-        check_positive("lambda", h.lambda)?;
-        Ok(h)
+    }
+
+    /// The kernel `ℓ` on parameters.
+    pub fn theta_kernel(&self) -> &Kernel {
+        self.theta.as_ref().expect("built by new")
+    }
+
+    /// The kernel `k` on statistics.
+    pub fn stats_kernel(&self) -> &Kernel {
+        self.stats.as_ref().expect("built by new")
+    }
+
+    fn check(&self, data: &LfiData) -> Result<(), DmeError> {
+        check_positive("lambda", self.lambda)?;
+        check_positive("delta", self.delta)?;
+        self.theta_kernel().check_dim(data.theta.dim())?;
+        self.stats_kernel().check_dim(data.stats.dim())?;
+        check_epsilon_len(&self.epsilon, data)
     }
 }
 
-/// `κ_ε(y, x_i) = (2πε²)^{−S/2} exp(−‖y − x_i‖²/(2ε²))` and `‖y − x_i‖²`.
-fn eps_kernel(stats: &Points, y: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>) {
-    let s = y.len() as f64;
-    let lognorm = -0.5 * s * (2.0 * std::f64::consts::PI * eps * eps).ln();
-    let d2: Vec<f64> = stats.iter().map(|x| x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum()).collect();
-    let kappa = d2.iter().map(|d| (lognorm - d / (2.0 * eps * eps)).exp()).collect();
-    (kappa, d2)
+fn check_epsilon_len(eps: &[f64], data: &LfiData) -> Result<(), DmeError> {
+    if eps.len() != 1 && eps.len() != data.stats.dim() {
+        return Err(CoreError::DimensionMismatch {
+            what: "epsilon (one, or one per statistic)".into(),
+            expected: data.stats.dim(),
+            found: eps.len(),
+        }
+        .into());
+    }
+    Ok(())
 }
 
-/// `q̄` and `∂q̄/∂(log ℓ…, log λ, log ε)`.
-pub fn q_bar<B: Backend>(data: &LfiData, hyper: &LfiHyper) -> Result<(f64, Vec<f64>), DmeError> {
-    hyper.check(data.theta.dim(), data.stats.dim())?;
+/// `κ_ε(y, x_i) = Π_d N(y_d; x_{id}, ε_d²)` and `∂κ_ε/∂log ε_d = κ (−1 + (y_d − x_{id})²/ε_d²)`.
+fn eps_kernel(stats: &Points, y: &[f64], eps: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let width = |d: usize| if eps.len() == 1 { eps[0] } else { eps[d] };
+    let s = y.len();
+    let lognorm: f64 = (0..s).map(|d| -0.5 * (2.0 * std::f64::consts::PI * width(d).powi(2)).ln()).sum();
+    let mut kappa = Vec::with_capacity(stats.len());
+    let mut z2 = Vec::with_capacity(stats.len());
+    for x in stats.iter() {
+        let zd: Vec<f64> = (0..s).map(|d| ((y[d] - x[d]) / width(d)).powi(2)).collect();
+        kappa.push((lognorm - 0.5 * zd.iter().sum::<f64>()).exp());
+        z2.push(zd);
+    }
+    let grad = (0..eps.len())
+        .map(|e| {
+            let dims = if eps.len() == 1 { 0..s } else { e..e + 1 };
+            kappa
+                .iter()
+                .zip(&z2)
+                .map(|(k, zd)| k * zd[dims.clone()].iter().map(|z| z - 1.0).sum::<f64>())
+                .collect()
+        })
+        .collect();
+    (kappa, grad)
+}
+
+/// `q̄ = mean(Aᵀκ_ε)` and its gradient with respect to `(log θ_ℓ…, log λ, log ε…)`.
+pub fn q_bar<B: Backend>(data: &LfiData, hyper: &LfiHyperparameters) -> Result<(f64, Vec<f64>), DmeError> {
+    hyper.check(data)?;
     let (n, m) = (data.theta.len(), data.prior.len());
-    let kt = &hyper.kernel_theta;
+    let kt = hyper.theta_kernel();
     let l = kt.gram(&data.theta)?;
     let lt = kt.cross_gram(&data.theta, &data.prior)?;
     let (rp, _) = transform::<B>(&l, &Mat::zeros(n, 0), hyper.lambda)?;
-    let (kappa, d2) = eps_kernel(&data.stats, &data.observed, hyper.epsilon);
+    let (kappa, dkappa) = eps_kernel(&data.stats, &data.observed, &hyper.epsilon);
     let mut u = kappa.clone();
     B::cholesky_solve_vec_in_place(rp.as_ref(), &mut u)?;
-    let ones = vec![1.0; m];
-    let s = mv::<B>(&lt, Trans::No, &ones)?;
+    let s = mv::<B>(&lt, Trans::No, &vec![1.0; m])?;
     let mut v = s.clone();
     B::cholesky_solve_vec_in_place(rp.as_ref(), &mut v)?;
     let mf = m as f64;
@@ -145,191 +310,129 @@ pub fn q_bar<B: Backend>(data: &LfiData, hyper: &LfiHyper) -> Result<(f64, Vec<f
     let g2 = contract_params(kt, &data.theta, &data.theta, &gl);
     grad.iter_mut().zip(&g2).for_each(|(a, b)| *a += b);
     grad.push(-(n as f64) * hyper.lambda * dot(&u, &v) / mf);
-    let sdim = data.observed.len() as f64;
-    let e2 = hyper.epsilon * hyper.epsilon;
-    grad.push(kappa.iter().zip(&d2).zip(&v).map(|((k, d), vi)| k * (-sdim + d / e2) * vi).sum::<f64>() / mf);
+    grad.extend(dkappa.iter().map(|dk| dot(dk, &v) / mf));
     Ok((value, grad))
 }
 
-/// The result of [`learn`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct LfiFit {
-    /// The hyperparameters with the largest `q̄`.
-    pub hyper: LfiHyper,
-    /// `q̄` there.
-    pub q_bar: f64,
+/// A DME posterior for one observation: the embedding, the hyperparameters and `q̄`.
+#[derive(Debug, Clone)]
+pub struct LfiPosterior {
+    hyper: LfiHyperparameters,
+    embedding: PosteriorEmbedding,
+    q_bar: f64,
 }
 
-/// Maximises `log q̄` over `log ℓ`, `log λ`, `log ε` by multi-start L-BFGS (`opts.starts`,
-/// `opts.spread`, `opts.seed`, `opts.lbfgs`; `opts.learn.kernel_y`, `.lambda`, `.epsilon` select the
-/// free parameters). `δ` is not identified by `q̄` and is left as given.
-pub fn learn<B: Backend>(data: &LfiData, init: &LfiHyper, opts: &FitOptions) -> Result<LfiFit, DmeError> {
-    init.check(data.theta.dim(), data.stats.dim())?;
-    opts.check()?;
-    let nk = init.kernel_theta.n_params();
-    let mut mask = vec![opts.learn.kernel_y; nk];
-    mask.extend([opts.learn.lambda, opts.learn.epsilon]);
+impl LfiPosterior {
+    /// The hyperparameters used.
+    pub fn hyperparameters(&self) -> &LfiHyperparameters {
+        &self.hyper
+    }
+
+    /// The posterior embedding (normalised weights on the prior samples).
+    pub fn embedding(&self) -> &PosteriorEmbedding {
+        &self.embedding
+    }
+
+    /// `q̄` at these hyperparameters.
+    pub fn q_bar(&self) -> f64 {
+        self.q_bar
+    }
+}
+
+/// The hyperparameters of `p` with the unset ones chosen from `data`; whether `k` follows ε.
+fn resolve(p: &LfiParams, data: &LfiData) -> Result<(LfiHyperparameters, bool), DmeError> {
+    let eps = p.epsilon.clone().unwrap_or_else(|| default_epsilon(&data.stats));
+    check_epsilon_len(&eps, data)?;
+    let theta = match &p.kernel_theta {
+        Some(k) => k.clone(),
+        None => Kernel::se_ard(rule_of_thumb(&data.theta))?,
+    };
+    let tied = p.kernel_stats.is_none();
+    let stats = match &p.kernel_stats {
+        Some(k) => k.clone(),
+        None => Kernel::new(KernelFamily::SquaredExponential, eps.clone())?,
+    };
+    let h = LfiHyperparameters::new(theta, stats, eps, p.lambda, p.delta);
+    h.check(data)?;
+    Ok((h, tied))
+}
+
+/// Hyperparameters at learned log-parameters `(log θ_ℓ…, log λ, log ε…)`.
+fn at_log_params(h: &LfiHyperparameters, tied: bool, p: &[f64]) -> Result<LfiHyperparameters, DmeError> {
+    let nk = h.theta_kernel().n_params();
+    let theta = h.theta_kernel().with_log_params(&p[..nk])?;
+    let lambda = p[nk].exp();
+    let eps: Vec<f64> = p[nk + 1..].iter().map(|v| v.exp()).collect();
+    let stats =
+        if tied { Kernel::new(h.stats_kernel().family(), eps.clone())? } else { h.stats_kernel().clone() };
+    let out = LfiHyperparameters::new(theta, stats, eps, lambda, h.delta);
+    check_positive("lambda", out.lambda)?;
+    for &e in &out.epsilon {
+        check_positive("epsilon", e)?;
+    }
+    Ok(out)
+}
+
+/// Maximises `log q̄ − Σ (log v − log v₀)²/(2 s²)` over the free log-hyperparameters.
+fn learn<B: Backend>(
+    data: &LfiData,
+    init: &LfiHyperparameters,
+    tied: bool,
+    opts: &LfiLearnParams,
+    progress: &dyn Progress,
+) -> Result<LfiHyperparameters, DmeError> {
+    let mut p0 = init.theta_kernel().log_params();
+    let nk = p0.len();
+    p0.push(init.lambda.ln());
+    p0.extend(init.epsilon.iter().map(|e| e.ln()));
+    let mut mask = vec![true; p0.len()];
+    mask[nk] = opts.lambda;
+    let inv_var = if opts.prior_sd.is_finite() { 1.0 / (opts.prior_sd * opts.prior_sd) } else { 0.0 };
     let objective = |p: &[f64]| {
-        let h = init.with_log_params(p).ok()?;
+        let h = at_log_params(init, tied, p).ok()?;
         let (q, g) = q_bar::<B>(data, &h).ok()?;
         if !(q > 0.0) {
             return None;
         }
-        Some((q.ln(), g.iter().map(|v| v / q).collect()))
+        let prior: f64 = p.iter().zip(&p0).map(|(a, b)| -0.5 * inv_var * (a - b).powi(2)).sum();
+        let grad = g.iter().zip(p.iter().zip(&p0)).map(|(gi, (a, b))| gi / q - inv_var * (a - b)).collect();
+        Some((q.ln() + prior, grad))
     };
-    let results = multi_start(&init.log_params(), &mask, &mask, opts, &objective, None);
-    let best =
-        results.into_iter().filter(|r| r.1.is_finite()).max_by(|a, b| a.1.total_cmp(&b.1)).ok_or_else(
-            || DmeError::Optimisation("q̄ is not positive at any start; increase epsilon".into()),
-        )?;
-    Ok(LfiFit { hyper: init.with_log_params(&best.0)?, q_bar: best.1.exp() })
+    let results =
+        multi_start(&p0, &mask, &mask, &opts.search, &objective, None, (progress, "learning from q̄"))?;
+    let best = best_start(&results, "q̄ is not positive at any start; increase epsilon")?;
+    at_log_params(init, tied, &best.0)
 }
 
-/// The DME posterior embedding `μ(θ) = Σ_j v_j ℓ(θ̃_j, θ)` at the observation.
-#[derive(Debug, Clone)]
-pub struct PosteriorEmbedding {
-    prior: Points,
-    kernel: Kernel,
-    weights: Vec<f64>,
+/// The DME posterior embedding weights on the prior samples at `y` (Algorithm 8.1 lines 2–5), in
+/// the cheaper of the two forms of Def. 4.4.
+fn dme_weights<B: Backend>(data: &LfiData, h: &LfiHyperparameters) -> Result<Vec<f64>, DmeError> {
+    let (ks, kt) = (h.stats_kernel(), h.theta_kernel());
+    let k = ks.gram(&data.stats)?;
+    let l = kt.gram(&data.theta)?;
+    let lt = kt.cross_gram(&data.theta, &data.prior)?;
+    let form = if data.prior.len() < data.theta.len() { DmeForm::Standard } else { DmeForm::Alternative };
+    let op = DmeOperator::from_grams::<B>(&k, &l, &lt, h.lambda, h.delta, form)?;
+    let ky = ks.cross_gram(&data.stats, &data.observed_points()?)?;
+    Ok(op.embedding_weights::<B>(&ky)?.col(0).to_vec())
 }
 
-impl PosteriorEmbedding {
-    /// Builds the embedding (Algorithm 8.1 line 2–5, alternative form of Def. 4.4).
-    pub fn new<B: Backend>(data: &LfiData, hyper: &LfiHyper) -> Result<Self, DmeError> {
-        hyper.check(data.theta.dim(), data.stats.dim())?;
-        let k_stats = &hyper.kernel_stats;
-        let kt = &hyper.kernel_theta;
-        let k = k_stats.gram(&data.stats)?;
-        let l = kt.gram(&data.theta)?;
-        let lt = kt.cross_gram(&data.theta, &data.prior)?;
-        let op = DmeOperator::from_grams::<B>(&k, &l, &lt, hyper.lambda, hyper.delta, DmeForm::Alternative)?;
-        let y = Points::new("observed statistics", data.observed.clone(), data.observed.len())?;
-        let ky = k_stats.cross_gram(&data.stats, &y)?;
-        let v = op.embedding_weights::<B>(&ky)?;
-        Ok(Self { prior: data.prior.clone(), kernel: kt.clone(), weights: v.col(0).to_vec() })
-    }
+impl Estimator for LfiParams {
+    type Data = LfiData;
+    type Fitted = LfiPosterior;
 
-    /// An embedding `Σ_j w_j ℓ(p_j, ·)` from given points and weights (e.g. a known distribution).
-    pub fn from_weights(points: Points, kernel: Kernel, weights: Vec<f64>) -> Result<Self, DmeError> {
-        check_same_len("embedding points", points.len(), "weights", weights.len())?;
-        crate::error::check_finite_vec("embedding weights", &weights)?;
-        kernel.check_dim(points.dim())?;
-        Ok(Self { prior: points, kernel, weights })
-    }
-
-    /// The weights `v` on the prior samples.
-    pub fn weights(&self) -> &[f64] {
-        &self.weights
-    }
-
-    /// `μ(θ)`.
-    pub fn eval(&self, theta: &[f64]) -> f64 {
-        self.weights.iter().zip(self.prior.iter()).map(|(w, t)| w * self.kernel.eval(t, theta)).sum()
-    }
-
-    /// `μ(θ)` and `∇μ(θ)`.
-    pub fn eval_grad(&self, theta: &[f64], grad: &mut [f64]) -> f64 {
-        grad.iter_mut().for_each(|g| *g = 0.0);
-        let mut buf = vec![0.0; theta.len()];
-        let mut v = 0.0;
-        for (w, t) in self.weights.iter().zip(self.prior.iter()) {
-            v += w * self.kernel.eval_grad_x(theta, t, &mut buf);
-            grad.iter_mut().zip(&buf).for_each(|(g, b)| *g += w * b);
+    fn fit_valid<B: Backend>(
+        params: &Valid<Self>,
+        data: &LfiData,
+        progress: &dyn Progress,
+    ) -> Result<LfiPosterior, DmeError> {
+        let (mut hyper, tied) = resolve(params, data)?;
+        if let Some(opts) = &params.learn {
+            hyper = learn::<B>(data, &hyper, tied, opts, progress)?;
         }
-        v
+        let (q, _) = q_bar::<B>(data, &hyper)?;
+        let v = dme_weights::<B>(data, &hyper)?;
+        let embedding = PosteriorEmbedding::new(data.prior.clone(), hyper.theta_kernel().clone(), v)?;
+        Ok(LfiPosterior { hyper, embedding, q_bar: q })
     }
-
-    /// `μ` at every point (parallel).
-    pub fn at(&self, points: &Points) -> Result<Vec<f64>, DmeError> {
-        points.check_dim("query parameters (must match θ)", self.prior.dim())?;
-        Ok((0..points.len()).into_par_iter().map(|r| self.eval(points.point(r))).collect())
-    }
-}
-
-/// Options of [`herd`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HerdingOptions {
-    /// Number of super-samples `S`. Default 100.
-    pub samples: usize,
-    /// Optimise each sample continuously from the best candidates. Default false.
-    pub continuous: bool,
-    /// Number of best candidates refined when `continuous`. Default 3.
-    pub refine: usize,
-    /// L-BFGS iterations per refinement. Default 50.
-    pub max_iter: usize,
-}
-
-impl Default for HerdingOptions {
-    fn default() -> Self {
-        Self { samples: 100, continuous: false, refine: 3, max_iter: 50 }
-    }
-}
-
-/// Kernel herding (Algorithm 8.1 lines 6–9) of the embedding `post` over `candidates` with herding
-/// kernel `herding_kernel` (`ℓ'`). Deterministic.
-pub fn herd(
-    post: &PosteriorEmbedding,
-    candidates: &Points,
-    herding_kernel: &Kernel,
-    opts: &HerdingOptions,
-) -> Result<Points, DmeError> {
-    candidates.check_len("herding candidates", 1)?;
-    herding_kernel.check_dim(candidates.dim())?;
-    let mu = post.at(candidates)?;
-    let (r, d) = (candidates.len(), candidates.dim());
-    let (mut lo, mut hi) = (vec![f64::INFINITY; d], vec![f64::NEG_INFINITY; d]);
-    for p in candidates.iter() {
-        for k in 0..d {
-            lo[k] = lo[k].min(p[k]);
-            hi[k] = hi[k].max(p[k]);
-        }
-    }
-    let mut a = vec![0.0; r];
-    let mut out: Vec<f64> = Vec::with_capacity(opts.samples * d);
-    for s in 1..=opts.samples {
-        let sf = s as f64;
-        let score: Vec<f64> = (0..r).map(|i| mu[i] - a[i] / sf).collect();
-        let mut order: Vec<usize> = (0..r).collect();
-        order.sort_by(|&i, &j| score[j].total_cmp(&score[i]).then(i.cmp(&j)));
-        let mut best = candidates.point(order[0]).to_vec();
-        if opts.continuous {
-            let prev = Points::new("samples", out.clone(), d).ok();
-            let objective = |t: &[f64]| {
-                let mut g = vec![0.0; d];
-                let mut v = post.eval_grad(t, &mut g);
-                if let Some(prev) = &prev {
-                    let mut buf = vec![0.0; d];
-                    for p in prev.iter() {
-                        v -= herding_kernel.eval_grad_x(t, p, &mut buf) / sf;
-                        g.iter_mut().zip(&buf).for_each(|(gv, b)| *gv -= b / sf);
-                    }
-                }
-                (v, g)
-            };
-            let mut best_v = score[order[0]];
-            let lb = LbfgsOptions { max_iter: opts.max_iter, max_step: 0.5, ..LbfgsOptions::default() };
-            for &c in order.iter().take(opts.refine.max(1)) {
-                let r = minimize(
-                    |t| {
-                        let (v, g) = objective(t);
-                        Some((-v, g.iter().map(|x| -x).collect()))
-                    },
-                    candidates.point(c).to_vec(),
-                    lb,
-                );
-                if let Ok(r) = r {
-                    let inside = r.x.iter().enumerate().all(|(k, v)| *v >= lo[k] && *v <= hi[k]);
-                    if inside && -r.f > best_v {
-                        best_v = -r.f;
-                        best = r.x;
-                    }
-                }
-            }
-        }
-        for i in 0..r {
-            a[i] += herding_kernel.eval(candidates.point(i), &best);
-        }
-        out.extend_from_slice(&best);
-    }
-    Ok(Points::new("herded samples", out, d)?)
 }

@@ -56,11 +56,6 @@ pub(crate) fn trace(a: &Mat) -> f64 {
     (0..a.nrows().min(a.ncols())).map(|i| a[(i, i)]).sum()
 }
 
-/// Dot product.
-pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 /// `Σ_ij G_ij ∂k(x_i, y_j)/∂ log θ_p` for every log-hyperparameter `θ_p` of `kernel`
 /// (`G` is `|xs| × |ys|`). Parallel over columns, no derivative matrix is formed.
 pub(crate) fn contract_params(kernel: &Kernel, xs: &Points, ys: &Points, g: &Mat) -> Vec<f64> {

@@ -1,13 +1,15 @@
 //! CME and DME estimators: both DME forms against each other and against naive formulas, the
-//! parametric DME against the nonparametric one with the finite-feature kernel (Lemma 5.2), and
-//! Thm 6.2 (DME → CME in the other direction as λ → 0⁺) as a property test.
+//! parametric DME against its definition, and Thm 6.2 (DME → CME in the other direction as λ → 0⁺)
+//! as a property test. (The parametric DME against the nonparametric one with the finite-feature
+//! kernel, Lemma 5.2, is a unit test of `dme.rs`.)
 
 mod common;
 
-use bke_core::{Kernel, Points};
-use bke_dme::cme::Cme;
-use bke_dme::dme::{Dme, DmeForm, DmeOperator, ParametricDme, RandomFourierFeatures};
-use bke_linalg::{Faer, Mat, Nalgebra};
+use bke_core::{Kernel, Params, Points, Predict, TwoSamples};
+use bke_dme::TaskData;
+use bke_dme::cme::{Cme, CmeParams};
+use bke_dme::dme::{Dme, DmeForm, DmeParams, ParametricDmeParams, fourier_pair, parametric_weights};
+use bke_linalg::{DefaultBackend, Mat};
 use common::*;
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -17,6 +19,16 @@ fn pts(v: &[f64]) -> Points {
     Points::from_1d("p", v).unwrap()
 }
 
+fn fit_cme(x: &[f64], y: &[f64], kx: &Kernel, ky: &Kernel, lambda: f64) -> Result<Cme, bke_dme::DmeError> {
+    let p = CmeParams { kernel_x: kx.clone(), kernel_y: ky.clone(), lambda };
+    p.check()?.fit::<DefaultBackend>(&TwoSamples { x: pts(x), y: pts(y) })
+}
+
+fn fit_dme(data: &TaskData, kx: &Kernel, ky: &Kernel, lambda: f64, epsilon: f64, form: DmeForm) -> Dme {
+    let p = DmeParams { kernel_x: kx.clone(), kernel_y: ky.clone(), lambda, epsilon, form };
+    p.check().unwrap().fit::<DefaultBackend>(data).unwrap()
+}
+
 #[test]
 fn cme_matches_the_naive_formula() {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -24,10 +36,10 @@ fn cme_matches_the_naive_formula() {
     let x: Vec<f64> = y.iter().map(|v| v.sin()).collect();
     let (kx, ky) = (Kernel::se(0.5).unwrap(), Kernel::se(0.7).unwrap());
     let lambda = 0.01;
-    let cme = Cme::new::<Faer>(pts(&x), pts(&y), kx.clone(), ky.clone(), lambda).unwrap();
+    let cme = fit_cme(&x, &y, &kx, &ky, lambda).unwrap();
     let at = pts(&[-1.0, 0.3, 2.0]);
     let f: Vec<f64> = x.iter().map(|v| v * v).collect();
-    let got = cme.conditional_mean::<Faer>(&f, &at).unwrap();
+    let got = cme.conditional_mean::<DefaultBackend>(&f, &at).unwrap();
     let mut p = ky.gram(&pts(&y)).unwrap();
     for i in 0..15 {
         p[(i, i)] += 15.0 * lambda;
@@ -44,7 +56,7 @@ fn cme_matches_the_naive_formula() {
             at.point(q)[0].sin().powi(2)
         );
     }
-    let emb = cme.embedding::<Faer>(&at, &pts(&[0.0, 0.5])).unwrap();
+    let emb = cme.embedding::<DefaultBackend>(&at, &pts(&[0.0, 0.5])).unwrap();
     let kxx = kx.cross_gram(&pts(&x), &pts(&[0.0, 0.5])).unwrap();
     for q in 0..3 {
         for r in 0..2 {
@@ -52,7 +64,8 @@ fn cme_matches_the_naive_formula() {
             assert!((emb[(q, r)] - want).abs() < 1e-10);
         }
     }
-    assert!(Cme::new::<Faer>(pts(&x[..3]), pts(&y), kx, ky, lambda).is_err());
+    let e = fit_cme(&x[..3], &y, &kx, &ky, lambda).unwrap_err().to_string();
+    assert!(e.contains("paired one to one"), "{e}");
 }
 
 #[test]
@@ -73,20 +86,10 @@ fn dme_forms_agree_with_the_naive_definition() {
     let kstar = h.kernel_x.cross_gram(&data.x, &at).unwrap();
     let (v_naive, _) = naive_solve(&g, &naive_mm(&a.transpose(), &kstar)); // m × q
     for form in [DmeForm::Standard, DmeForm::Alternative] {
-        let dme = Dme::new::<Faer>(
-            data.x.clone(),
-            data.y.clone(),
-            data.y_tilde.clone(),
-            h.kernel_x.clone(),
-            h.kernel_y.clone(),
-            h.lambda,
-            h.epsilon,
-            form,
-        )
-        .unwrap();
-        let v = dme.embedding_weights::<Faer>(&at).unwrap();
-        let vn = dme.embedding_weights::<Nalgebra>(&at).unwrap();
-        let est = dme.estimate::<Faer>(&data.z_tilde, &at).unwrap();
+        let dme = fit_dme(&data, &h.kernel_x, &h.kernel_y, h.lambda, h.epsilon, form);
+        let v = dme.embedding_weights::<DefaultBackend>(&at).unwrap();
+        let vn = dme.embedding_weights::<DefaultBackend>(&at).unwrap();
+        let est = dme.predict::<DefaultBackend>(&at).unwrap();
         for q in 0..3 {
             for j in 0..13 {
                 assert!((v[(j, q)] - v_naive[(j, q)]).abs() < 1e-9, "{form:?}");
@@ -97,7 +100,7 @@ fn dme_forms_agree_with_the_naive_definition() {
         }
         // The embedding as a function on Y: Σ_j v_j ℓ(ỹ_j, y').
         let ys = pts(&[0.1, -0.5]);
-        let emb = dme.embedding::<Faer>(&at, &ys).unwrap();
+        let emb = dme.embedding::<DefaultBackend>(&at, &ys).unwrap();
         let lt = h.kernel_y.cross_gram(&data.y_tilde, &ys).unwrap();
         for q in 0..3 {
             for r in 0..2 {
@@ -109,53 +112,52 @@ fn dme_forms_agree_with_the_naive_definition() {
 }
 
 #[test]
-fn parametric_dme_is_the_nonparametric_dme_with_the_feature_kernel() {
-    // Lemma 5.2 / Def. 4.5: with k(x, x') = φ(x)ᵀφ(x'), ℓ(y, y') = ψ(y)ᵀψ(y') both estimators agree.
+fn parametric_dme_matches_definition_4_5() {
+    // w̄ = [ΦᵀAAᵀΦ + mεI]⁻¹ΦᵀA z̃ with A = Ψ(ΨᵀΨ + nλI)⁻¹Ψ̃ᵀ, computed naively.
     let data = problem(4, 30, 25, 1, 1);
     let (kx, ky) = (Kernel::se(0.8).unwrap(), Kernel::se(0.6).unwrap());
-    let fx = RandomFourierFeatures::new(&kx, 1, 12, 7).unwrap();
-    let fy = RandomFourierFeatures::new(&ky, 1, 10, 8).unwrap();
+    let (lambda, epsilon) = (0.03, 0.02);
+    let params = ParametricDmeParams {
+        kernel_x: kx.clone(),
+        kernel_y: ky.clone(),
+        features: 6,
+        seed: 7,
+        lambda,
+        epsilon,
+    };
+    let fitted = params.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
+    let (fx, fy) = fourier_pair(&kx, &ky, (1, 1), 6, 7).unwrap();
     let (phi, psi, psit) =
         (fx.features(&data.x).unwrap(), fy.features(&data.y).unwrap(), fy.features(&data.y_tilde).unwrap());
-    let (lambda, epsilon) = (0.03, 0.02);
-    let par = ParametricDme::fit::<Faer>(&phi, &psi, &psit, &data.z_tilde, lambda, epsilon).unwrap();
-    let at = pts(&[-1.5, -0.2, 0.4, 1.1]);
-    let got = par.predict::<Faer>(&fx.features(&at).unwrap()).unwrap();
-    let gram = |a: &Mat, b: &Mat| naive_mm(&a.transpose(), b);
-    for form in [DmeForm::Standard, DmeForm::Alternative] {
-        let op = DmeOperator::from_grams::<Faer>(
-            &gram(&phi, &phi),
-            &gram(&psi, &psi),
-            &gram(&psi, &psit),
-            lambda,
-            epsilon,
-            form,
-        )
-        .unwrap();
-        let alpha = op.alpha::<Faer>(&data.z_tilde).unwrap();
-        let kstar = gram(&phi, &fx.features(&at).unwrap());
-        for q in 0..4 {
-            let want: f64 = (0..30).map(|i| alpha[i] * kstar[(i, q)]).sum();
-            assert!((got[q] - want).abs() < 1e-8 * want.abs().max(1.0), "{form:?}: {} vs {want}", got[q]);
-        }
+    let mut g = naive_mm(&psi.transpose(), &psi);
+    for i in 0..g.nrows() {
+        g[(i, i)] += 30.0 * lambda;
     }
-    // Random Fourier features approximate the SE kernel: error ~ 1/√p.
-    let many = RandomFourierFeatures::new(&kx, 1, 4000, 9).unwrap();
-    let f = many.features(&pts(&[0.0, 0.5, 1.5])).unwrap();
-    let approx = gram(&f, &f);
-    let exact = kx.gram(&pts(&[0.0, 0.5, 1.5])).unwrap();
-    for (a, b) in approx.as_slice().iter().zip(exact.as_slice()) {
-        assert!((a - b).abs() < 5.0 / (4000f64).sqrt(), "{a} vs {b}");
+    let (t, _) = naive_solve(&g, &psit.transpose());
+    let a = naive_mm(&psi, &t);
+    let pa = naive_mm(&phi.transpose(), &a);
+    let mut h = naive_mm(&pa, &pa.transpose());
+    for i in 0..h.nrows() {
+        h[(i, i)] += 25.0 * epsilon;
     }
-    assert!(
-        RandomFourierFeatures::new(
-            &Kernel::new(bke_core::KernelFamily::Laplace, vec![1.0]).unwrap(),
-            1,
-            5,
-            0
-        )
-        .is_err()
-    );
+    let z = Mat::from_fn(25, 1, |j, _| data.z_tilde[j]);
+    let (w, _) = naive_solve(&h, &naive_mm(&pa, &z));
+    for (i, wi) in fitted.weights().iter().enumerate() {
+        assert!((wi - w[(i, 0)]).abs() < 1e-9 * w[(i, 0)].abs().max(1.0), "{wi} vs {}", w[(i, 0)]);
+    }
+    let direct =
+        parametric_weights::<DefaultBackend>(&phi, &psi, &psit, &data.z_tilde, lambda, epsilon).unwrap();
+    for (a, b) in direct.iter().zip(fitted.weights()) {
+        assert!((a - b).abs() < 1e-9 * b.abs().max(1.0));
+    }
+    let at = pts(&[-1.5, 0.4]);
+    let pred = fitted.predict::<DefaultBackend>(&at).unwrap();
+    let phis = fx.features(&at).unwrap();
+    for q in 0..2 {
+        let want: f64 = (0..12).map(|c| phis[(q, c)] * w[(c, 0)]).sum();
+        assert!((pred[q] - want).abs() < 1e-9 * want.abs().max(1.0));
+    }
+    assert!(ParametricDmeParams { features: 0, ..params }.check().is_err());
 }
 
 proptest! {
@@ -180,14 +182,15 @@ proptest! {
         let z = uniform(&mut rng, n, -1.0, 1.0);
         let (kx, ky) = (Kernel::se(lx).unwrap(), Kernel::se(ly).unwrap());
         let at = pts(&[-1.0, 0.25, 1.5]);
-        let cme = Cme::new::<Faer>(pts(&y), pts(&x), ky.clone(), kx.clone(), eps).unwrap();
-        let w = cme.weights::<Faer>(&at).unwrap();
-        let cm = cme.conditional_mean::<Faer>(&z, &at).unwrap();
+        let cme = fit_cme(&y, &x, &ky, &kx, eps).unwrap();
+        let w = cme.weights::<DefaultBackend>(&at).unwrap();
+        let cm = cme.conditional_mean::<DefaultBackend>(&z, &at).unwrap();
         let mut errs = Vec::new();
         for lambda in [1e-3, 1e-10] {
-            let dme = Dme::new::<Faer>(pts(&x), pts(&y), pts(&y), kx.clone(), ky.clone(), lambda, eps, DmeForm::Standard).unwrap();
-            let v = dme.embedding_weights::<Faer>(&at).unwrap();
-            let est = dme.estimate::<Faer>(&z, &at).unwrap();
+            let data = TaskData::new(pts(&x), pts(&y), pts(&y), z.clone()).unwrap();
+            let dme = fit_dme(&data, &kx, &ky, lambda, eps, DmeForm::Standard);
+            let v = dme.embedding_weights::<DefaultBackend>(&at).unwrap();
+            let est = dme.predict::<DefaultBackend>(&at).unwrap();
             let mut err: f64 = 0.0;
             for q in 0..3 {
                 for i in 0..n {

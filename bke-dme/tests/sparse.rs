@@ -3,10 +3,12 @@
 
 mod common;
 
-use bke_core::{Kernel, Points};
-use bke_dme::sparse::{SparseOptions, fit_inducing, initial_inducing, sparse_log_marginal, sparse_model};
-use bke_dme::ttgp::{FitOptions, MarginalForm, TtgpData, TtgpHyper, log_marginal_value};
-use bke_linalg::Faer;
+use bke_core::{Dataset, Kernel, Params, Points, Predict};
+use bke_dme::TaskData;
+use bke_dme::learn::{Learn, MultiStartOptions};
+use bke_dme::sparse::{SparseTtgpParams, initial_inducing, sparse_log_marginal};
+use bke_dme::ttgp::{MarginalForm, TtgpParams, log_marginal_value};
+use bke_linalg::DefaultBackend;
 use common::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -19,13 +21,14 @@ fn toy(seed: u64, m: usize, d: usize) -> (Points, Vec<f64>) {
     (Points::new("ỹ", y, d).unwrap(), z)
 }
 
-fn hyp(d: usize) -> TtgpHyper {
-    TtgpHyper {
+fn hyp(d: usize) -> TtgpParams {
+    TtgpParams {
         kernel_x: Kernel::se_ard(vec![0.9; d]).unwrap(),
         kernel_y: Kernel::se_ard((0..d).map(|i| 0.7 + 0.1 * i as f64).collect()).unwrap(),
         sigma: 0.2,
         lambda: 0.01,
         epsilon: 0.003,
+        ..Default::default()
     }
 }
 
@@ -34,12 +37,14 @@ fn sparse_marginal_is_the_dense_ttgp_marginal_with_x_equal_y_equal_u() {
     let (yt, z) = toy(1, 40, 2);
     let u = initial_inducing(&yt, 6, 3).unwrap();
     let h = hyp(2);
-    let r = sparse_log_marginal::<Faer>(&u, &yt, &z, &h).unwrap();
-    let data = TtgpData::new(u.clone(), u.clone(), yt.clone(), z.clone()).unwrap();
+    let r = sparse_log_marginal::<DefaultBackend>(&u, &yt, &z, &h).unwrap();
+    let data = TaskData::new(u.clone(), u.clone(), yt.clone(), z.clone()).unwrap();
     let want = naive_log_density(&naive_covariance(&data, &h, false), &z);
     assert!((r.value - want).abs() < 1e-9 * want.abs(), "{} vs {want}", r.value);
     assert!(
-        (log_marginal_value::<Faer>(&data, &h, MarginalForm::Map).unwrap() - want).abs() < 1e-9 * want.abs()
+        (log_marginal_value::<DefaultBackend>(&data, &with_form(&h, MarginalForm::Map)).unwrap() - want)
+            .abs()
+            < 1e-9 * want.abs()
     );
 }
 
@@ -48,8 +53,8 @@ fn sparse_gradients_match_central_finite_differences() {
     let (yt, z) = toy(2, 30, 2);
     let u = initial_inducing(&yt, 5, 4).unwrap();
     let h = hyp(2);
-    let r = sparse_log_marginal::<Faer>(&u, &yt, &z, &h).unwrap();
-    let f = |h: &TtgpHyper, u: &Points| sparse_log_marginal::<Faer>(u, &yt, &z, h).unwrap().value;
+    let r = sparse_log_marginal::<DefaultBackend>(&u, &yt, &z, &h).unwrap();
+    let f = |h: &TtgpParams, u: &Points| sparse_log_marginal::<DefaultBackend>(u, &yt, &z, h).unwrap().value;
     let step = 1e-5;
     let p = h.log_params();
     for i in 0..p.len() {
@@ -75,19 +80,28 @@ fn sparse_gradients_match_central_finite_differences() {
 #[test]
 fn learning_inducing_points_improves_the_fit() {
     let (yt, z) = toy(3, 60, 1);
-    let init = TtgpHyper::tied(Kernel::se(1.0).unwrap(), Kernel::se(1.0).unwrap(), 0.3, 5, 60);
+    let data = Dataset::new(yt.clone(), z.clone()).unwrap();
+    let ttgp = TtgpParams {
+        learn: Learn::all(),
+        search: MultiStartOptions { starts: 2, seed: 1, ..Default::default() },
+        ..TtgpParams::tied(Kernel::se(1.0).unwrap(), Kernel::se(1.0).unwrap(), 0.3, 5, 60)
+    };
     let u0 = initial_inducing(&yt, 5, 0).unwrap();
-    let opts = FitOptions { starts: 2, seed: 1, ..Default::default() };
-    let fixed_u = SparseOptions { learn_inducing: false, ..Default::default() };
-    let fixed = fit_inducing::<Faer>(&yt, &z, &init, &u0, fixed_u, &opts).unwrap();
-    let learned = fit_inducing::<Faer>(&yt, &z, &init, &u0, SparseOptions::default(), &opts).unwrap();
-    assert_eq!(learned.hyper.kernel_x, learned.hyper.kernel_y);
-    assert_eq!(fixed.inducing, u0);
-    assert!(learned.log_marginal > fixed.log_marginal, "{} vs {}", learned.log_marginal, fixed.log_marginal);
-    let gp = learned.model::<Faer>(&yt, &z).unwrap();
-    let pred = gp.predict::<Faer>(&yt).unwrap();
+    let sparse = SparseTtgpParams { ttgp, inducing: 5, initial: Some(u0.clone()), ..Default::default() };
+    let fixed_u = SparseTtgpParams { learn_inducing: false, ..sparse.clone() };
+    let fixed = fixed_u.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
+    let learned = sparse.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
+    assert_eq!(learned.params().kernel_x, learned.params().kernel_y);
+    assert_eq!(learned.params().form, MarginalForm::Alternative);
+    assert_eq!(fixed.data().x, u0);
+    assert_eq!(learned.data().x, learned.data().y);
+    let (lf, ll) =
+        (fixed.log_marginal::<DefaultBackend>().unwrap(), learned.log_marginal::<DefaultBackend>().unwrap());
+    assert!(ll > lf, "{ll} vs {lf}");
+    let pred = learned.predict::<DefaultBackend>(&yt).unwrap();
     let rmse = (pred.mean.iter().zip(&z).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / 60.0).sqrt();
     assert!(rmse < 0.2, "rmse {rmse}");
-    assert!(sparse_model::<Faer>(&u0, &yt, &z[..10], &init).is_err());
+    let wrong = SparseTtgpParams { inducing: 4, ..sparse.clone() };
+    assert!(wrong.check().unwrap_err().to_string().contains("initial inducing points"));
     assert!(initial_inducing(&yt, 0, 0).is_err() && initial_inducing(&yt, 61, 0).is_err());
 }

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo xtask demo               the main job: learn kernels and run every model on the bundled data
+//! cargo xtask test               the tests: cargo test --workspace, then the Python package's pytest suite
 //! cargo xtask setup              install system packages the optional backends need (libopenblas-dev)
 //! cargo xtask bench <suite>      run a benchmark suite (linalg, bkl, tests, bank, dme) for every compiled backend
 //! cargo xtask repro [name|all]   run paper reproductions; without a name, list them
@@ -11,6 +12,7 @@
 //! The OpenBLAS backend is compiled in whenever the system library is present.
 
 mod demo;
+mod python;
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -23,11 +25,12 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("setup") => setup(),
         Some("demo") => demo::run(&root, openblas_installed()),
+        Some("test") => python::test(&root, &args[1..]),
         Some("bench") => run_tool("bke-bench", &args[1..], &root),
         Some("repro") => run_tool("bke-repro", &args[1..], &root),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg, bkl, tests, bank, dme\n  repro [name|all]   paper reproductions (no name: list them)"
+                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  test               cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg, bkl, tests, bank, dme\n  repro [name|all]   paper reproductions (no name: list them)"
             );
             bail!("no command given")
         }

@@ -6,10 +6,13 @@
 use crate::plot::{Plot, Series};
 use anyhow::Context;
 use bke_core::optim::{LbfgsOptions, minimize};
-use bke_core::{Kernel, Points};
-use bke_dme::lfi::{HerdingOptions, LfiData, LfiHyper, PosteriorEmbedding, herd, learn, q_bar};
-use bke_dme::sparse::{SparseOptions, fit_inducing, initial_inducing, sparse_log_marginal, sparse_model};
-use bke_dme::ttgp::{FitOptions, Learn, MarginalForm, Ttgp, TtgpData, TtgpHyper, fit};
+use bke_core::{Dataset, Kernel, Params, Points, Predict, Prediction};
+use bke_dme::TaskData;
+use bke_dme::herding::{HerdingParams, wasserstein1};
+use bke_dme::learn::{Learn, MultiStartOptions};
+use bke_dme::lfi::{LfiData, LfiLearnParams, LfiParams};
+use bke_dme::sparse::{SparseTtgpParams, initial_inducing};
+use bke_dme::ttgp::{MarginalForm, TtgpParams};
 use bke_linalg::{Backend, Faer, Mat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -51,7 +54,7 @@ fn gpr_nll(x: &Points, y: &[f64], p: &[f64]) -> Option<(f64, Vec<f64>)> {
     B::cholesky_solve_vec_in_place(c.as_ref(), &mut alpha).ok()?;
     let nll = 0.5 * y.iter().zip(&alpha).map(|(a, b)| a * b).sum::<f64>()
         + 0.5 * B::cholesky_logdet(c.as_ref())
-        + 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+        + 0.5 * n as f64 * bke_core::numeric::LN_2PI;
     let mut cinv = Mat::identity(n);
     B::cholesky_solve_in_place(c.as_ref(), cinv.as_mut()).ok()?;
     let mut grad = [0.0; 3];
@@ -143,7 +146,7 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
     let yt: Vec<f64> = (0..m).map(|_| rng.random_range(-6.0..6.0)).collect();
     let zt: Vec<f64> =
         yt.iter().map(|&v| f_fn(r_fn(v) + noise.sample(&mut rng)) + noise.sample(&mut rng)).collect();
-    let data = TtgpData::new(
+    let data = TaskData::new(
         Points::from_1d("x", &x)?,
         Points::from_1d("y", &y)?,
         Points::from_1d("ỹ", &yt)?,
@@ -157,7 +160,7 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
     let gp = Points::from_1d("grid", &grid)?;
     let truth: Vec<f64> = grid.iter().map(|&v| f_fn(v)).collect();
 
-    let init = TtgpHyper::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 1.0, n, m);
+    let init = TtgpParams::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 1.0, n, m);
     let mut rows = Vec::new();
     let mut preds = Vec::new();
     let t0 = std::time::Instant::now();
@@ -166,16 +169,14 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
         ("TTGP learned (full, Thm 5.3 (3))", MarginalForm::Full, true),
         ("TTGP learned (map, Thm 5.3 (4))", MarginalForm::Map, true),
     ] {
-        let hyper = if learned {
-            fit::<B>(&data, &init, &FitOptions { form, starts: 5, seed: 1, ..FitOptions::default() })?.hyper
-        } else {
-            init.clone()
-        };
-        let model = Ttgp::new::<B>(data.clone(), hyper.clone(), form)?;
+        let learn = if learned { Learn::all() } else { Learn::none() };
+        let search = MultiStartOptions { starts: 5, seed: 1, ..MultiStartOptions::default() };
+        let model = TtgpParams { form, learn, search, ..init.clone() }.check()?.fit::<B>(&data)?;
+        let hyper = model.params();
         let p = model.predict::<B>(&gp)?;
         let msg = format!(
             "{name:<34} log p(z̃) = {:>9.2}  RMSE = {:.4}  2-sd coverage of f = {:.1}%  (ℓ_x = {:.3}, ℓ_y = {:.3}, σ = {:.3}, λ = {:.2e}, ε = {:.2e})",
-            model.log_marginal(),
+            model.log_marginal::<B>()?,
             rmse(&p.mean, &truth),
             100.0 * coverage(&p.mean, &p.variance, &truth),
             hyper.kernel_x.lengthscales()[0],
@@ -217,7 +218,7 @@ fn fig3(dir: &Path) -> anyhow::Result<()> {
     }
     std::fs::write(dir.join("fig3.csv"), csv)?;
     std::fs::write(dir.join("fig3.txt"), rows.join("\n") + "\n")?;
-    let band = |p: &bke_dme::ttgp::Prediction, name: &str| {
+    let band = |p: &Prediction, name: &str| {
         Series::band(
             name,
             &grid,
@@ -277,32 +278,35 @@ fn fig4(dir: &Path) -> anyhow::Result<()> {
     let gp = Points::from_1d("grid", &grid)?;
     let tgrid: Vec<f64> = grid.iter().map(|&v| truth(v)).collect();
     let u0 = initial_inducing(&ytp, 5, 7)?;
-    let init = TtgpHyper::tied(Kernel::se(2.0)?, Kernel::se(2.0)?, 0.5, 5, m);
-    let true_h = TtgpHyper::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.1, 5, m);
-    let opts = FitOptions { starts: 5, seed: 3, ..FitOptions::default() };
-    let joint = fit_inducing::<B>(&ytp, &zt, &init, &u0, SparseOptions::default(), &opts)?;
-    let only_u = fit_inducing::<B>(
-        &ytp,
-        &zt,
-        &true_h,
-        &u0,
-        SparseOptions::default(),
-        &FitOptions {
-            learn: Learn { kernel_x: false, kernel_y: false, sigma: false, lambda: false, epsilon: false },
-            tie_lambda: false,
-            ..opts
-        },
-    )?;
+    let tasks = Dataset::new(ytp.clone(), zt.clone())?;
+    let init = TtgpParams::tied(Kernel::se(2.0)?, Kernel::se(2.0)?, 0.5, 5, m);
+    let true_h = TtgpParams::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.1, 5, m);
+    let search = MultiStartOptions { starts: 5, seed: 3, ..MultiStartOptions::default() };
+    let sparse = |ttgp: TtgpParams, learn_inducing: bool| SparseTtgpParams {
+        ttgp,
+        inducing: 5,
+        initial: Some(u0.clone()),
+        learn_inducing,
+        ..SparseTtgpParams::default()
+    };
+    let cases = [
+        ("5 random points, initial hyperparameters", sparse(init.clone(), false)),
+        (
+            "5 points + all hyperparameters learned",
+            sparse(TtgpParams { learn: Learn::all(), search, ..init }, true),
+        ),
+        (
+            "5 points learned, true hyperparameters",
+            sparse(TtgpParams { tie_lambda: false, search, ..true_h }, true),
+        ),
+    ];
     let mut lines = Vec::new();
     let mut csv_cols = Vec::new();
-    for (name, u, h) in [
-        ("5 random points, initial hyperparameters", &u0, &init),
-        ("5 points + all hyperparameters learned", &joint.inducing, &joint.hyper),
-        ("5 points learned, true hyperparameters", &only_u.inducing, &only_u.hyper),
-    ] {
-        let model = sparse_model::<B>(u, &ytp, &zt, h)?;
+    for (name, params) in cases {
+        let model = params.check()?.fit::<B>(&tasks)?;
         let p = model.predict::<B>(&gp)?;
-        let lm = sparse_log_marginal::<B>(u, &ytp, &zt, h)?.value;
+        let lm = model.log_marginal::<B>()?;
+        let (u, h) = (model.data().x.clone(), model.params());
         let us: Vec<String> = u.iter().map(|p| format!("{:.2}", p[0])).collect();
         let msg = format!(
             "{name:<42} log p(z̃) = {lm:>8.2}  RMSE vs truth = {:.4}  u = [{}]  (ℓ = {:.3}, σ = {:.3}, ε = {:.2e})",
@@ -314,7 +318,7 @@ fn fig4(dir: &Path) -> anyhow::Result<()> {
         );
         println!("  {msg}");
         lines.push(msg);
-        csv_cols.push((name, p, u.clone()));
+        csv_cols.push((name, p, u));
     }
     println!("  (seed: qualitative figure, no numbers reported)");
     let mut csv =
@@ -344,27 +348,6 @@ fn fig4(dir: &Path) -> anyhow::Result<()> {
 
 // ---------------------------------------------------------------------------------------------
 // LFI on the exponential–gamma problem
-
-/// Wasserstein-1 distance between two 1-D empirical distributions.
-fn wasserstein1(a: &[f64], b: &[f64]) -> f64 {
-    let (mut a, mut b) = (a.to_vec(), b.to_vec());
-    a.sort_by(f64::total_cmp);
-    b.sort_by(f64::total_cmp);
-    let mut pts: Vec<f64> = a.iter().chain(&b).copied().collect();
-    pts.sort_by(f64::total_cmp);
-    let (mut ia, mut ib, mut w) = (0, 0, 0.0);
-    for k in 0..pts.len() - 1 {
-        let t = pts[k];
-        while ia < a.len() && a[ia] <= t {
-            ia += 1;
-        }
-        while ib < b.len() && b[ib] <= t {
-            ib += 1;
-        }
-        w += (ia as f64 / a.len() as f64 - ib as f64 / b.len() as f64).abs() * (pts[k + 1] - t);
-    }
-    w
-}
 
 fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
     println!("== seed §8.3 / Fig. 5: LFI on the exponential–gamma toy problem, n = 100 simulations");
@@ -403,45 +386,35 @@ fn lfi_exponential_gamma(dir: &Path) -> anyhow::Result<()> {
         alpha + nobs as f64,
         beta + nobs as f64 * obs_mean
     );
-    let fixed = LfiHyper {
-        kernel_theta: Kernel::se(0.1)?,
-        kernel_stats: Kernel::se(0.1)?,
-        epsilon: 0.1,
-        lambda: 1e-2,
-        delta: 1e-2,
+    let learn = LfiLearnParams {
+        search: MultiStartOptions { starts: 5, ..MultiStartOptions::default() },
+        ..LfiLearnParams::default()
     };
-    let learned = learn::<B>(
-        &data,
-        &fixed,
-        &FitOptions {
-            learn: Learn { lambda: false, ..Learn::default() },
-            starts: 5,
-            ..FitOptions::default()
-        },
-    )?;
     let mut lines = vec![format!("exact posterior: mean {pm:.4}, sd {psd:.4}")];
     let mut csv = String::from("method,sample\n");
     let mut series = Vec::new();
-    for (name, h, continuous) in [
-        ("DME, fixed hyperparameters, candidates", fixed.clone(), false),
-        ("DME, fixed hyperparameters, continuous", fixed.clone(), true),
-        ("DME, q̄-learned ℓ and ε, candidates", learned.hyper.clone(), false),
+    for (name, params, continuous) in [
+        ("DME, data-scaled defaults, candidates", LfiParams::default(), false),
+        ("DME, data-scaled defaults, continuous", LfiParams::default(), true),
+        (
+            "DME, q̄-learned ℓ and ε, candidates",
+            LfiParams { learn: Some(learn), ..LfiParams::default() },
+            false,
+        ),
     ] {
-        let emb = PosteriorEmbedding::new::<B>(&data, &h)?;
-        let (q, _) = q_bar::<B>(&data, &h)?;
-        let samples = herd(
-            &emb,
-            &data.prior,
-            &h.kernel_theta,
-            &HerdingOptions { samples: s, continuous, ..Default::default() },
-        )?;
+        let post = params.check()?.fit::<B>(&data)?;
+        let h = post.hyperparameters();
+        let samples = post
+            .embedding()
+            .herd(&data.prior, &HerdingParams { samples: s, continuous, ..Default::default() })?;
         let theta: Vec<f64> = samples.iter().map(|p| p[0].exp()).collect();
         let (hm, hsd) = mean_sd(&theta);
         let w = wasserstein1(&theta, &exact);
         let msg = format!(
-            "{name:<42} W1(herded, exact) = {w:.4}  mean {hm:.4}  sd {hsd:.4}  q̄ = {q:.4}  (ℓ = {:.3}, ε = {:.3})",
-            h.kernel_theta.lengthscales()[0],
-            h.epsilon
+            "{name:<42} W1(herded, exact) = {w:.4}  mean {hm:.4}  sd {hsd:.4}  q̄ = {:.4}  (ℓ = {:.3}, ε = {:.3})",
+            post.q_bar(),
+            h.lengthscale_theta[0],
+            h.epsilon[0]
         );
         println!("  {msg}");
         lines.push(msg);

@@ -18,7 +18,7 @@
 //!
 //! **A degenerate ridge when `τ²` is sampled.** Along `τ² ∝ θ⁻⁴`, `θ → ∞` the features
 //! `k_θ(x_i, z_l) ≈ 1 − ‖x_i − z_l‖²/(2θ²)` have residuals `φ_i − μ̂` of size `O(θ⁻²)`, so with
-//! `τ²` at its conditional optimum `Σ_i‖φ_i − μ̂‖²/(m(n−1)) = O(θ⁻⁴)` the Gaussian term of eq. (33)
+//! `τ²` at its conditional optimum `Σ_i‖φ_i − μ̂‖²/(m(n−1)) = O(θ⁻⁴)` the Gaussian term of seed 002 eq. (33)
 //! grows like `+2m(n−1) log θ` while the log-Jacobian falls only like `−2nD log θ`: the
 //! pseudolikelihood is unbounded along the ridge whenever `m(n−1) > nD` (any `m > D`), see
 //! [`ridge_exponent`]. The `Gamma(1, 1)` prior on `θ` then alone bounds the posterior, whose mass sits
@@ -42,7 +42,7 @@
 //! use bke_core::bayes::SampleParams;
 //! use bke_core::nuts::NutsParams;
 //! use bke_core::{Params, Points};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let x = Points::from_1d("x", &[-1.2, -0.4, 0.1, 0.3, 0.8, 1.5, -0.9, 0.6, 2.0, -1.7]).unwrap();
 //! let z = Points::from_1d("z", &[-1.0, 0.0, 1.0]).unwrap();
 //! let params = SampleParams {
@@ -50,7 +50,7 @@
 //!     nuts: NutsParams { chains: 2, warmup: 100, draws: 100, seed: 3, ..NutsParams::default() },
 //!     ..SampleParams::default()
 //! };
-//! let post = params.check().unwrap().fit::<Faer>(&x).unwrap();
+//! let post = params.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
 //! let theta = post.lengthscale_summary(0);
 //! assert!(theta.mean > 0.0 && theta.q05 < theta.q95);
 //! ```
@@ -625,7 +625,7 @@ fn mix(mut z: u64) -> u64 {
 
 /// The witness posterior on `grid`: for each hyperparameter draw `s` (e.g. [`HyperDraws::params`]),
 /// one joint draw of `μ_P` from the BKE posterior given `x_p` and one of `μ_Q` given `x_q` (each
-/// conditioned on its own data, seed eq. (7), or on the common points `at`), differenced; then the
+/// conditioned on its own data, seed 000 eq. (7), or on the common points `at`), differenced; then the
 /// pointwise mean, median, central `level` band and `P(witness > 0)`.
 ///
 /// Draw `s` uses seeds derived from `(seed, s)` only and the draws run in parallel, so the result does

@@ -5,7 +5,7 @@
 use super::*;
 use crate::Predict;
 use crate::nuts::diagnostics::{ess_mean, quantile};
-use bke_linalg::Faer;
+use bke_linalg::DefaultBackend;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -74,7 +74,7 @@ fn log_posterior_gradient_matches_central_differences() {
         ),
     ];
     for (x, z, opts, u) in cases {
-        let t = HyperPosterior::<Faer>::new(x, z, &opts).unwrap();
+        let t = HyperPosterior::<DefaultBackend>::new(x, z, &opts).unwrap();
         assert_eq!(t.dim(), u.len());
         let mut g = vec![0.0; u.len()];
         t.log_density_grad(&u, &mut g).unwrap();
@@ -133,7 +133,7 @@ fn nuts_marginals_match_grid_quadrature() {
         nuts: NutsParams { chains: 4, warmup: 500, draws: 1000, seed: 11, ..NutsParams::default() },
         ..SampleParams::default()
     };
-    let draws = fit_at::<Faer>(&x, &z, &opts).unwrap();
+    let draws = fit_at::<DefaultBackend>(&x, &z, &opts).unwrap();
     assert_eq!(draws.nuts.divergences(), 0);
     for j in 0..2 {
         let s = draws.nuts.summary(j);
@@ -141,7 +141,7 @@ fn nuts_marginals_match_grid_quadrature() {
     }
     // Quadrature on (u0, u1) = (log θ, log τ²): rows of u0, and for each row the conditional of u1
     // on a window around its mode found by a coarse scan.
-    let target = HyperPosterior::<Faer>::new(&x, &z, &opts).unwrap();
+    let target = HyperPosterior::<DefaultBackend>::new(&x, &z, &opts).unwrap();
     let mut g = [0.0; 2];
     let lp = |u0: f64, u1: f64, g: &mut [f64; 2]| target.log_density_grad(&[u0, u1], g).unwrap();
     let (h0, h1) = (0.02, 0.02);
@@ -193,10 +193,10 @@ fn fixed_tau2_marginal_matches_quadrature() {
         nuts: NutsParams { chains: 4, warmup: 500, draws: 1000, seed: 12, ..NutsParams::default() },
         ..SampleParams::default()
     };
-    let draws = fit_at::<Faer>(&x, &z, &opts).unwrap();
+    let draws = fit_at::<DefaultBackend>(&x, &z, &opts).unwrap();
     assert_eq!(draws.nuts.dim, 1);
     assert!(draws.tau2().iter().flatten().all(|&t| t == 1.0));
-    let target = HyperPosterior::<Faer>::new(&x, &z, &opts).unwrap();
+    let target = HyperPosterior::<DefaultBackend>::new(&x, &z, &opts).unwrap();
     let mut g = [0.0; 1];
     let grid: Vec<f64> = (0..=1200).map(|i| -4.0 + 0.005 * i as f64).collect();
     let vals: Vec<f64> = grid.iter().map(|&u| target.log_density_grad(&[u], &mut g).unwrap()).collect();
@@ -220,8 +220,10 @@ fn witness_draws_at_fixed_hyperparameters_match_the_bke_posterior() {
     let grid = Points::from_1d("grid", &[-2.0, -0.5, 0.0, 0.7, 2.5]).unwrap();
     let p = BkeParams::new(vec![0.7], 0.5);
     let draws = vec![p.clone(); 4000];
-    let w = witness_posterior::<Faer>(&xp, &xq, &grid, None, &draws, 0.8, 5).unwrap();
-    let fit = |x: &Points| p.check().unwrap().fit::<Faer>(x).unwrap().predict::<Faer>(&grid).unwrap();
+    let w = witness_posterior::<DefaultBackend>(&xp, &xq, &grid, None, &draws, 0.8, 5).unwrap();
+    let fit = |x: &Points| {
+        p.check().unwrap().fit::<DefaultBackend>(x).unwrap().predict::<DefaultBackend>(&grid).unwrap()
+    };
     let (pp, pq) = (fit(&xp), fit(&xq));
     let (mp, vp, mq, vq) = (pp.mean, pp.variance, pq.mean, pq.variance);
     let s = draws.len() as f64;
@@ -245,21 +247,20 @@ fn witness_posterior_is_thread_count_invariant_and_validates_input() {
     let xq = normal_data(25, 32, "Q");
     let grid = Points::from_1d("grid", &[-1.0, 0.0, 1.0]).unwrap();
     let draws: Vec<BkeParams> = (0..16).map(|i| BkeParams::new(vec![0.5 + 0.05 * i as f64], 0.5)).collect();
-    let run = |threads| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(|| witness_posterior::<Faer>(&xp, &xq, &grid, None, &draws, 0.8, 9).unwrap())
-    };
+    let run =
+        |threads| {
+            rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
+                witness_posterior::<DefaultBackend>(&xp, &xq, &grid, None, &draws, 0.8, 9).unwrap()
+            })
+        };
     let (a, b) = (run(1), run(3));
     assert_eq!(a.draws, b.draws);
     assert_eq!(a.upper, b.upper);
-    assert!(witness_posterior::<Faer>(&xp, &xq, &grid, None, &draws, 1.0, 9).is_err());
-    assert!(witness_posterior::<Faer>(&xp, &xq, &grid, None, &[], 0.8, 9).is_err());
+    assert!(witness_posterior::<DefaultBackend>(&xp, &xq, &grid, None, &draws, 1.0, 9).is_err());
+    assert!(witness_posterior::<DefaultBackend>(&xp, &xq, &grid, None, &[], 0.8, 9).is_err());
     let grid2 = Points::from_rows("grid", &[vec![0.0, 0.0]]).unwrap();
     assert!(matches!(
-        witness_posterior::<Faer>(&xp, &xq, &grid2, None, &draws, 0.8, 9),
+        witness_posterior::<DefaultBackend>(&xp, &xq, &grid2, None, &draws, 0.8, 9),
         Err(CoreError::DimensionMismatch { .. })
     ));
 }
@@ -269,11 +270,11 @@ fn bad_input_is_rejected_before_sampling() {
     let x = Points::from_rows("x", &[vec![0.0, 1.0], vec![1.0, 0.0], vec![0.5, 0.5]]).unwrap();
     let z = Points::from_rows("z", &[vec![0.0, 0.0]]).unwrap();
     // m < D
-    let e = fit_at::<Faer>(&x, &z, &SampleParams::default()).unwrap_err();
+    let e = fit_at::<DefaultBackend>(&x, &z, &SampleParams::default()).unwrap_err();
     assert!(e.to_string().contains("landmarks"), "{e}");
     let z = Points::from_1d("z", &[0.0, 1.0]).unwrap();
     assert!(matches!(
-        fit_at::<Faer>(&x, &z, &SampleParams::default()),
+        fit_at::<DefaultBackend>(&x, &z, &SampleParams::default()),
         Err(CoreError::DimensionMismatch { .. })
     ));
     let x1 = normal_data(10, 1, "x");
@@ -282,7 +283,7 @@ fn bad_input_is_rejected_before_sampling() {
         SampleParams { tau2_prior: HyperPrior::Gamma { shape: 0.0, rate: 1.0 }, ..SampleParams::default() },
         SampleParams { nuts: NutsParams { chains: 0, ..NutsParams::default() }, ..SampleParams::default() },
     ] {
-        assert!(fit_at::<Faer>(&x1, &z, &opts).is_err(), "{opts:?}");
+        assert!(fit_at::<DefaultBackend>(&x1, &z, &opts).is_err(), "{opts:?}");
     }
 }
 
@@ -296,7 +297,7 @@ fn ridge_exponent_matches_the_profile_slope() {
         (0..2000)
             .map(|j| {
                 let p = BkeParams::new(vec![u0.exp()], (-40.0 + 0.02 * j as f64).exp());
-                marginal_pseudolikelihood::<Faer>(&x, &z, &p).unwrap().log_marginal
+                marginal_pseudolikelihood::<DefaultBackend>(&x, &z, &p).unwrap().log_marginal
             })
             .fold(f64::NEG_INFINITY, f64::max)
     };
@@ -304,7 +305,9 @@ fn ridge_exponent_matches_the_profile_slope() {
     let predicted = ridge_exponent(40, 7, 1, true);
     assert!((slope / predicted - 1.0).abs() < 0.05, "slope {slope} vs {predicted}");
     let fixed = |u0: f64| {
-        marginal_pseudolikelihood::<Faer>(&x, &z, &BkeParams::new(vec![u0.exp()], 1.0)).unwrap().log_marginal
+        marginal_pseudolikelihood::<DefaultBackend>(&x, &z, &BkeParams::new(vec![u0.exp()], 1.0))
+            .unwrap()
+            .log_marginal
     };
     let slope_fixed = (fixed(3.5) - fixed(3.0)) / 0.5;
     assert!((slope_fixed / -80.0 - 1.0).abs() < 0.05, "fixed tau2: slope {slope_fixed} vs -2nD = -80");
@@ -321,7 +324,7 @@ fn held_out_landmarks_and_json_fields() {
         nuts: NutsParams { chains: 2, warmup: 60, draws: 40, seed: 5, ..NutsParams::default() },
         ..SampleParams::default()
     };
-    let draws = params.check().unwrap().fit::<Faer>(&x).unwrap();
+    let draws = params.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
     let (_, z, idx) = hold_out_landmarks(&x, 3, 5).unwrap();
     assert_eq!((draws.n_data, draws.landmarks.clone(), draws.landmark_indices.clone()), (27, z, Some(idx)));
     let j = serde_json::to_value(&draws).unwrap();
@@ -336,6 +339,7 @@ fn held_out_landmarks_and_json_fields() {
         (Some(2), Some(40), Some(3))
     );
     assert_eq!(j["warnings"], serde_json::json!(draws.warnings()));
-    let e = SampleParams { num_landmarks: 30, ..params }.check().unwrap().fit::<Faer>(&x).unwrap_err();
+    let e =
+        SampleParams { num_landmarks: 30, ..params }.check().unwrap().fit::<DefaultBackend>(&x).unwrap_err();
     assert!(e.to_string().contains("m < n"), "{e}");
 }

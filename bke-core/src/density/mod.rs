@@ -48,12 +48,12 @@
 //! ```
 //!
 //! **Correction to the first draft of `docs/DESIGN.md` §3.4 (and to the extraction of the seed).** There, `Φ̃` is the
-//! *centred* matrix `[φ_1 − φ̄, …]`, and eq. (5) gives its centred Gram `Φ̃ᵀΦ̃`. But `Φ̃1 = 0`, so the
+//! *centred* matrix `[φ_1 − φ̄, …]`, and seed 003 eq. (5) gives its centred Gram `Φ̃ᵀΦ̃`. But `Φ̃1 = 0`, so the
 //! factor `(I − 11ᵀ/(N+β))` acts trivially and that reconstruction equals `σ₀²I + Φ̃Φ̃ᵀ`: it drops
 //! the term `βN/(β+N) φ̄φ̄ᵀ` of `Ψ_N` (the pull of the prior mean 0). The correct expression uses the
 //! uncentred `Φ` as above (equivalently, centred `Φ̃` plus that rank-one term). The two agree only as
 //! `β → 0` (the seed's figures use `β = 0.01`, where the difference is small). The first formula of
-//! eq. (5), for `φ̃ᵀφ̃`, is right as printed. The test `explicit_feature_map_agrees` checks the
+//! seed 003 eq. (5), for `φ̃ᵀφ̃`, is right as printed. The test `explicit_feature_map_agrees` checks the
 //! kernelised computation against the textbook NIW update in an explicit feature space to 1e-10,
 //! and `design_reconstruction_differs_unless_beta_small` shows the discrepancy.
 //!
@@ -80,15 +80,15 @@
 //! ```
 //! use bke_core::density::{KernelStudentTParams, SelectOptions};
 //! use bke_core::{LogDensity, Params, Points};
-//! use bke_linalg::Faer;
+//! use bke_linalg::DefaultBackend;
 //! let x = Points::from_1d("x", &[-1.0, -0.8, -0.7, 0.9, 1.1, 1.3, 1.2, -0.9]).unwrap();
 //! let params = KernelStudentTParams {
 //!     select: SelectOptions { folds: 4, ..Default::default() },
 //!     ..Default::default()
 //! };
-//! let model = params.check().unwrap().fit::<Faer>(&x).unwrap();
+//! let model = params.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
 //! let q = Points::from_1d("q", &[1.0, 0.1]).unwrap();
-//! let lp = model.log_density::<Faer>(&q).unwrap();
+//! let lp = model.log_density::<DefaultBackend>(&q).unwrap();
 //! assert!(lp[0] > lp[1]); // denser near the data
 //! assert!(model.normalisation().unwrap().log_z.is_finite());
 //! ```

@@ -20,7 +20,7 @@ const BATCH: usize = 256;
 /// and (once normalised on a box, 1-D/2-D) the normaliser.
 ///
 /// [`LogDensity`] gives `log p(x) = log q_k(x) − log Z_B` on the box and `−∞` outside it when
-/// normalised, else the unnormalised `log q_k(x)` (eq. (6), constant Jacobians omitted). The model
+/// normalised, else the unnormalised `log q_k(x)` (seed 003 eq. (6), constant Jacobians omitted). The model
 /// carries no backend: the factor of `σ₀² I + K` is computed by the backend of the fit, or of the
 /// first query after loading a model file, and kept.
 #[derive(Debug, Clone)]
@@ -142,7 +142,7 @@ impl<K: DensityKernel> KernelStudentT<K> {
         self.cv_log_lik = cv;
     }
 
-    /// `Q(x) = φ̃ᵀ Ψ_N⁻¹ φ̃` (eq. (4)–(5)) at every query point, O(N²) each, batched and parallel.
+    /// `Q(x) = φ̃ᵀ Ψ_N⁻¹ φ̃` (seed 003 eq. (4)–(5)) at every query point, O(N²) each, batched and parallel.
     pub fn mahalanobis<B: Backend>(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
         self.x.check_dim("query points", q.dim())?;
         let f = self.factor::<B>()?;
@@ -178,7 +178,7 @@ impl<K: DensityKernel> KernelStudentT<K> {
         Ok(out)
     }
 
-    /// `log q(ϕ(x))`, the restricted feature-space predictive (eq. (4)) without the Jacobian:
+    /// `log q(ϕ(x))`, the restricted feature-space predictive (seed 003 eq. (4)) without the Jacobian:
     /// `−(1+N+α)/2 · log(γ + Q(x))`.
     pub fn log_restricted<B: Backend>(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
         let n = self.x.len();
@@ -186,7 +186,7 @@ impl<K: DensityKernel> KernelStudentT<K> {
         Ok(self.mahalanobis::<B>(q)?.into_iter().map(|m| -e * (g + m).ln()).collect())
     }
 
-    /// The unnormalised log density `log q_k(x)` of eq. (6): [`Self::log_restricted`] plus
+    /// The unnormalised log density `log q_k(x)` of seed 003 eq. (6): [`Self::log_restricted`] plus
     /// `½ log det G(x)` where the kernel's Jacobian varies (omitted where it is constant).
     pub fn log_unnormalised<B: Backend>(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
         let mut out = self.log_restricted::<B>(q)?;

@@ -7,7 +7,7 @@ use super::*;
 use crate::numeric::log_sum_exp;
 use crate::special::ln_gamma;
 use crate::{KernelFamily, LogDensity};
-use bke_linalg::{Backend, Faer, Mat, Nalgebra};
+use bke_linalg::{Backend, DefaultBackend, Mat};
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 
@@ -93,11 +93,11 @@ fn explicit_log_t(fm: &impl FeatureMap, x: &Points, q: &[f64], p: NiwParams) -> 
     });
     let nu = nun - dd as f64 + 1.0;
     let scale = (kn + 1.0) / (kn * nu);
-    let l = Faer::cholesky(psi.as_ref()).unwrap();
-    let logdet = Faer::cholesky_logdet(l.as_ref()) + dd as f64 * scale.ln();
+    let l = DefaultBackend::cholesky(psi.as_ref()).unwrap();
+    let logdet = DefaultBackend::cholesky_logdet(l.as_ref()) + dd as f64 * scale.ln();
     let mut r: Vec<f64> = fm.features(q).iter().zip(&m).map(|(a, b)| a - b).collect();
     let rr = r.clone();
-    Faer::cholesky_solve_vec_in_place(l.as_ref(), &mut r).unwrap();
+    DefaultBackend::cholesky_solve_vec_in_place(l.as_ref(), &mut r).unwrap();
     let delta: f64 = rr.iter().zip(&r).map(|(a, b)| a * b).sum::<f64>() / scale;
     let ddf = dd as f64;
     ln_gamma((nu + ddf) / 2.0)
@@ -115,7 +115,7 @@ fn fig1_data() -> Points {
     Points::from_1d("fig1", &xs).unwrap()
 }
 
-/// Kernelised (Woodbury, eq. 4–5) vs explicit NIW Student-t: `log q(ϕ(x)) − log t(ϕ(x))` must be a
+/// Kernelised (Woodbury, seed 003 eq. (4)–(5)) vs explicit NIW Student-t: `log q(ϕ(x)) − log t(ϕ(x))` must be a
 /// constant (the normaliser). Fig. 1 quadratic features and a shift-invariant Fourier map.
 #[test]
 fn explicit_feature_map_agrees() {
@@ -125,17 +125,17 @@ fn explicit_feature_map_agrees() {
         NiwParams { alpha: 0.5, beta: 5.0, sigma0_sq: 0.3 },
     ] {
         let k = Polynomial::quadratic_features();
-        let model = KernelStudentT::with_kernel::<Faer>(k.clone(), &x, params).unwrap();
+        let model = KernelStudentT::with_kernel::<DefaultBackend>(k.clone(), &x, params).unwrap();
         let qs: Vec<f64> = (0..41).map(|i| -1.5 + 0.1 * i as f64).collect();
         let q = Points::from_1d("q", &qs).unwrap();
-        let lr = model.log_restricted::<Faer>(&q).unwrap();
+        let lr = model.log_restricted::<DefaultBackend>(&q).unwrap();
         let offsets: Vec<f64> =
             qs.iter().zip(&lr).map(|(xq, l)| l - explicit_log_t(&k, &x, &[*xq], params)).collect();
         for o in &offsets {
             assert!((o - offsets[0]).abs() < 1e-10, "{params:?}: {o} vs {}", offsets[0]);
         }
-        // Eq. (6): the Jacobian of ϕ(x) = (x, x²) is √(1 + 4x²).
-        let lu = model.log_unnormalised::<Faer>(&q).unwrap();
+        // seed 003 eq. (6): the Jacobian of ϕ(x) = (x, x²) is √(1 + 4x²).
+        let lu = model.log_unnormalised::<DefaultBackend>(&q).unwrap();
         for i in 0..qs.len() {
             assert!((lu[i] - lr[i] - 0.5 * (1.0 + 4.0 * qs[i] * qs[i]).ln()).abs() < 1e-13);
         }
@@ -146,9 +146,9 @@ fn explicit_feature_map_agrees() {
     let nd = Normal::new(0.0, 1.0).unwrap();
     let x2 = Points::new("x2", (0..40).map(|_| nd.sample(&mut rng)).collect(), 2).unwrap();
     let params = NiwParams { alpha: 3.0, beta: 0.7, sigma0_sq: 0.05 };
-    let model = KernelStudentT::with_kernel::<Nalgebra>(f, &x2, params).unwrap();
+    let model = KernelStudentT::with_kernel::<DefaultBackend>(f, &x2, params).unwrap();
     let q = Points::new("q", (0..30).map(|i| (i as f64 * 0.37).sin() * 2.0).collect(), 2).unwrap();
-    let lr = model.log_restricted::<Faer>(&q).unwrap();
+    let lr = model.log_restricted::<DefaultBackend>(&q).unwrap();
     let f = Fourier { omegas: vec![vec![1.0, 0.3], vec![-0.4, 0.9], vec![0.7, -1.2]] };
     let off: Vec<f64> = (0..q.len()).map(|i| lr[i] - explicit_log_t(&f, &x2, q.point(i), params)).collect();
     for o in &off {
@@ -213,8 +213,8 @@ fn design_reconstruction_differs_unless_beta_small() {
     };
     for (beta, differs) in [(1e-9, false), (3.0, true)] {
         let params = NiwParams { alpha: 1.0, beta, sigma0_sq: 1.0 };
-        let model = KernelStudentT::with_kernel::<Faer>(k.clone(), &x, params).unwrap();
-        let q = model.mahalanobis::<Faer>(&Points::from_1d("q", &qs).unwrap()).unwrap();
+        let model = KernelStudentT::with_kernel::<DefaultBackend>(k.clone(), &x, params).unwrap();
+        let q = model.mahalanobis::<DefaultBackend>(&Points::from_1d("q", &qs).unwrap()).unwrap();
         let maxdiff =
             qs.iter().zip(&q).map(|(&xq, &m)| (m - centred_q(beta, 1.0, xq)).abs()).fold(0.0, f64::max);
         if differs {
@@ -222,22 +222,6 @@ fn design_reconstruction_differs_unless_beta_small() {
         } else {
             assert!(maxdiff < 1e-6, "expected agreement, got {maxdiff}");
         }
-    }
-}
-
-#[test]
-fn backends_agree() {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-    let nd = Normal::new(0.0, 1.0).unwrap();
-    let x = Points::new("x", (0..600).map(|_| nd.sample(&mut rng)).collect(), 2).unwrap();
-    let q = Points::new("q", (0..700).map(|_| 1.5 * nd.sample(&mut rng)).collect(), 2).unwrap();
-    let k = Kernel::se_ard(vec![0.4, 0.7]).unwrap();
-    let p = NiwParams { alpha: 2.0, beta: 0.1, sigma0_sq: 0.5 };
-    let a =
-        KernelStudentT::with_kernel::<Faer>(k.clone(), &x, p).unwrap().log_unnormalised::<Faer>(&q).unwrap();
-    let b = KernelStudentT::with_kernel::<Nalgebra>(k, &x, p).unwrap().log_unnormalised::<Faer>(&q).unwrap();
-    for (u, v) in a.iter().zip(&b) {
-        assert!((u - v).abs() < 1e-9 * (1.0 + u.abs()), "{u} vs {v}");
     }
 }
 
@@ -252,13 +236,13 @@ fn normalisation_matches_known_student_t() {
     for d in [1usize, 2] {
         let x = Points::new("x", (0..20 * d).map(|_| nd.sample(&mut rng)).collect(), d).unwrap();
         let params = NiwParams { alpha: d as f64 + 1.0, beta: 0.5, sigma0_sq: 0.8 };
-        let model = KernelStudentT::with_kernel::<Faer>(lin.clone(), &x, params).unwrap();
+        let model = KernelStudentT::with_kernel::<DefaultBackend>(lin.clone(), &x, params).unwrap();
         let opts = NormaliseOptions { rel_tol: 1e-10, min_panels: 8, ..Default::default() };
-        let nd_model = model.normalise::<Faer>(Domain::around(&x, 6.0).unwrap(), &opts).unwrap();
+        let nd_model = model.normalise::<DefaultBackend>(Domain::around(&x, 6.0).unwrap(), &opts).unwrap();
         let norm = nd_model.normalisation().unwrap();
         assert!(norm.converged, "{norm:?}");
         let q = Points::new("q", (0..10 * d).map(|i| (i as f64 * 0.7).cos() * 2.0).collect(), d).unwrap();
-        let ld = nd_model.log_density::<Faer>(&q).unwrap();
+        let ld = nd_model.log_density::<DefaultBackend>(&q).unwrap();
         for i in 0..q.len() {
             let exact = explicit_log_t(&lin, &x, q.point(i), params);
             assert!((ld[i] - exact).abs() < 1e-8, "d={d}: {} vs {exact}", ld[i]);
@@ -272,14 +256,15 @@ fn normalised_se_density_integrates_to_one_2d() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
     let nd = Normal::new(0.0, 1.0).unwrap();
     let x = Points::new("x", (0..30).map(|_| nd.sample(&mut rng)).collect(), 2).unwrap();
-    let model = KernelStudentT::with_kernel::<Faer>(
+    let model = KernelStudentT::with_kernel::<DefaultBackend>(
         Kernel::se_ard(vec![0.6, 0.5]).unwrap(),
         &x,
         NiwParams { alpha: 1.5, beta: 0.01, sigma0_sq: 2.0 },
     )
     .unwrap();
-    let dens =
-        model.normalise::<Faer>(Domain::around(&x, 0.25).unwrap(), &NormaliseOptions::default()).unwrap();
+    let dens = model
+        .normalise::<DefaultBackend>(Domain::around(&x, 0.25).unwrap(), &NormaliseOptions::default())
+        .unwrap();
     let norm = dens.normalisation().unwrap().clone();
     assert!(norm.converged && norm.rel_err < 1e-6, "{norm:?}");
     let m = 300;
@@ -288,12 +273,13 @@ fn normalised_se_density_integrates_to_one_2d() {
     let pts: Vec<f64> = (0..m * m)
         .flat_map(|c| [lo[0] + ((c / m) as f64 + 0.5) * h0, lo[1] + ((c % m) as f64 + 0.5) * h1])
         .collect();
-    let ld = dens.log_density::<Faer>(&Points::new("grid", pts, 2).unwrap()).unwrap();
+    let ld = dens.log_density::<DefaultBackend>(&Points::new("grid", pts, 2).unwrap()).unwrap();
     let total: f64 = ld.iter().map(|v| v.exp()).sum::<f64>() * h0 * h1;
     // Midpoint rule with h ≈ range/300: error O(h²) ≈ 1e-5 for this smooth integrand.
     assert!((total - 1.0).abs() < 2e-4, "{total}");
     // Outside the box the normalised density is zero.
-    let out = dens.log_density::<Faer>(&Points::new("o", vec![hi[0] + 1.0, 0.0], 2).unwrap()).unwrap();
+    let out =
+        dens.log_density::<DefaultBackend>(&Points::new("o", vec![hi[0] + 1.0, 0.0], 2).unwrap()).unwrap();
     assert_eq!(out[0], f64::NEG_INFINITY);
 }
 
@@ -304,16 +290,20 @@ fn samples_follow_the_density() {
     let lin = Polynomial::new(vec![0.0, 1.0]).unwrap();
     let xs: Vec<f64> = (0..15).map(|i| (i as f64 * 1.3).sin() + 0.2).collect();
     let x = Points::from_1d("x", &xs).unwrap();
-    let model =
-        KernelStudentT::with_kernel::<Faer>(lin, &x, NiwParams { alpha: 1.0, beta: 1.0, sigma0_sq: 0.5 })
-            .unwrap();
-    let dens =
-        model.normalise::<Faer>(Domain::around(&x, 1.0).unwrap(), &NormaliseOptions::default()).unwrap();
+    let model = KernelStudentT::with_kernel::<DefaultBackend>(
+        lin,
+        &x,
+        NiwParams { alpha: 1.0, beta: 1.0, sigma0_sq: 0.5 },
+    )
+    .unwrap();
+    let dens = model
+        .normalise::<DefaultBackend>(Domain::around(&x, 1.0).unwrap(), &NormaliseOptions::default())
+        .unwrap();
     let n = 4000;
-    let s = dens.sample::<Faer>(n, 42).unwrap();
+    let s = dens.sample::<DefaultBackend>(n, 42).unwrap();
     assert_eq!(s.envelope_violations, 0);
     assert_eq!(s.points.len(), n);
-    let again = dens.sample::<Nalgebra>(n, 42).unwrap();
+    let again = dens.sample::<DefaultBackend>(n, 42).unwrap();
     assert_eq!(again.points, s.points, "seeded sampling must be reproducible");
     let mut v: Vec<f64> = s.points.as_slice().to_vec();
     v.sort_by(f64::total_cmp);
@@ -321,7 +311,7 @@ fn samples_follow_the_density() {
     let m = 20000;
     let h = (dom.upper[0] - dom.lower[0]) / m as f64;
     let grid: Vec<f64> = (0..m).map(|i| dom.lower[0] + (i as f64 + 0.5) * h).collect();
-    let ld = dens.log_density::<Faer>(&Points::from_1d("g", &grid).unwrap()).unwrap();
+    let ld = dens.log_density::<DefaultBackend>(&Points::from_1d("g", &grid).unwrap()).unwrap();
     let mut cdf = Vec::with_capacity(m);
     let mut acc = 0.0;
     for l in ld {
@@ -340,7 +330,7 @@ fn samples_follow_the_density() {
 fn bad_input_is_rejected() {
     let x2 = Points::new("x", vec![0.0, 1.0, 2.0, 0.5, 1.0, 1.0], 2).unwrap();
     let k = Kernel::se(1.0).unwrap();
-    let fit = |p: NiwParams| KernelStudentT::with_kernel::<Faer>(k.clone(), &x2, p);
+    let fit = |p: NiwParams| KernelStudentT::with_kernel::<DefaultBackend>(k.clone(), &x2, p);
     let e = fit(NiwParams { alpha: 1.0, ..Default::default() }).unwrap_err().to_string();
     assert!(e.contains("alpha") && e.contains("improper"), "{e}");
     assert!(fit(NiwParams { alpha: 1.01, ..Default::default() }).is_ok());
@@ -353,20 +343,30 @@ fn bad_input_is_rejected() {
     assert!(fit(NiwParams { alpha: 2.0, sigma0_sq: -1.0, ..Default::default() }).is_err());
     assert!(fit(NiwParams { alpha: f64::NAN, ..Default::default() }).is_err());
     let model = fit(NiwParams { alpha: 2.0, ..Default::default() }).unwrap();
-    let e = model.log_unnormalised::<Faer>(&Points::from_1d("q", &[0.0]).unwrap()).unwrap_err();
+    let e = model.log_unnormalised::<DefaultBackend>(&Points::from_1d("q", &[0.0]).unwrap()).unwrap_err();
     assert!(matches!(e, CoreError::DimensionMismatch { .. }), "{e}");
     assert!(Points::new("q", vec![0.0, f64::NAN], 2).is_err());
     let ard = Kernel::se_ard(vec![1.0, 1.0, 1.0]).unwrap();
     assert!(
-        KernelStudentT::with_kernel::<Faer>(ard, &x2, NiwParams { alpha: 2.0, ..Default::default() })
-            .is_err()
+        KernelStudentT::with_kernel::<DefaultBackend>(
+            ard,
+            &x2,
+            NiwParams { alpha: 2.0, ..Default::default() }
+        )
+        .is_err()
     );
     let x3 = Points::new("x", vec![0.0; 6], 3).unwrap();
-    let m3 =
-        KernelStudentT::with_kernel::<Faer>(k.clone(), &x3, NiwParams { alpha: 2.5, ..Default::default() })
-            .unwrap();
+    let m3 = KernelStudentT::with_kernel::<DefaultBackend>(
+        k.clone(),
+        &x3,
+        NiwParams { alpha: 2.5, ..Default::default() },
+    )
+    .unwrap();
     let box3 = Domain::new(vec![-1.0; 3], vec![1.0; 3]).unwrap();
-    assert!(m3.normalise::<Faer>(box3, &NormaliseOptions::default()).is_err(), "no quadrature in 3-D");
+    assert!(
+        m3.normalise::<DefaultBackend>(box3, &NormaliseOptions::default()).is_err(),
+        "no quadrature in 3-D"
+    );
     assert!(Polynomial::new(vec![1.0, -1.0]).is_err());
     assert!(Polynomial::new(vec![1.0, 0.0]).is_err());
 }
@@ -398,7 +398,7 @@ fn selection_spectral_path_matches_direct() {
         ..Default::default()
     };
     let se = KernelFamily::SquaredExponential;
-    let sel = select_hyperparameters::<Faer>(&x, se, &opts, &()).unwrap();
+    let sel = select_hyperparameters::<DefaultBackend>(&x, se, &opts, &()).unwrap();
     assert_eq!(sel.candidates.len(), 16);
     let best = sel.candidates.iter().map(|c| c.cv_log_lik).fold(f64::NEG_INFINITY, f64::max);
     assert_eq!(best, sel.cv_log_lik);
@@ -414,21 +414,31 @@ fn selection_spectral_path_matches_direct() {
         for f in 0..4 {
             let val: Vec<usize> = perm.iter().copied().skip(f).step_by(4).collect();
             let train: Vec<usize> = (0..n).filter(|i| !val.contains(i)).collect();
-            let m = KernelStudentT::with_kernel::<Nalgebra>(kernel.clone(), &x.select(&train), cand.params)
-                .unwrap();
-            let lq = m.log_unnormalised::<Faer>(&grid.nodes).unwrap();
+            let m =
+                KernelStudentT::with_kernel::<DefaultBackend>(kernel.clone(), &x.select(&train), cand.params)
+                    .unwrap();
+            let lq = m.log_unnormalised::<DefaultBackend>(&grid.nodes).unwrap();
             let terms: Vec<f64> = lq.iter().zip(&grid.log_weights).map(|(a, b)| a + b).collect();
             let lz = log_sum_exp(&terms);
-            total += m.log_unnormalised::<Faer>(&x.select(&val)).unwrap().iter().map(|v| v - lz).sum::<f64>();
+            total += m
+                .log_unnormalised::<DefaultBackend>(&x.select(&val))
+                .unwrap()
+                .iter()
+                .map(|v| v - lz)
+                .sum::<f64>();
         }
         let direct = total / n as f64;
         assert!((direct - cand.cv_log_lik).abs() < 1e-9, "{direct} vs {}", cand.cv_log_lik);
     }
     // Validation.
     assert!(
-        select_hyperparameters::<Faer>(&x, se, &SelectOptions { folds: 1, ..opts.clone() }, &()).is_err()
+        select_hyperparameters::<DefaultBackend>(&x, se, &SelectOptions { folds: 1, ..opts.clone() }, &())
+            .is_err()
     );
-    assert!(select_hyperparameters::<Faer>(&x, se, &SelectOptions { beta: vec![], ..opts }, &()).is_err());
+    assert!(
+        select_hyperparameters::<DefaultBackend>(&x, se, &SelectOptions { beta: vec![], ..opts }, &())
+            .is_err()
+    );
 }
 
 /// KDE: the LOO score against brute force, and the density integrates to 1.
@@ -436,7 +446,7 @@ fn selection_spectral_path_matches_direct() {
 fn kde_oracles() {
     let xs: Vec<f64> = (0..40).map(|i| (i as f64 * 0.77).sin() * 2.0 + (i % 3) as f64).collect();
     let x = Points::from_1d("x", &xs).unwrap();
-    let fit = |bandwidth| KdeParams { bandwidth }.check().unwrap().fit::<Faer>(&x).unwrap();
+    let fit = |bandwidth| KdeParams { bandwidth }.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
     let kde = fit(Bandwidth::Fixed(vec![0.4]));
     let brute: f64 = (0..xs.len())
         .map(|i| {
@@ -454,7 +464,7 @@ fn kde_oracles() {
     assert!((kde.loo_log_lik() - brute).abs() < 1e-12);
     let h = 0.001;
     let grid: Vec<f64> = (0..20000).map(|i| -10.0 + (i as f64 + 0.5) * h).collect();
-    let ld = kde.log_density::<Faer>(&Points::from_1d("g", &grid).unwrap()).unwrap();
+    let ld = kde.log_density::<DefaultBackend>(&Points::from_1d("g", &grid).unwrap()).unwrap();
     let total: f64 = ld.iter().map(|v| v.exp()).sum::<f64>() * h;
     assert!((total - 1.0).abs() < 1e-8, "{total}");
     let s = fit(Bandwidth::NormalReference);
@@ -492,17 +502,18 @@ fn estimator_composes_selection_fit_and_normalisation() {
     let select =
         SelectOptions { lengthscale_factors: vec![0.3, 0.6, 1.2], folds: 4, seed: 3, ..Default::default() };
     let params = KernelStudentTParams { select: select.clone(), ..Default::default() };
-    let model = params.check().unwrap().fit::<Faer>(&x).unwrap();
+    let model = params.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
     let domain = Domain::around(&x, select.margin).unwrap();
     let opts = SelectOptions { domain: Some(domain.clone()), ..select };
-    let sel = select_hyperparameters::<Faer>(&x, KernelFamily::SquaredExponential, &opts, &()).unwrap();
+    let sel =
+        select_hyperparameters::<DefaultBackend>(&x, KernelFamily::SquaredExponential, &opts, &()).unwrap();
     assert_eq!(
         (model.kernel(), model.niw(), model.cv_log_lik()),
         (&sel.kernel, sel.params, Some(sel.cv_log_lik))
     );
-    let direct = KernelStudentT::with_kernel::<Faer>(sel.kernel.clone(), &x, sel.params)
+    let direct = KernelStudentT::with_kernel::<DefaultBackend>(sel.kernel.clone(), &x, sel.params)
         .unwrap()
-        .normalise::<Faer>(domain, &NormaliseOptions::default())
+        .normalise::<DefaultBackend>(domain, &NormaliseOptions::default())
         .unwrap();
     assert_eq!(model.normalisation(), direct.normalisation());
     // Fixed values: no selection, the given kernel and prior.
@@ -515,19 +526,23 @@ fn estimator_composes_selection_fit_and_normalisation() {
         normalise: false,
         ..Default::default()
     };
-    let m = fixed.check().unwrap().fit::<Nalgebra>(&x).unwrap();
+    let m = fixed.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
     assert!(m.cv_log_lik().is_none() && m.normalisation().is_none());
     assert_eq!(m.kernel(), &Kernel::new(KernelFamily::Matern52, vec![0.5]).unwrap());
     let q = Points::from_1d("q", &[0.0, 1.0, 9.0]).unwrap();
-    assert_eq!(m.log_density::<Faer>(&q).unwrap(), m.log_unnormalised::<Faer>(&q).unwrap());
+    assert_eq!(
+        m.log_density::<DefaultBackend>(&q).unwrap(),
+        m.log_unnormalised::<DefaultBackend>(&q).unwrap()
+    );
     // A fixed α is validated against the data's dimension at fit time, not before.
     let x2 = Points::new("x", (0..20).map(|i| (i as f64 * 0.7).sin()).collect(), 2).unwrap();
     let bad = KernelStudentTParams { alpha: Some(0.5), ..Default::default() }.check().unwrap();
-    assert!(bad.fit::<Faer>(&x).is_ok(), "α = 0.5 > d − 1 = 0 in 1-D");
-    let e = bad.fit::<Faer>(&x2).unwrap_err().to_string();
+    assert!(bad.fit::<DefaultBackend>(&x).is_ok(), "α = 0.5 > d − 1 = 0 in 1-D");
+    let e = bad.fit::<DefaultBackend>(&x2).unwrap_err().to_string();
     assert!(e.contains("alpha") && e.contains("d - 1 = 1"), "{e}");
     let x3 = Points::new("x", vec![0.0, 1.0, 2.0, 1.0, 0.0, 2.0, 0.5, 0.5, 0.5], 3).unwrap();
-    let e = KernelStudentTParams::default().check().unwrap().fit::<Faer>(&x3).unwrap_err().to_string();
+    let e =
+        KernelStudentTParams::default().check().unwrap().fit::<DefaultBackend>(&x3).unwrap_err().to_string();
     assert!(e.contains("1-D and 2-D"), "{e}");
     for bad in [
         KernelStudentTParams { beta: Some(0.0), ..Default::default() },
@@ -545,7 +560,7 @@ fn estimator_composes_selection_fit_and_normalisation() {
     }
 }
 
-/// Model files: round trip (same log densities and samples on another backend, the factor
+/// Model files: round trip (same log densities and samples, the factor
 /// recomputed), kind mismatch, the bke 0.1 layout, invalid contents.
 #[test]
 fn model_file_round_trip_kind_and_legacy() {
@@ -555,19 +570,25 @@ fn model_file_round_trip_kind_and_legacy() {
         select: SelectOptions { lengthscale_factors: vec![0.5, 1.0], folds: 3, ..Default::default() },
         ..Default::default()
     };
-    let model = params.check().unwrap().fit::<Faer>(&x).unwrap();
+    let model = params.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
     let saved = Saved { columns: vec!["temp".into()], target: None, model: model.clone() };
     let text = to_string(&saved).unwrap();
     assert!(text.contains(FORMAT) && text.contains("\"kind\": \"density\""));
     let back = from_str::<KernelStudentT>(&text, "d.json").unwrap();
     assert_eq!(back.columns, vec!["temp".to_string()]);
     let q = Points::from_1d("q", &[-1.0, 0.3, 1.4, 50.0]).unwrap();
-    let (a, b) = (model.log_density::<Faer>(&q).unwrap(), back.model.log_density::<Nalgebra>(&q).unwrap());
+    let (a, b) = (
+        model.log_density::<DefaultBackend>(&q).unwrap(),
+        back.model.log_density::<DefaultBackend>(&q).unwrap(),
+    );
     for (u, v) in a.iter().zip(&b) {
         assert!(u == v || (u - v).abs() < 1e-10, "{u} vs {v}");
     }
     assert_eq!(a[3], f64::NEG_INFINITY);
-    assert_eq!(model.sample::<Faer>(50, 1).unwrap().points, back.model.sample::<Faer>(50, 1).unwrap().points);
+    assert_eq!(
+        model.sample::<DefaultBackend>(50, 1).unwrap().points,
+        back.model.sample::<DefaultBackend>(50, 1).unwrap().points
+    );
     // Another kind is refused, naming both.
     let other = text.replace("\"kind\": \"density\"", "\"kind\": \"bank-regression\"");
     let e = from_str::<KernelStudentT>(&other, "d.json").unwrap_err().to_string();
@@ -588,8 +609,8 @@ fn model_file_round_trip_kind_and_legacy() {
     let old = from_str::<KernelStudentT>(&legacy.to_string(), "old.json").unwrap();
     assert_eq!(old.columns, vec!["temp".to_string()]);
     assert_eq!(old.model.kernel().family(), KernelFamily::RationalQuadratic { alpha: 1.0 });
-    let lu = old.model.log_unnormalised::<Faer>(&q).unwrap();
-    assert!((old.model.log_density::<Faer>(&q).unwrap()[0] - (lu[0] - 1.25)).abs() < 1e-15);
+    let lu = old.model.log_unnormalised::<DefaultBackend>(&q).unwrap();
+    assert!((old.model.log_density::<DefaultBackend>(&q).unwrap()[0] - (lu[0] - 1.25)).abs() < 1e-15);
     // Invalid contents fail with a message, not later.
     let bad = legacy.to_string().replace("\"alpha\":1.0", "\"alpha\":-1.0");
     assert!(from_str::<KernelStudentT>(&bad, "bad.json").unwrap_err().to_string().contains("alpha"));
@@ -614,10 +635,10 @@ fn model_file_writes_are_atomic() {
         ..Default::default()
     };
     let path = dir.join("d.json");
-    save(&Saved::new(fixed(0.5).check().unwrap().fit::<Faer>(&x).unwrap()), &path).unwrap();
-    save(&Saved::new(fixed(0.9).check().unwrap().fit::<Faer>(&x).unwrap()), &path).unwrap();
+    save(&Saved::new(fixed(0.5).check().unwrap().fit::<DefaultBackend>(&x).unwrap()), &path).unwrap();
+    save(&Saved::new(fixed(0.9).check().unwrap().fit::<DefaultBackend>(&x).unwrap()), &path).unwrap();
     assert_eq!(load::<KernelStudentT>(&path).unwrap().model.kernel().lengthscales(), &[0.9]);
-    let m = fixed(0.9).check().unwrap().fit::<Faer>(&x).unwrap();
+    let m = fixed(0.9).check().unwrap().fit::<DefaultBackend>(&x).unwrap();
     assert!(save(&Saved::new(m), &dir.join("missing/d.json")).is_err());
     let files: Vec<_> =
         std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();

@@ -1,7 +1,7 @@
 //! The change-of-variables volume `γ_θ(x) = det(J_θ(x)ᵀ J_θ(x))^{1/2}` of seed 000 eq. (12)–(13),
 //! `J_θ(x)_{l,d} = ∂k_θ(x, z_l)/∂x_d = −k_θ(x, z_l)(x_d − z_{l,d})/θ_d²` (an `m × D` matrix).
 //!
-//! Seed eq. (17) writes `(x⁽ⁱ⁾ − z_l⁽ʲ⁾)²` where the product `(x_i − z_{l,i})(x_j − z_{l,j})` is meant,
+//! Seed 000 eq. (17) writes `(x⁽ⁱ⁾ − z_l⁽ʲ⁾)²` where the product `(x_i − z_{l,i})(x_j − z_{l,j})` is meant,
 //! and the Stan listing adds `log(½ Σ J)` where `½ log det(JᵀJ)` is meant; this module computes the
 //! corrected `½ log det(JᵀJ)`.
 //!

@@ -21,6 +21,7 @@
 
 use super::{BkeParams, BkePosterior, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
 use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, Valid};
+use crate::numeric::LogParams;
 use crate::optim::{LbfgsOptions, minimize};
 use crate::{CoreError, Points, check_positive};
 use bke_linalg::Backend;
@@ -420,10 +421,24 @@ impl SearchBox {
             || self.tau2.is_some_and(|(a, b)| near(p[self.n_ls], a, b))
     }
 
-    /// `(θ, τ²)` at the log-scale point `p`.
-    fn unpack(&self, p: &[f64]) -> (Vec<f64>, f64) {
-        let ls = p[..self.n_ls].iter().map(|v| v.exp()).collect();
-        (ls, if self.tau2.is_some() { p[self.n_ls].exp() } else { self.tau2_0 })
+    /// The log-scale point ([`LogParams`]) of `(θ, τ²)`; `τ²` only when it is learned.
+    fn pack(&self, lengthscales: &[f64], tau2: f64) -> Vec<f64> {
+        let mut p = LogParams::default();
+        p.extend(lengthscales);
+        if self.tau2.is_some() {
+            p.push(tau2);
+        }
+        p.into_vec()
+    }
+
+    /// `(θ, τ²)` at the log-scale point `p` (the inverse of [`Self::pack`]); `None` where a value is
+    /// not finite and positive.
+    fn unpack(&self, p: &[f64]) -> Option<(Vec<f64>, f64)> {
+        let mut r = LogParams::reader(p);
+        let ls = r.take_n("lengthscale", self.n_ls).ok()?;
+        let tau2 = if self.tau2.is_some() { r.take("tau2").ok()? } else { self.tau2_0 };
+        r.finish().ok()?;
+        Some((ls, tau2))
     }
 }
 
@@ -461,10 +476,7 @@ impl Objective<'_> {
     /// stays in the basin of its scan maximum): the optimum reached (None if L-BFGS failed) and the
     /// number of evaluations.
     fn polish<B: Backend>(&self, theta0: f64, b: &SearchBox) -> (Option<LocalOptimum>, usize) {
-        let mut x0 = vec![theta0.ln(); b.n_ls];
-        if b.tau2.is_some() {
-            x0.push(b.tau2_0.ln());
-        }
+        let x0 = b.pack(&vec![theta0; b.n_ls], b.tau2_0);
         let mut count = 0usize;
         let res = minimize(
             |p: &[f64]| {
@@ -472,7 +484,7 @@ impl Objective<'_> {
                 if !b.contains(p) {
                     return None;
                 }
-                let (ls, tau2) = b.unpack(p);
+                let (ls, tau2) = b.unpack(p)?;
                 let ml = self.eval::<B>(ls, tau2).ok()?;
                 let mut g: Vec<f64> = ml.grad_log_lengthscale.iter().map(|v| -v).collect();
                 if b.tau2.is_some() {
@@ -483,16 +495,16 @@ impl Objective<'_> {
             x0,
             LbfgsOptions { memory: 8, max_iter: 100, grad_tol: 1e-6, f_tol: 1e-12, max_step: b.step },
         );
-        let found = res.ok().map(|r| {
-            let (lengthscales, tau2) = b.unpack(&r.x);
-            LocalOptimum {
+        let found = res.ok().and_then(|r| {
+            let (lengthscales, tau2) = b.unpack(&r.x)?;
+            Some(LocalOptimum {
                 lengthscales,
                 tau2,
                 log_marginal: -r.f,
                 grad_norm: r.grad_norm,
                 converged: r.converged,
                 at_boundary: b.near_edge(&r.x),
-            }
+            })
         });
         (found, count)
     }
@@ -531,7 +543,7 @@ fn merge_optimum(optima: &mut Vec<LocalOptimum>, cand: LocalOptimum) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
     use rand::Rng;
     use rand_distr::{Distribution, StandardNormal};
 
@@ -565,14 +577,14 @@ mod tests {
         let x = Points::new("x", data, 2).unwrap();
         for (learn_tau2, ard) in [(false, false), (true, false), (false, true)] {
             let opts = EmbeddingParams { num_landmarks: 20, learn_tau2, ard, ..Default::default() };
-            let r = opts.check().unwrap().fit::<Faer>(&x).unwrap();
+            let r = opts.check().unwrap().fit::<DefaultBackend>(&x).unwrap();
             assert!(r.scan.iter().all(|s| s.log_marginal <= r.log_marginal + 1e-9));
             assert_eq!(r.landmarks.len(), 20);
             assert_eq!(r.n_data, 380);
             let best = &r.local_optima[0];
             assert!(best.converged && !best.at_boundary, "{best:?}");
             let (data, z) = hold_out_landmarks(&x, 20, 0).map(|(d, z, _)| (d, z)).unwrap();
-            let ml = marginal_pseudolikelihood::<Faer>(&data, &z, &r.params).unwrap();
+            let ml = marginal_pseudolikelihood::<DefaultBackend>(&data, &z, &r.params).unwrap();
             assert!((ml.log_marginal - r.log_marginal).abs() < 1e-9 * r.log_marginal.abs());
             for g in &ml.grad_log_lengthscale {
                 assert!(g.abs() < 1e-3, "{ml:?}");

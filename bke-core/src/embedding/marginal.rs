@@ -4,6 +4,7 @@
 use super::jacobian::{JacScratch, log_volume_raw};
 use super::simd::{exp_nonpos, lane_sum};
 use super::{BkeParams, full_lengthscales, validate_data_landmarks};
+use crate::numeric::LN_2PI;
 use crate::{CoreError, Points};
 use bke_linalg::{Backend, LinalgError, Mat};
 use rayon::prelude::*;
@@ -19,9 +20,9 @@ const PILOT: usize = 128;
 /// The value of the log marginal pseudolikelihood and its gradient.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MarginalLikelihood {
-    /// `log p(x_1..x_n | θ, τ²) = log_gaussian + log_jacobian` (eq. (15)).
+    /// `log p(x_1..x_n | θ, τ²) = log_gaussian + log_jacobian` (seed 000 eq. (15)).
     pub log_marginal: f64,
-    /// The Gaussian term `log N(vec K_zx; 0, 1 1ᵀ ⊗ R_zz + τ² I_mn)` of eq. (33).
+    /// The Gaussian term `log N(vec K_zx; 0, 1 1ᵀ ⊗ R_zz + τ² I_mn)` of seed 002 eq. (33).
     pub log_gaussian: f64,
     /// `Σ_i log γ_θ(x_i)` (0 when [`BkeParams::jacobian`] is off).
     pub log_jacobian: f64,
@@ -321,14 +322,8 @@ fn combine<B: Backend>(
         }
     }
     let quad: f64 = alpha.iter().zip(&mu).map(|(a, b)| a * b).sum();
-    let two_pi = 2.0 * std::f64::consts::PI;
     let log_gaussian = -0.5
-        * (dense.logdet
-            + quad
-            + ss / tau2
-            + mf * nf.ln()
-            + mf * (nf - 1.0) * tau2.ln()
-            + mf * nf * two_pi.ln());
+        * (dense.logdet + quad + ss / tau2 + mf * nf.ln() + mf * (nf - 1.0) * tau2.ln() + mf * nf * LN_2PI);
     let tr_ainv: f64 = (0..m).map(|i| a_inv[(i, i)]).sum();
     let alpha2: f64 = alpha.iter().map(|v| v * v).sum();
     let grad_log_tau2 = -0.5 * ((tau2 / nf) * (tr_ainv - alpha2) - ss / tau2 + mf * (nf - 1.0));

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 const QBLOCK: usize = 512;
 
 /// The Gaussian posterior of the embedding `μ_θ` given the empirical embedding `μ̂_θ` observed at the
-/// conditioning points `w` (eq. (7)–(8)). Built by fitting [`BkeParams`] (conditioned at the data) or
+/// conditioning points `w` (seed 000 eq. (7)–(8)). Built by fitting [`BkeParams`] (conditioned at the data) or
 /// by [`BkePosterior::conditioned_at`]; [`Predict`] gives the posterior mean and variance.
 #[derive(Debug, Clone)]
 pub struct BkePosterior {
@@ -28,7 +28,7 @@ pub struct BkePosterior {
 
 impl BkePosterior {
     /// Conditions on `μ̂_θ(w) = (1/n) Σ_i k_θ(x_i, w)` at the points `w` (the data themselves in
-    /// eq. (7), which is what fitting [`BkeParams`] does; landmarks give an `O(p³ + np)` instead of
+    /// seed 000 eq. (7), which is what fitting [`BkeParams`] does; landmarks give an `O(p³ + np)` instead of
     /// `O(n³)` posterior). Factorises `A = R_ww + (τ²/n) I` (its eigenvalues are `≥ τ²/n`; if
     /// rounding still makes the Cholesky fail, the smallest jitter that works is added and reported
     /// by [`BkePosterior::jitter`]). Errors on invalid parameters, empty `x` or `w`, or a dimension
@@ -83,7 +83,7 @@ impl BkePosterior {
         self.at.check_dim("query points", q.dim())
     }
 
-    /// Posterior mean `E[μ(x*)] = r(x*, w)ᵀ β` at each query point (eq. (8)).
+    /// Posterior mean `E[μ(x*)] = r(x*, w)ᵀ β` at each query point (seed 000 eq. (8)).
     pub fn mean(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
         self.check_query(q)?;
         Ok((0..q.len())
@@ -141,20 +141,24 @@ impl BkePosterior {
 
     /// `draws` joint posterior samples of `(μ(q_1), …, μ(q_k))`, one per column (`k × draws`).
     ///
-    /// `μ = mean + V diag(√max(λ, 0)) ε` from the eigendecomposition `V diag(λ) Vᵀ` of the posterior
-    /// covariance (rank-deficient on fine grids: clipping round-off negatives is exact for a PSD matrix,
-    /// unlike jittered Cholesky). `ε` column `j` comes from ChaCha8 seeded with `seed`, stream `j`, so
-    /// draw `j` is the same whatever `draws` and however the work is scheduled.
+    /// `μ = mean + S ε` with `S = V diag(√max(λ, 0)) Vᵀ` the principal square root of the posterior
+    /// covariance `V diag(λ) Vᵀ` (rank-deficient on fine grids: clipping round-off negatives is exact
+    /// for a PSD matrix, unlike jittered Cholesky). `S` is unique, unlike `V diag(√λ)` whose columns'
+    /// signs (and bases of repeated eigenvalues) depend on the eigensolver, so the draws are the same
+    /// on every backend. `ε` column `j` comes from ChaCha8 seeded with `seed`, stream `j`, so draw `j`
+    /// is the same whatever `draws` and however the work is scheduled.
     pub fn sample<B: Backend>(&self, q: &Points, draws: usize, seed: u64) -> Result<Mat, CoreError> {
         let mean = self.mean(q)?;
         let cov = self.covariance::<B>(q)?;
         let k = q.len();
         let eig = B::sym_eigen(cov.as_ref())?;
-        let mut factor = eig.vectors;
+        let mut scaled = eig.vectors.clone();
         for (j, lam) in eig.values.iter().enumerate() {
             let s = lam.max(0.0).sqrt();
-            factor.col_mut(j).iter_mut().for_each(|v| *v *= s);
+            scaled.col_mut(j).iter_mut().for_each(|v| *v *= s);
         }
+        let mut factor = Mat::zeros(k, k);
+        B::gemm(1.0, scaled.as_ref(), Trans::No, eig.vectors.as_ref(), Trans::Yes, 0.0, factor.as_mut())?;
         let mut eps = Mat::zeros(k, draws);
         for j in 0..draws {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -174,7 +178,7 @@ impl Predict for BkePosterior {
     type Error = CoreError;
 
     /// Posterior mean `r(x*, w)ᵀ β` and variance `r(x*, x*) − r(x*, w)ᵀ A⁻¹ r(w, x*)` of `μ(x*)`
-    /// (eq. (8), the variance clamped at 0) at each query point, in blocks of 512 queries.
+    /// (seed 000 eq. (8), the variance clamped at 0) at each query point, in blocks of 512 queries.
     fn predict<B: Backend>(&self, q: &Points) -> Result<Prediction, CoreError> {
         let (mean, variance) = self.mean_and_variance::<B>(q)?;
         Ok(Prediction { mean, variance })

@@ -5,7 +5,7 @@
 //!
 //! | [`EmbeddingPrior`] | `log r_θ(x, y)` |
 //! |---|---|
-//! | `Lebesgue` (default) | `Σ_d [½ log π + log θ_d] − Σ_d δ_d²/(4θ_d²)` (eq. (27) with `Σ = diag(θ²)`) |
+//! | `Lebesgue` (default) | `Σ_d [½ log π + log θ_d] − Σ_d δ_d²/(4θ_d²)` (seed 002 eq. (27) with `Σ = diag(θ²)`) |
 //! | `Gaussian { eta }`, `ν(du) = exp(−‖u‖²/(2η²)) du` | `Σ_d [½ log π + log θ_d + ½ log(2η²/(2η² + θ_d²))] − Σ_d δ_d²/(4θ_d²) − ½ Σ_d c_d²/(θ_d²/2 + η²)` (§A.3) |
 //! | `Unit` (the seed's Stan listing) | `− Σ_d δ_d²/(4θ_d²)` (no scale: `r(x, x) = 1`) |
 //!

@@ -1,3 +1,4 @@
+// tidy: long because its rewrite on the `tests` branch (issue 13's hypothesis part) moves the unit tests out; splitting it here too would conflict with that rewrite.
 //! The kernel two-sample test with the maximum mean discrepancy (Gretton et al. 2012; seed 000 §2.2):
 //! `H₀: P = Q` against `H₁: P ≠ Q`, from `x_1…x_n ~ P` and `y_1…y_m ~ Q`.
 //!
@@ -609,7 +610,7 @@ fn linear_test(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::{Faer, Nalgebra};
+    use bke_linalg::DefaultBackend;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
@@ -683,7 +684,8 @@ mod tests {
     }
 
     /// The GEMM-batched permutation null equals the per-draw recomputation from the definitions, for
-    /// both quadratic statistics and both backends, and across batch boundaries.
+    /// both quadratic statistics and across batch boundaries (the backends agree: bke-bench's
+    /// backend suite).
     #[test]
     fn batched_permutation_null_matches_naive() {
         let x = gaussian_points(4, 31, 3, 0.0, 1.0);
@@ -692,12 +694,10 @@ mod tests {
         let gram = k.gram(&x.concat(&y).unwrap()).unwrap();
         let perm = MmdPermutation::new(&gram, 31).unwrap();
         for stat in [MmdStatistic::Unbiased, MmdStatistic::Biased] {
-            let fast = perm.null::<Faer>(stat, 70, 9).unwrap();
-            let fast2 = perm.null::<Nalgebra>(stat, 70, 9).unwrap();
+            let fast = perm.null::<DefaultBackend>(stat, 70, 9).unwrap();
             let slow = perm.null_naive(stat, 70, 9).unwrap();
-            for ((a, b), c) in fast.iter().zip(&slow).zip(&fast2) {
+            for (a, b) in fast.iter().zip(&slow) {
                 assert!((a - b).abs() < 1e-12, "{stat:?}: {a} vs {b}");
-                assert!((a - c).abs() < 1e-12);
             }
             // the draws really differ from each other
             assert!(fast.iter().any(|v| (v - fast[0]).abs() > 1e-6));
@@ -713,7 +713,7 @@ mod tests {
         let run = |threads: usize, null: NullDistribution, statistic: MmdStatistic| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             let params = MmdParams { null, statistic, permutations: 300, seed: 42, ..MmdParams::default() };
-            pool.install(|| mmd_test::<Faer>(&x, &y, &k, &params).unwrap())
+            pool.install(|| mmd_test::<DefaultBackend>(&x, &y, &k, &params).unwrap())
         };
         for (null, stat) in [
             (NullDistribution::Permutation, MmdStatistic::Unbiased),
@@ -727,7 +727,7 @@ mod tests {
             // and a different seed gives a different sample
             let params =
                 MmdParams { null, statistic: stat, permutations: 300, seed: 43, ..MmdParams::default() };
-            let c = mmd_test::<Faer>(&x, &y, &k, &params).unwrap();
+            let c = mmd_test::<DefaultBackend>(&x, &y, &k, &params).unwrap();
             assert_ne!(a.null_samples, c.null_samples);
         }
     }
@@ -743,7 +743,7 @@ mod tests {
         let (mean, var) = gamma_moments(&gram, 60);
         let perm = MmdPermutation::new(&gram, 60).unwrap();
         let draws = 4000;
-        let null = perm.null::<Faer>(MmdStatistic::Biased, draws, 1).unwrap();
+        let null = perm.null::<DefaultBackend>(MmdStatistic::Biased, draws, 1).unwrap();
         let emean = null.iter().sum::<f64>() / draws as f64;
         let evar = null.iter().map(|v| (v - emean).powi(2)).sum::<f64>() / (draws as f64 - 1.0);
         // mean is exact: 4 Monte-Carlo standard errors
@@ -751,18 +751,18 @@ mod tests {
         // variance is an O(1/N) approximation: within 15 %
         assert!((evar / var - 1.0).abs() < 0.15, "{evar} vs {var}");
         // the unbiased null has mean exactly 0 under relabelling
-        let nu = perm.null::<Faer>(MmdStatistic::Unbiased, draws, 1).unwrap();
+        let nu = perm.null::<DefaultBackend>(MmdStatistic::Unbiased, draws, 1).unwrap();
         let umean = nu.iter().sum::<f64>() / draws as f64;
         let usd = (nu.iter().map(|v| (v - umean).powi(2)).sum::<f64>() / draws as f64).sqrt();
         assert!(umean.abs() < 4.0 * usd / (draws as f64).sqrt(), "{umean}");
         for stat in [MmdStatistic::Biased, MmdStatistic::Unbiased] {
-            let pg = mmd_test_gram::<Faer>(
+            let pg = mmd_test_gram::<DefaultBackend>(
                 &gram,
                 60,
                 &MmdParams { statistic: stat, null: NullDistribution::Gamma, ..Default::default() },
             )
             .unwrap();
-            let pp = mmd_test_gram::<Faer>(
+            let pp = mmd_test_gram::<DefaultBackend>(
                 &gram,
                 60,
                 &MmdParams { statistic: stat, permutations: 2000, ..Default::default() },
@@ -791,9 +791,9 @@ mod tests {
         let k = Kernel::se(0.7).unwrap();
         let gram = k.gram(&x.concat(&y).unwrap()).unwrap();
         // wild bootstrap: observed biased statistic is the usual V-statistic; draws match a direct sum
-        let (obs, null) = wild_null::<Faer>(&gram, 30, MmdStatistic::Biased, 20, 3).unwrap();
+        let (obs, null) = wild_null::<DefaultBackend>(&gram, 30, MmdStatistic::Biased, 20, 3).unwrap();
         assert!((obs - mmd_from_gram(&gram, 30, MmdStatistic::Biased).unwrap()).abs() < 1e-13);
-        let (obs_u, null_u) = wild_null::<Faer>(&gram, 30, MmdStatistic::Unbiased, 20, 3).unwrap();
+        let (obs_u, null_u) = wild_null::<DefaultBackend>(&gram, 30, MmdStatistic::Unbiased, 20, 3).unwrap();
         let h = |i: usize, j: usize| {
             k.eval(x.point(i), x.point(j)) + k.eval(y.point(i), y.point(j))
                 - k.eval(x.point(i), y.point(j))
@@ -829,7 +829,7 @@ mod tests {
             null: NullDistribution::Normal,
             ..Default::default()
         };
-        let out = mmd_test::<Faer>(&x, &y, &k, &params).unwrap();
+        let out = mmd_test::<DefaultBackend>(&x, &y, &k, &params).unwrap();
         let hs = linear_h(&k, &x, &y);
         let mean = hs.iter().sum::<f64>() / 15.0;
         let sd = (hs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 14.0 / 15.0).sqrt();
@@ -852,7 +852,7 @@ mod tests {
             (MmdStatistic::Linear, NullDistribution::Normal),
         ] {
             let params = MmdParams { statistic: stat, null, permutations: 200, ..Default::default() };
-            let out = mmd_test::<Faer>(&x, &y, &k, &params).unwrap();
+            let out = mmd_test::<DefaultBackend>(&x, &y, &k, &params).unwrap();
             assert!(out.reject, "{stat:?} {null:?}: p = {}", out.p_value);
             if null.is_resampling() {
                 assert_eq!(out.p_value, 1.0 / 201.0);
@@ -865,24 +865,28 @@ mod tests {
         let x = gaussian_points(14, 10, 2, 0.0, 1.0);
         let k = Kernel::se(1.0).unwrap();
         let y3 = gaussian_points(15, 10, 3, 0.0, 1.0);
-        let e = mmd_test::<Faer>(&x, &y3, &k, &MmdParams::default()).unwrap_err();
+        let e = mmd_test::<DefaultBackend>(&x, &y3, &k, &MmdParams::default()).unwrap_err();
         assert!(matches!(e, CoreError::DimensionMismatch { .. }), "{e}");
         let one = gaussian_points(16, 1, 2, 0.0, 1.0);
         assert!(matches!(
-            mmd_test::<Faer>(&x, &one, &k, &MmdParams::default()).unwrap_err(),
+            mmd_test::<DefaultBackend>(&x, &one, &k, &MmdParams::default()).unwrap_err(),
             CoreError::Empty { .. }
         ));
         let zero_b = MmdParams { permutations: 0, ..Default::default() };
-        assert!(mmd_test::<Faer>(&x, &x, &k, &zero_b).unwrap_err().to_string().contains("at least 1"));
+        assert!(
+            mmd_test::<DefaultBackend>(&x, &x, &k, &zero_b).unwrap_err().to_string().contains("at least 1")
+        );
         for alpha in [0.0, 1.0, 2.0, f64::NAN] {
-            assert!(mmd_test::<Faer>(&x, &x, &k, &MmdParams { alpha, ..Default::default() }).is_err());
+            assert!(
+                mmd_test::<DefaultBackend>(&x, &x, &k, &MmdParams { alpha, ..Default::default() }).is_err()
+            );
         }
         let y8 = gaussian_points(17, 8, 2, 0.0, 1.0);
         for p in [
             MmdParams { null: NullDistribution::WildBootstrap, ..Default::default() },
             MmdParams { statistic: MmdStatistic::Linear, ..Default::default() },
         ] {
-            let e = mmd_test::<Faer>(&x, &y8, &k, &p).unwrap_err().to_string();
+            let e = mmd_test::<DefaultBackend>(&x, &y8, &k, &p).unwrap_err().to_string();
             assert!(e.contains("pairs x_i with y_i"), "{e}");
         }
         assert!(

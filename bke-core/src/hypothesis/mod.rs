@@ -1,4 +1,4 @@
-//! Kernel hypothesis tests (seed 000 §2.2, §5; DESIGN.md §3.2): the two-sample test with the maximum
+//! Kernel hypothesis tests (seed 000 §2.2, §5; docs/DESIGN.md §3.2): the two-sample test with the maximum
 //! mean discrepancy ([`mmd`]) and the independence test with the Hilbert–Schmidt independence criterion
 //! ([`hsic`]), their null distributions, kernel choice by a fixed lengthscale, the median heuristic
 //! ([`median`]) or BKL ([`select`]), and the witness function with BKE posterior bands ([`mod@witness`]).

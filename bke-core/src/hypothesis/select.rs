@@ -124,15 +124,15 @@ pub fn select_lengthscale<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     #[test]
     fn selections() {
         let x = Points::from_1d("x", &[0.0, 1.0, 3.0, 7.0]).unwrap();
-        let f = select_lengthscale::<Faer>(&x, &LengthscaleSelection::Fixed(0.3)).unwrap();
+        let f = select_lengthscale::<DefaultBackend>(&x, &LengthscaleSelection::Fixed(0.3)).unwrap();
         assert_eq!((f.lengthscale, f.method), (0.3, "fixed"));
-        assert!(select_lengthscale::<Faer>(&x, &LengthscaleSelection::Fixed(-1.0)).is_err());
-        let m = select_lengthscale::<Faer>(&x, &LengthscaleSelection::default()).unwrap();
+        assert!(select_lengthscale::<DefaultBackend>(&x, &LengthscaleSelection::Fixed(-1.0)).is_err());
+        let m = select_lengthscale::<DefaultBackend>(&x, &LengthscaleSelection::default()).unwrap();
         assert_eq!((m.lengthscale, m.median_convention), (3.5, Some(MedianConvention::Muandet)));
     }
 
@@ -151,8 +151,8 @@ mod tests {
             }
         }
         let x = Points::new("x", data, 2).unwrap();
-        let s = select_lengthscale::<Faer>(&x, &LengthscaleSelection::bkl(0)).unwrap();
-        let med = select_lengthscale::<Faer>(&x, &LengthscaleSelection::default()).unwrap();
+        let s = select_lengthscale::<DefaultBackend>(&x, &LengthscaleSelection::bkl(0)).unwrap();
+        let med = select_lengthscale::<DefaultBackend>(&x, &LengthscaleSelection::default()).unwrap();
         let b = s.bkl.as_ref().unwrap();
         assert!(
             s.lengthscale < 2.0 && med.lengthscale > 5.0,
@@ -165,7 +165,7 @@ mod tests {
         assert_eq!(b.landmarks, 100);
         // fewer points than the default landmark count: n/5 are held out
         let small = x.select(&(0..60).map(|i| i * 2).collect::<Vec<_>>());
-        let s = select_lengthscale::<Faer>(&small, &LengthscaleSelection::bkl(0)).unwrap();
+        let s = select_lengthscale::<DefaultBackend>(&small, &LengthscaleSelection::bkl(0)).unwrap();
         assert_eq!(s.bkl.unwrap().landmarks, 12);
     }
 }

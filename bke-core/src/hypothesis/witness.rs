@@ -126,7 +126,7 @@ pub fn witness_draws<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     fn sample(shift: f64, n: usize) -> Points {
         Points::from_1d(
@@ -190,7 +190,7 @@ mod tests {
         let y = sample(0.7, 17);
         let g = Points::from_1d("g", &[-2.0, -0.5, 0.0, 0.4, 1.1, 2.5]).unwrap();
         let p = WitnessParams { lengthscale: 0.6, tau2: 0.5, level: 0.8, ..Default::default() };
-        let w = witness::<Faer>(&x, &y, &g, &p).unwrap();
+        let w = witness::<DefaultBackend>(&x, &y, &g, &p).unwrap();
         let (mp, vp) = dense_posterior(&x, &g, &p);
         let (mq, vq) = dense_posterior(&y, &g, &p);
         let z = 1.281_551_565_544_600_5;
@@ -206,10 +206,10 @@ mod tests {
             assert!((w.empirical[i] - e).abs() < 1e-14);
         }
         // a wider level gives a wider band
-        let w95 = witness::<Faer>(&x, &y, &g, &WitnessParams { level: 0.95, ..p }).unwrap();
+        let w95 = witness::<DefaultBackend>(&x, &y, &g, &WitnessParams { level: 0.95, ..p }).unwrap();
         assert!(w95.upper.iter().zip(&w.upper).all(|(a, b)| a > b));
         // draws: their spread matches the posterior sd (400 draws: relative sd error ≈ 3.5 %)
-        let d = witness_draws::<Faer>(&x, &y, &g, &p, 400, 3).unwrap();
+        let d = witness_draws::<DefaultBackend>(&x, &y, &g, &p, 400, 3).unwrap();
         for i in 0..g.len() {
             let row: Vec<f64> = (0..400).map(|j| d[(i, j)]).collect();
             let m = row.iter().sum::<f64>() / 400.0;
@@ -225,9 +225,9 @@ mod tests {
         let g = Points::from_1d("g", &[0.0]).unwrap();
         let g2 = Points::from_rows("g", &[vec![0.0, 0.0]]).unwrap();
         let p = WitnessParams::default();
-        assert!(witness::<Faer>(&x, &x, &g2, &p).is_err());
-        assert!(witness::<Faer>(&x, &x.select(&[0]), &g, &p).is_err());
-        assert!(witness::<Faer>(&x, &x, &g, &WitnessParams { level: 1.0, ..p }).is_err());
-        assert!(witness::<Faer>(&x, &x, &g, &WitnessParams { lengthscale: 0.0, ..p }).is_err());
+        assert!(witness::<DefaultBackend>(&x, &x, &g2, &p).is_err());
+        assert!(witness::<DefaultBackend>(&x, &x.select(&[0]), &g, &p).is_err());
+        assert!(witness::<DefaultBackend>(&x, &x, &g, &WitnessParams { level: 1.0, ..p }).is_err());
+        assert!(witness::<DefaultBackend>(&x, &x, &g, &WitnessParams { lengthscale: 0.0, ..p }).is_err());
     }
 }

@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use bke_core::{Kernel, Points};
-use bke_dme::ttgp::{TtgpData, TtgpHyper};
+use bke_dme::TaskData;
+use bke_dme::ttgp::{MarginalForm, TtgpParams};
 use bke_linalg::Mat;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -69,7 +70,7 @@ pub fn naive_log_density(c: &Mat, z: &[f64]) -> f64 {
 }
 
 /// The TTGP marginal covariance built naively from its definition (Thm 5.3 (3), (4)).
-pub fn naive_covariance(data: &TtgpData, h: &TtgpHyper, full: bool) -> Mat {
+pub fn naive_covariance(data: &TaskData, h: &TtgpParams, full: bool) -> Mat {
     let (n, m) = (data.n(), data.m());
     let k = h.kernel_x.gram(&data.x).unwrap();
     let mut p = h.kernel_y.gram(&data.y).unwrap();
@@ -99,7 +100,7 @@ pub fn uniform(rng: &mut ChaCha8Rng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
 }
 
 /// A small TTGP problem of dimension `dx`/`dy` with `n` transformation and `m` task pairs.
-pub fn problem(seed: u64, n: usize, m: usize, dx: usize, dy: usize) -> TtgpData {
+pub fn problem(seed: u64, n: usize, m: usize, dx: usize, dy: usize) -> TaskData {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let y = uniform(&mut rng, n * dy, -2.0, 2.0);
     let x: Vec<f64> = (0..n)
@@ -112,7 +113,7 @@ pub fn problem(seed: u64, n: usize, m: usize, dx: usize, dy: usize) -> TtgpData 
         .collect();
     let yt = uniform(&mut rng, m * dy, -2.0, 2.0);
     let zt: Vec<f64> = (0..m).map(|j| (yt[j * dy] * 1.3).cos() + rng.random_range(-0.1..0.1)).collect();
-    TtgpData::new(
+    TaskData::new(
         Points::new("x", x, dx).unwrap(),
         Points::new("y", y, dy).unwrap(),
         Points::new("ỹ", yt, dy).unwrap(),
@@ -122,7 +123,7 @@ pub fn problem(seed: u64, n: usize, m: usize, dx: usize, dy: usize) -> TtgpData 
 }
 
 /// Hyperparameters for [`problem`]; ARD kernels when `ard`.
-pub fn hyper(dx: usize, dy: usize, ard: bool) -> TtgpHyper {
+pub fn hyper(dx: usize, dy: usize, ard: bool) -> TtgpParams {
     let kx = if ard {
         Kernel::se_ard((0..dx).map(|d| 0.8 + 0.3 * d as f64).collect()).unwrap()
     } else {
@@ -133,5 +134,10 @@ pub fn hyper(dx: usize, dy: usize, ard: bool) -> TtgpHyper {
     } else {
         Kernel::se(0.6).unwrap()
     };
-    TtgpHyper { kernel_x: kx, kernel_y: ky, sigma: 0.3, lambda: 0.02, epsilon: 0.05 }
+    TtgpParams { kernel_x: kx, kernel_y: ky, sigma: 0.3, lambda: 0.02, epsilon: 0.05, ..Default::default() }
+}
+
+/// `h` with the marginal likelihood form `form`.
+pub fn with_form(h: &TtgpParams, form: MarginalForm) -> TtgpParams {
+    TtgpParams { form, ..h.clone() }
 }

@@ -1,0 +1,14 @@
+"""bke — Bayesian kernel learning from Python.
+
+Learned kernels for two-sample (MMD) and independence (HSIC) tests, Bayesian kernel embeddings,
+BaNK regression and classification, kernel student-t densities, task-transformed GPs and
+likelihood-free inference, computed by the Rust library ``bke`` (the GIL is released while it
+runs; ``backend=`` picks the linear-algebra backend and ``n_jobs=`` the number of threads, and
+results never depend on ``n_jobs``). ``bke.dask`` fits the same models on Dask arrays.
+"""
+
+from . import _bke
+from ._bke import __version__, backends
+from .embedding import KernelEmbedding, LogMarginal
+
+__all__ = ["__version__", "backends", "KernelEmbedding", "LogMarginal"]

@@ -1,0 +1,109 @@
+"""Input checks shared by every entry point: numpy arrays of float64 with the right number of
+dimensions, and the scikit-learn conventions for ``random_state`` and ``n_jobs``."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["as_points", "as_vector", "seed_from", "Params"]
+
+
+def as_points(x, name: str) -> np.ndarray:
+    """``x`` as a float64 array of shape ``(n_samples, n_features)``.
+
+    Other real dtypes are converted; C and Fortran order are both read as they are. A 1-D array is
+    refused with a message that says how to reshape it (bke never guesses whether it holds one
+    feature or one sample). NaN and infinity are reported by the Rust side with the row and column.
+    """
+    a = np.asarray(x)
+    if a.dtype == object or np.iscomplexobj(a) or not (
+        np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_
+    ):
+        raise ValueError(f"{name} must hold real numbers; got an array of dtype {a.dtype}")
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim == 1:
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_samples, n_features); got a 1-D array of "
+            f"shape {a.shape}. Use {name}.reshape(-1, 1) if it holds one feature, or "
+            f"{name}.reshape(1, -1) if it holds one sample."
+        )
+    if a.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_samples, n_features); got {a.ndim} "
+            f"dimension(s), shape {a.shape}"
+        )
+    return a
+
+
+def as_vector(v, name: str) -> np.ndarray:
+    """``v`` as a float64 vector (a scalar becomes a vector of length 1)."""
+    a = np.atleast_1d(np.asarray(v, dtype=np.float64))
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a number or a 1-D array; got shape {a.shape}")
+    return a
+
+
+def seed_from(random_state) -> int:
+    """A 64-bit seed from scikit-learn's ``random_state`` (an int is used as it is; ``None`` or a
+    ``numpy.random.RandomState``/``Generator`` draws one)."""
+    if random_state is None:
+        return int(np.random.randint(0, 2**31 - 1))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer; got {random_state}")
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    raise ValueError(
+        "random_state must be None, a non-negative int, a numpy.random.RandomState or a "
+        f"numpy.random.Generator; got {random_state!r}"
+    )
+
+
+class Params:
+    """``get_params``/``set_params`` and a readable ``repr`` from the ``__init__`` keywords, as
+    scikit-learn's ``BaseEstimator`` provides them (so ``sklearn.base.clone`` works) without
+    needing scikit-learn."""
+
+    @classmethod
+    def _param_names(cls):
+        import inspect
+
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor keywords and their current values."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params):
+        """Sets constructor keywords; returns ``self``."""
+        names = self._param_names()
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}; valid: {names}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        import inspect
+
+        sig = inspect.signature(type(self).__init__)
+        shown = [
+            f"{k}={getattr(self, k)!r}"
+            for k, p in sig.parameters.items()
+            if k != "self" and getattr(self, k) is not p.default
+            and not _equal(getattr(self, k), p.default)
+        ]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False

@@ -1,0 +1,198 @@
+//! Bayesian kernel embeddings (seed 000): ML-II kernel learning, the marginal pseudolikelihood
+//! (eq. (15)) with its gradient, and the posterior of the embedding (eq. (7)–(8)). Stateless: the
+//! Python class `bke.KernelEmbedding` keeps the fitted hyperparameters (so it pickles as plain
+//! numbers and arrays) and passes them back in.
+
+use crate::convert::{ArrayPair, array1, array2, points, points_array};
+use crate::exec::{Exec, Failure, Job};
+use bke_core::embedding::{
+    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, FittedEmbedding, LengthscaleGrid,
+    default_num_landmarks, marginal_pseudolikelihood,
+};
+use bke_core::{Params, Points, Predict, Progress};
+use bke_linalg::Backend;
+use numpy::{PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// Registers the embedding functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(embedding_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(embedding_log_marginal, m)?)?;
+    m.add_function(wrap_pyfunction!(embedding_posterior, m)?)?;
+    Ok(())
+}
+
+/// The BKE hyperparameters from the Python keywords.
+fn bke_params(lengthscales: Vec<f64>, tau2: f64, prior: &str, jacobian: bool) -> Result<BkeParams, Failure> {
+    Ok(BkeParams { lengthscales, tau2, prior: EmbeddingPrior::parse(prior)?, jacobian })
+}
+
+struct FitJob {
+    x: Points,
+    params: EmbeddingParams,
+}
+
+impl Job for FitJob {
+    type Output = FittedEmbedding;
+    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<Self::Output, Failure> {
+        Ok(self.params.check()?.fit_with_progress::<B>(&self.x, progress)?)
+    }
+}
+
+/// ML-II: learns the lengthscale(s) (and optionally τ²) by maximising the marginal
+/// pseudolikelihood; returns a dict of the fitted quantities.
+#[pyfunction]
+#[pyo3(signature = (x, *, num_landmarks, landmarks, tau2, learn_tau2, prior, jacobian, ard, grid, grid_points, max_starts, seed, backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn embedding_fit<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    num_landmarks: Option<usize>,
+    landmarks: Option<PyReadonlyArray2<'py, f64>>,
+    tau2: f64,
+    learn_tau2: bool,
+    prior: &str,
+    jacobian: bool,
+    ard: bool,
+    grid: Option<(f64, f64, usize)>,
+    grid_points: usize,
+    max_starts: usize,
+    seed: u64,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let x = points("X", &x)?;
+    let params = EmbeddingParams {
+        num_landmarks: num_landmarks.unwrap_or_else(|| default_num_landmarks(x.len(), x.dim())),
+        landmarks: landmarks.map(|z| points("landmarks", &z)).transpose()?,
+        tau2,
+        learn_tau2,
+        prior: EmbeddingPrior::parse(prior).map_err(Failure::from)?,
+        jacobian,
+        ard,
+        grid: grid.map(|(min, max, points)| LengthscaleGrid { min, max, points }),
+        grid_points,
+        max_starts,
+        seed,
+    };
+    let r = exec.run(py, FitJob { x, params })?;
+    let d = PyDict::new(py);
+    d.set_item("lengthscales", array1(py, r.params.lengthscales.clone()))?;
+    d.set_item("tau2", r.params.tau2)?;
+    d.set_item("log_marginal", r.log_marginal)?;
+    let optima = r
+        .local_optima
+        .iter()
+        .map(|o| {
+            let e = PyDict::new(py);
+            e.set_item("lengthscales", o.lengthscales.clone())?;
+            e.set_item("tau2", o.tau2)?;
+            e.set_item("log_marginal", o.log_marginal)?;
+            e.set_item("grad_norm", o.grad_norm)?;
+            e.set_item("converged", o.converged)?;
+            e.set_item("at_boundary", o.at_boundary)?;
+            Ok(e)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("local_optima", optima)?;
+    d.set_item("median_heuristic", r.median_heuristic)?;
+    let scan: Vec<f64> = r.scan.iter().flat_map(|p| [p.lengthscale, p.log_marginal]).collect();
+    d.set_item("scan", array2(py, r.scan.len(), 2, scan)?)?;
+    d.set_item("landmarks", points_array(py, &r.landmarks)?)?;
+    d.set_item("landmark_indices", r.landmark_indices.clone())?;
+    d.set_item("n_data", r.n_data)?;
+    d.set_item("evaluations", r.evaluations)?;
+    Ok(d)
+}
+
+struct LogMarginalJob {
+    x: Points,
+    z: Points,
+    params: BkeParams,
+}
+
+impl Job for LogMarginalJob {
+    type Output = bke_core::MarginalLikelihood;
+    fn run<B: Backend>(self, _: &dyn Progress) -> Result<Self::Output, Failure> {
+        Ok(marginal_pseudolikelihood::<B>(&self.x, &self.z, &self.params)?)
+    }
+}
+
+/// The marginal pseudolikelihood (seed 000 eq. (15)) at landmarks `z` and its gradient:
+/// `(log_marginal, grad_log_lengthscale, grad_log_tau2, log_gaussian, log_jacobian)`.
+#[pyfunction]
+#[pyo3(signature = (x, z, *, lengthscales, tau2, prior, jacobian, backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn embedding_log_marginal<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    z: PyReadonlyArray2<'py, f64>,
+    lengthscales: PyReadonlyArray1<'py, f64>,
+    tau2: f64,
+    prior: &str,
+    jacobian: bool,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let params = bke_params(crate::convert::values(&lengthscales), tau2, prior, jacobian)?;
+    let job = LogMarginalJob { x: points("X", &x)?, z: points("landmarks", &z)?, params };
+    let ml = exec.run(py, job)?;
+    let d = PyDict::new(py);
+    d.set_item("log_marginal", ml.log_marginal)?;
+    d.set_item("grad_log_lengthscale", array1(py, ml.grad_log_lengthscale))?;
+    d.set_item("grad_log_tau2", ml.grad_log_tau2)?;
+    d.set_item("log_gaussian", ml.log_gaussian)?;
+    d.set_item("log_jacobian", ml.log_jacobian)?;
+    Ok(d)
+}
+
+struct PosteriorJob {
+    x: Points,
+    conditioning: Option<Points>,
+    at: Points,
+    params: BkeParams,
+}
+
+impl Job for PosteriorJob {
+    type Output = (Vec<f64>, Vec<f64>);
+    fn run<B: Backend>(self, _: &dyn Progress) -> Result<Self::Output, Failure> {
+        let post = match &self.conditioning {
+            Some(w) => BkePosterior::conditioned_at::<B>(&self.params, &self.x, w)?,
+            None => self.params.check()?.fit::<B>(&self.x)?,
+        };
+        let pred = post.predict::<B>(&self.at)?;
+        Ok((pred.mean, pred.variance))
+    }
+}
+
+/// Posterior mean and variance of the embedding `μ` at `at` (seed 000 eq. (7)–(8)), conditioning
+/// on the empirical embedding at `conditioning` (default: the data).
+#[pyfunction]
+#[pyo3(signature = (x, at, conditioning, *, lengthscales, tau2, prior, jacobian, backend, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn embedding_posterior<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    at: PyReadonlyArray2<'py, f64>,
+    conditioning: Option<PyReadonlyArray2<'py, f64>>,
+    lengthscales: PyReadonlyArray1<'py, f64>,
+    tau2: f64,
+    prior: &str,
+    jacobian: bool,
+    backend: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<ArrayPair<'py>> {
+    let exec = Exec::new(backend, n_jobs)?;
+    let params = bke_params(crate::convert::values(&lengthscales), tau2, prior, jacobian)?;
+    let job = PosteriorJob {
+        x: points("X", &x)?,
+        conditioning: conditioning.map(|c| points("conditioning points", &c)).transpose()?,
+        at: points("at", &at)?,
+        params,
+    };
+    let (mean, var) = exec.run(py, job)?;
+    Ok((array1(py, mean), array1(py, var)))
+}

@@ -1,0 +1,69 @@
+"""What every entry point shares: numpy conversion, bad-input errors, backends, n_jobs."""
+
+import numpy as np
+import pytest
+
+import bke
+
+
+def test_backends_listed():
+    assert "faer" in bke.backends() and "nalgebra" in bke.backends()
+
+
+def test_dtypes_and_memory_orders_agree():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(80, 2))
+    z = x[:10]
+    e = bke.KernelEmbedding()
+    ref = e.log_marginal(x, z, lengthscale=0.9, tau2=1.0).value
+    assert e.log_marginal(np.asfortranarray(x), z, lengthscale=0.9, tau2=1.0).value == ref
+    assert e.log_marginal(x.astype(np.float32).astype(np.float64), z, lengthscale=0.9, tau2=1.0).value != 0
+    xi = np.round(x * 10).astype(np.int64)
+    assert e.log_marginal(xi, xi[:10], lengthscale=9.0, tau2=1.0).value == pytest.approx(
+        e.log_marginal(xi.astype(float), xi[:10].astype(float), lengthscale=9.0, tau2=1.0).value, rel=0
+    )
+    wide = np.zeros((80, 4))
+    wide[:, ::2] = x
+    assert e.log_marginal(wide[:, ::2], z, lengthscale=0.9, tau2=1.0).value == ref  # strided view
+
+
+@pytest.mark.parametrize(
+    "x, message",
+    [
+        (np.ones(10), "2-D array of shape (n_samples, n_features); got a 1-D array"),
+        (np.ones((2, 2, 2)), "got 3 dimension(s)"),
+        (np.array([["a", "b"]]), "must hold real numbers"),
+        (np.ones((10, 0)), "0 columns"),
+    ],
+)
+def test_bad_shapes_raise(x, message):
+    with pytest.raises(ValueError, match=None) as err:
+        bke.KernelEmbedding().fit(x)
+    assert message in str(err.value)
+
+
+def test_nan_raises_with_row_and_column():
+    x = np.random.default_rng(0).normal(size=(50, 2))
+    x[7, 1] = np.nan
+    with pytest.raises(ValueError, match="non-finite value NaN in X at row 7, column 1"):
+        bke.KernelEmbedding().fit(x)
+
+
+def test_invalid_parameters_raise_value_error_with_library_message():
+    x = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(ValueError, match="invalid tau2 = -1: must be finite and strictly positive"):
+        bke.KernelEmbedding(tau2=-1).fit(x)
+    with pytest.raises(ValueError, match="backend 'nope'"):
+        bke.KernelEmbedding(backend="nope").fit(x)
+    with pytest.raises(ValueError, match="n_jobs must be a positive number"):
+        bke.KernelEmbedding(n_jobs=0).fit(x)
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        bke.KernelEmbedding().posterior(x)
+
+
+@pytest.mark.parametrize("backend", ["faer", "nalgebra"])
+def test_results_do_not_depend_on_n_jobs(backend):
+    x = np.random.default_rng(2).normal(size=(400, 3))
+    fits = [bke.KernelEmbedding(num_landmarks=25, backend=backend, n_jobs=j).fit(x) for j in (1, 2, None)]
+    assert fits[0].lengthscale_ == fits[1].lengthscale_ == fits[2].lengthscale_
+    assert fits[0].log_marginal_ == fits[1].log_marginal_ == fits[2].log_marginal_

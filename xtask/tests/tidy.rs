@@ -1,0 +1,191 @@
+//! Tidy checks over the workspace's sources (as rust-analyzer's `xtask/src/tidy.rs`), run by
+//! `cargo test --workspace`:
+//!
+//! * the model crates (`bke-core`, `bke-bank`, `bke-dme`) are generic over `bke_linalg::Backend`:
+//!   no file of theirs names a backend (`Faer`, `Nalgebra`, `OpenBlas`) or tests a Cargo feature
+//!   (`cfg(feature`); tests there use `bke_linalg::DefaultBackend`, and the comparison across
+//!   backends lives in `bke-bench/tests/backend_suite.rs`;
+//! * no Rust source file is longer than [`MAX_LINES`] lines unless a line
+//!   `// tidy: long because <reason>` (or `//! tidy: …`, which rustdoc shows) near its top says why,
+//!   and a file that is short again drops its reason, so stale reasons do not accumulate;
+//! * every public item is documented: `missing_docs` is on for the whole workspace, every crate
+//!   inherits the workspace lints, and no source file switches the lint off;
+//! * the design document the code cites is the repository's `docs/DESIGN.md` (no citation of a copy
+//!   outside the repository).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Longest a source file may be without a written reason.
+const MAX_LINES: usize = 700;
+/// The marker of a written reason (after `//` or `//!`); it must appear within the first
+/// [`REASON_WITHIN`] lines.
+const REASON: &str = "tidy: long because ";
+/// How near the top the reason must be.
+const REASON_WITHIN: usize = 10;
+/// The crates whose code must be generic over the backend.
+const MODEL_CRATES: [&str; 3] = ["bke-core", "bke-bank", "bke-dme"];
+/// Backend names a model crate must not mention.
+const BACKEND_NAMES: [&str; 3] = ["Faer", "Nalgebra", "OpenBlas"];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+/// Every file under `dir` whose name ends in `ext`, skipping build outputs and hidden folders.
+fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !(name.starts_with('.') || name == "target" || name == "node_modules") {
+                    stack.push(path);
+                }
+            } else if name.ends_with(ext) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(workspace_root()).unwrap_or(path).display().to_string()
+}
+
+/// Whether `line` holds `word` as a whole identifier.
+fn mentions_word(line: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(word).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+/// The workspace members listed in the root manifest.
+fn members() -> Vec<String> {
+    let manifest = read(&workspace_root().join("Cargo.toml"));
+    let start = manifest.find("members").expect("the root manifest lists its members");
+    let list = &manifest[start..];
+    let list = &list[list.find('[').unwrap() + 1..list.find(']').unwrap()];
+    list.split(',').map(|m| m.trim().trim_matches('"').to_string()).filter(|m| !m.is_empty()).collect()
+}
+
+fn fail_if_any(problems: Vec<String>, what: &str) {
+    assert!(problems.is_empty(), "{what}:\n  {}", problems.join("\n  "));
+}
+
+#[test]
+fn model_crates_do_not_name_backends_or_features() {
+    let mut problems = Vec::new();
+    for krate in MODEL_CRATES {
+        for path in files_with_extension(&workspace_root().join(krate), ".rs") {
+            for (i, line) in read(&path).lines().enumerate() {
+                let named: Vec<&str> =
+                    BACKEND_NAMES.into_iter().filter(|name| mentions_word(line, name)).collect();
+                if !named.is_empty() || line.contains("cfg(feature") {
+                    problems.push(format!("{}:{}: {}", relative(&path), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    fail_if_any(
+        problems,
+        "model crates must be generic over bke_linalg::Backend (tests use bke_linalg::DefaultBackend; \
+         cross-backend checks belong in bke-bench/tests/backend_suite.rs)",
+    );
+}
+
+#[test]
+fn long_files_say_why() {
+    let mut problems = Vec::new();
+    for path in files_with_extension(&workspace_root(), ".rs") {
+        let text = read(&path);
+        let lines = text.lines().count();
+        let has_reason = text.lines().take(REASON_WITHIN).any(|l| {
+            let comment = l.strip_prefix("//!").or_else(|| l.strip_prefix("//"));
+            comment.is_some_and(|c| c.trim_start().starts_with(REASON))
+        });
+        if lines > MAX_LINES && !has_reason {
+            problems.push(format!(
+                "{}: {lines} lines; split it, or write `// {REASON}…` in its first {REASON_WITHIN} lines",
+                relative(&path)
+            ));
+        }
+        if lines <= MAX_LINES && has_reason {
+            problems
+                .push(format!("{}: {lines} lines but still gives a reason for being long", relative(&path)));
+        }
+    }
+    fail_if_any(problems, &format!("source files over {MAX_LINES} lines need a written reason"));
+}
+
+#[test]
+fn every_public_item_is_documented() {
+    let root = read(&workspace_root().join("Cargo.toml"));
+    let rust_lints = root.split("[workspace.lints.rust]").nth(1).expect("workspace lints for rustc");
+    let rust_lints = rust_lints.split("\n[").next().unwrap();
+    assert!(
+        rust_lints.lines().any(|l| {
+            let l = l.replace(' ', "");
+            l == "missing_docs=\"warn\"" || l == "missing_docs=\"deny\""
+        }),
+        "the workspace must set missing_docs = \"warn\" (CI turns warnings into errors)"
+    );
+    let mut problems = Vec::new();
+    for member in members() {
+        let manifest = read(&workspace_root().join(&member).join("Cargo.toml"));
+        let inherits = manifest.split("[lints]").nth(1).is_some_and(|rest| {
+            rest.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .is_some_and(|l| l.replace(' ', "") == "workspace=true")
+        });
+        if !inherits {
+            problems.push(format!("{member}/Cargo.toml: add `[lints]` with `workspace = true`"));
+        }
+    }
+    let switched_off = concat!("allow(", "missing_docs)");
+    for path in files_with_extension(&workspace_root(), ".rs") {
+        for (i, line) in read(&path).lines().enumerate() {
+            if line.contains(switched_off) {
+                problems.push(format!("{}:{}: {}", relative(&path), i + 1, line.trim()));
+            }
+        }
+    }
+    fail_if_any(problems, "every crate must document its public items");
+}
+
+#[test]
+fn design_citations_point_into_the_repository() {
+    assert!(workspace_root().join("docs/DESIGN.md").is_file(), "docs/DESIGN.md is missing");
+    let name = concat!("DESIGN", ".md");
+    let mut problems = Vec::new();
+    for path in files_with_extension(&workspace_root(), ".rs") {
+        for (i, line) in read(&path).lines().enumerate() {
+            let cites_elsewhere = line.match_indices(name).any(|(at, _)| !line[..at].ends_with("docs/"));
+            if cites_elsewhere {
+                problems.push(format!("{}:{}: {}", relative(&path), i + 1, line.trim()));
+            }
+        }
+    }
+    fail_if_any(problems, "cite the design document as docs/DESIGN.md");
+}
+
+#[test]
+fn word_matching_respects_identifier_boundaries() {
+    assert!(mentions_word("use bke_linalg::Faer;", "Faer"));
+    assert!(mentions_word("f::<Nalgebra>(x)", "Nalgebra"));
+    assert!(!mentions_word("FaerLike and MyFaer", "Faer"));
+    assert!(!mentions_word("DefaultBackend", "Faer"));
+}
