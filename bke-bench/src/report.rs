@@ -11,8 +11,9 @@ use std::time::Instant;
 /// unlike wall time, does not grow with the other processes' load.
 pub fn process_cpu_seconds() -> Option<f64> {
     let mut total = 0u64;
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        // a thread that exits while we read has no schedstat any more: it no longer counts
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else { continue };
         total += text.split_whitespace().next()?.parse::<u64>().ok()?;
     }
     Some(total as f64 * 1e-9)
