@@ -212,14 +212,16 @@ pub fn bench(n_per_sample: usize, draws: usize, gemm: GemmReference) -> anyhow::
 
     let t_agg = aggregated_test()?;
     eprintln!("  MMDAgg (10 kernels, N = 1000, B = 2000)  {}", fmt_seconds(t_agg));
-    table.push(row(
+    row(
+        &mut table,
         "MMDAgg test, 2×10 kernels, B₁ = B₂ = 2000 (selection + nulls)",
         1000,
         2000,
         "-",
         t_agg,
         t_agg / best,
-    ));
+        None,
+    );
 
     table.notes.push(format!(
         "threads: the rayon pool ({threads}); target for the batched MMD null at N = 1800, B = 1000: < 0.25 s on 2 cores"

@@ -5,10 +5,11 @@
 
 use bke_core::bayes::SampleParams;
 use bke_core::embedding::{EmbeddingParams, EmbeddingPrior};
-use bke_core::hypothesis::mmd::{MmdParams, mmd_test};
+use bke_core::hypothesis::LengthscaleSelection;
+use bke_core::hypothesis::mmd::MmdParams;
 use bke_core::nuts::NutsParams;
-use bke_core::{BkeParams, Kernel, Params, Points};
-use bke_linalg::DefaultBackend as Faer;
+use bke_core::{BkeParams, Params, Points, TwoSamples};
+use bke_linalg::DefaultBackend;
 use proptest::prelude::*;
 
 /// Counts as a careless or hostile user types them.
@@ -60,7 +61,7 @@ proptest! {
         if params.validate().is_ok() && chains <= 2 && warmup <= 5 && draws <= 5 && depth <= 4 {
             let s = SampleParams { nuts: params, num_landmarks: m.min(1 << 20), ..SampleParams::default() };
             if s.validate().is_ok() {
-                let _ = s.check().unwrap().fit::<Faer>(&data());
+                let _ = s.check().unwrap().fit::<DefaultBackend>(&data());
             }
         }
     }
@@ -78,7 +79,7 @@ proptest! {
             ..EmbeddingParams::default()
         };
         if params.validate().is_ok() && grid_points <= 5 {
-            let _ = params.check().unwrap().fit::<Faer>(&data());
+            let _ = params.check().unwrap().fit::<DefaultBackend>(&data());
         }
     }
 
@@ -86,19 +87,21 @@ proptest! {
     fn posterior_params_never_panic(l1 in real(), l2 in real(), tau2 in real()) {
         let params = BkeParams::new(vec![l1, l2], tau2);
         if params.validate().is_ok() {
-            if let Ok(post) = params.check().unwrap().fit::<Faer>(&data()) {
-                let _ = post.sample::<Faer>(&data(), 3, 0);
+            if let Ok(post) = params.check().unwrap().fit::<DefaultBackend>(&data()) {
+                let _ = post.sample::<DefaultBackend>(&data(), 3, 0);
             }
         }
     }
 
     #[test]
     fn test_params_never_panic(permutations in count(), alpha in real(), lengthscale in real()) {
-        let params = MmdParams { permutations, alpha, ..MmdParams::default() };
-        let ok = params.check().is_ok();
-        if let (true, Ok(kernel)) = (ok && permutations <= 50, Kernel::se(lengthscale)) {
+        let selection = LengthscaleSelection::Fixed(lengthscale);
+        let params = MmdParams { permutations, alpha, selection, ..MmdParams::default() };
+        if let (true, Ok(valid)) = (permutations <= 50, params.check()) {
             let x = data();
-            let _ = mmd_test::<Faer>(&x, &x, &kernel, &params);
+            if let Ok(fitted) = valid.fit::<DefaultBackend>(&TwoSamples { x: x.clone(), y: x }) {
+                let _ = fitted.test::<DefaultBackend>();
+            }
         }
     }
 }

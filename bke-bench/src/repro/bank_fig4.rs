@@ -86,6 +86,40 @@ fn plot(points: &[Point], title: &str, x_label: &str, y_label: &str, by_m: bool,
     plot
 }
 
+/// Writes the CSV of every point and the SVGs of the curves measured so far (called after every
+/// `M` or `N`, so a run that is cut off keeps what it measured).
+fn write_outputs(dir: &Path, by_m: &[Point], by_n: &[Point]) -> anyhow::Result<()> {
+    let mut csv = String::from("dataset,method,M,N,metric,mean,stderr,seconds_per_fit\n");
+    for p in by_m.iter().chain(by_n) {
+        writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{}",
+            p.dataset,
+            p.method.name(),
+            p.m,
+            p.n,
+            p.result.metric,
+            p.result.mean,
+            p.result.stderr,
+            p.seconds_per_fit
+        )?;
+    }
+    bke_core::model_file::write_atomic(dir.join("fig4.csv"), csv)?;
+    if !by_m.is_empty() {
+        plot(by_m, "BaNK Fig. 4(d): test error vs M (5-fold)", "M (frequencies)", "MSE / error", true, false)
+            .save(&dir.join("error_vs_m.svg"))?;
+        plot(by_m, "BaNK Fig. 4(e,f): seconds per fit vs M", "M (frequencies)", "seconds", true, true)
+            .save(&dir.join("time_vs_m.svg"))?;
+    }
+    if !by_n.is_empty() {
+        plot(by_n, "BaNK Fig. 4(a): test error vs N (5-fold)", "N (rows)", "MSE / error", false, false)
+            .save(&dir.join("error_vs_n.svg"))?;
+        plot(by_n, "BaNK Fig. 4(b,c): seconds per fit vs N", "N (rows)", "seconds", false, true)
+            .save(&dir.join("time_vs_n.svg"))?;
+    }
+    Ok(())
+}
+
 /// Runs the reproduction.
 pub fn run(out: &Path) -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -105,6 +139,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
         };
     let ns: Vec<usize> = if smoke { vec![100, 200] } else { vec![500, 1000, 2000, 4000, 8645] };
     let mut by_m = Vec::new();
+    let mut by_n = Vec::new();
     if part.as_deref() != Some("n") {
         for &m in &ms {
             for &d in &datasets {
@@ -114,49 +149,15 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
                     by_m.push(cv(d, method, m, rows, iterations)?);
                 }
             }
+            write_outputs(&dir, &by_m, &by_n)?;
         }
     }
-    let mut by_n = Vec::new();
     if part.as_deref() != Some("m") {
         for &n in &ns {
             by_n.push(cv("bikeshare", Method::Bank, if smoke { 16 } else { 128 }, Some(n), iterations)?);
             by_n.push(cv("magic", Method::Bank, if smoke { 16 } else { 128 }, Some(n), iterations)?);
+            write_outputs(&dir, &by_m, &by_n)?;
         }
-    }
-    let mut csv = String::from("dataset,method,M,N,metric,mean,stderr,seconds_per_fit\n");
-    for p in by_m.iter().chain(&by_n) {
-        writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{}",
-            p.dataset,
-            p.method.name(),
-            p.m,
-            p.n,
-            p.result.metric,
-            p.result.mean,
-            p.result.stderr,
-            p.seconds_per_fit
-        )?;
-    }
-    bke_core::model_file::write_atomic(dir.join("fig4.csv"), csv)?;
-    if !by_m.is_empty() {
-        plot(
-            &by_m,
-            "BaNK Fig. 4(d): test error vs M (5-fold)",
-            "M (frequencies)",
-            "MSE / error",
-            true,
-            false,
-        )
-        .save(&dir.join("error_vs_m.svg"))?;
-        plot(&by_m, "BaNK Fig. 4(e,f): seconds per fit vs M", "M (frequencies)", "seconds", true, true)
-            .save(&dir.join("time_vs_m.svg"))?;
-    }
-    if !by_n.is_empty() {
-        plot(&by_n, "BaNK Fig. 4(a): test error vs N (5-fold)", "N (rows)", "MSE / error", false, false)
-            .save(&dir.join("error_vs_n.svg"))?;
-        plot(&by_n, "BaNK Fig. 4(b,c): seconds per fit vs N", "N (rows)", "seconds", false, true)
-            .save(&dir.join("time_vs_n.svg"))?;
     }
     println!("bank-fig4: wrote {}", dir.display());
     for p in by_m.iter().chain(&by_n) {

@@ -18,9 +18,9 @@
 
 use crate::plot::{Plot, Series};
 use crate::report::Table;
-use bke_core::hypothesis::MmdStatistic;
 use bke_core::hypothesis::mmd::mmd_statistic;
-use bke_core::{Kernel, Params, Points};
+use bke_core::hypothesis::{MmdStatistic, WeightedKernel};
+use bke_core::{Params, Points};
 use bke_dme::herding::{HerdingParams, PosteriorEmbedding, wasserstein1};
 use bke_dme::kbr::KbrParams;
 use bke_dme::lfi::{LfiData, LfiLearnParams, LfiParams};
@@ -153,7 +153,7 @@ pub fn errors(samples: &Points, exact: &Points) -> anyhow::Result<Errors> {
     let distance = if d == 1 {
         wasserstein1(samples.as_slice(), exact.as_slice())
     } else {
-        mmd_statistic(samples, exact, &Kernel::se(sd_exact)?, MmdStatistic::Biased)?
+        mmd_statistic(samples, exact, &WeightedKernel::gaussian(sd_exact), MmdStatistic::Biased)?
     };
     Ok(Errors { mean: me, sd: se, distance })
 }

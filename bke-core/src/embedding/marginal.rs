@@ -177,27 +177,6 @@ impl PartialStats {
     }
 }
 
-/// Everything the objective needs besides the data: landmarks prepared for the streaming pass and
-/// the `m × m` prior terms. Build once per parameter value, then stream the data through
-/// [`PseudolikelihoodPlan::partial`] in chunks of any size and [`PseudolikelihoodPlan::finish`].
-///
-/// ```
-/// use bke_core::embedding::{BkeParams, PseudolikelihoodPlan, marginal_pseudolikelihood};
-/// use bke_core::Points;
-/// use bke_linalg::DefaultBackend;
-/// let x: Vec<f64> = (0..500).map(|i| (i as f64 * 0.37).sin() * 2.0).collect();
-/// let z = Points::from_1d("z", &[-1.5, 0.0, 1.0]).unwrap();
-/// let p = BkeParams::new(vec![0.8], 1.0);
-/// let plan = PseudolikelihoodPlan::new(&z, &p).unwrap();
-/// let mut stats = plan.empty_stats();
-/// for chunk in x.chunks(128) {
-///     stats.merge(&plan.partial(&Points::from_1d("x", chunk).unwrap()).unwrap()).unwrap();
-/// }
-/// let streamed = plan.finish::<DefaultBackend>(&stats).unwrap();
-/// let whole = marginal_pseudolikelihood::<DefaultBackend>(&Points::from_1d("x", &x).unwrap(), &z, &p).unwrap();
-/// assert!((streamed.log_marginal - whole.log_marginal).abs() < 1e-10 * whole.log_marginal.abs());
-/// ```
-
 impl MarginalLikelihood {
     /// The value itself when it and its gradient are finite, else an error saying why they are
     /// not: a `−∞` log-Jacobian means the landmarks' feature map loses rank at some data point
@@ -225,6 +204,27 @@ impl MarginalLikelihood {
         })
     }
 }
+
+/// Everything the objective needs besides the data: landmarks prepared for the streaming pass and
+/// the `m × m` prior terms. Build once per parameter value, then stream the data through
+/// [`PseudolikelihoodPlan::partial`] in chunks of any size and [`PseudolikelihoodPlan::finish`].
+///
+/// ```
+/// use bke_core::embedding::{BkeParams, PseudolikelihoodPlan, marginal_pseudolikelihood};
+/// use bke_core::Points;
+/// use bke_linalg::DefaultBackend;
+/// let x: Vec<f64> = (0..500).map(|i| (i as f64 * 0.37).sin() * 2.0).collect();
+/// let z = Points::from_1d("z", &[-1.5, 0.0, 1.0]).unwrap();
+/// let p = BkeParams::new(vec![0.8], 1.0);
+/// let plan = PseudolikelihoodPlan::new(&z, &p).unwrap();
+/// let mut stats = plan.empty_stats();
+/// for chunk in x.chunks(128) {
+///     stats.merge(&plan.partial(&Points::from_1d("x", chunk).unwrap()).unwrap()).unwrap();
+/// }
+/// let streamed = plan.finish::<DefaultBackend>(&stats).unwrap();
+/// let whole = marginal_pseudolikelihood::<DefaultBackend>(&Points::from_1d("x", &x).unwrap(), &z, &p).unwrap();
+/// assert!((streamed.log_marginal - whole.log_marginal).abs() < 1e-10 * whole.log_marginal.abs());
+/// ```
 
 #[derive(Debug, Clone)]
 pub struct PseudolikelihoodPlan {
