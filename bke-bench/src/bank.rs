@@ -8,7 +8,7 @@
 //! proposal `2N(2M)² + (2M)³/3 + …`, i.e. `O(NM³)` a sweep: it is timed on a few proposals and
 //! scaled by `M / count` (the table says how many).
 
-use crate::report::{GemmReference, Table, fmt_seconds, median_seconds};
+use crate::report::{Table, fmt_seconds, median_seconds, process_cpu_seconds};
 use bke_bank::evidence::NigParams;
 use bke_bank::regression::RegressionState;
 use bke_linalg::{Backend, BackendKind, Mat, Trans, WithBackend};
@@ -89,7 +89,7 @@ struct Measure<'a> {
 }
 
 impl WithBackend for Measure<'_> {
-    type Output = anyhow::Result<(f64, Option<(f64, usize)>, usize, f64)>;
+    type Output = anyhow::Result<Measured>;
     fn run<B: Backend>(self) -> Self::Output {
         let p = self.prob;
         let (n, m) = (p.x.nrows(), p.w.len() / DIM);
@@ -98,6 +98,7 @@ impl WithBackend for Measure<'_> {
         let mut accepted = 0;
         let mut drift = 0.0;
         let mut state = None;
+        let mut cpu = Vec::new();
         let t = median_seconds(
             &mut state,
             reps,
@@ -105,7 +106,9 @@ impl WithBackend for Measure<'_> {
             |s| *s = Some(base.clone()),
             |s| {
                 let st = s.as_mut().expect("prepared");
+                let c0 = process_cpu_seconds();
                 accepted = st.sweep(&p.props, &p.log_u, BLOCK).expect("sweep");
+                cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
                 0.0
             },
         );
@@ -124,8 +127,34 @@ impl WithBackend for Measure<'_> {
         } else {
             None
         };
-        Ok((t, reference, accepted, drift))
+        Ok(Measured { sweep: t, sweep_cpu: median(cpu), reference, accepted, drift })
     }
+}
+
+/// What [`Measure`] measured.
+struct Measured {
+    /// Median wall seconds of a sweep.
+    sweep: f64,
+    /// Median CPU seconds of a sweep (all threads), where the platform reports CPU time.
+    sweep_cpu: Option<f64>,
+    /// Seconds of a refactorising sweep and the proposals it was extrapolated from.
+    reference: Option<(f64, usize)>,
+    /// Accepted proposals.
+    accepted: usize,
+    /// Factor drift after the sweep.
+    drift: f64,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// A DGEMM rate in GFLOP per wall second and per CPU second (all threads).
+#[derive(Debug, Clone, Copy)]
+struct Rate {
+    wall: f64,
+    cpu: Option<f64>,
 }
 
 /// DGEMM rate (GFLOP/s) of the sweep's own product shape `(2M × N)·(N × 2P)`.
@@ -135,36 +164,44 @@ struct GemmRate {
 }
 
 impl WithBackend for GemmRate {
-    type Output = f64;
-    fn run<B: Backend>(self) -> f64 {
+    type Output = Rate;
+    fn run<B: Backend>(self) -> Rate {
         let a = Mat::from_fn(self.n, 2 * self.m, |i, j| ((i * 31 + j * 17) % 97) as f64 / 97.0);
         let b = Mat::from_fn(self.n, 2 * BLOCK, |i, j| ((i * 13 + j * 7) % 89) as f64 / 89.0);
         let mut c = Mat::zeros(2 * self.m, 2 * BLOCK);
+        let mut cpu = Vec::new();
         let t = median_seconds(
             &mut c,
             3,
             0.5,
             |_| {},
             |c| {
+                let c0 = process_cpu_seconds();
                 B::gemm(1.0, a.as_ref(), Trans::Yes, b.as_ref(), Trans::No, 0.0, c.as_mut()).expect("gemm");
+                cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
                 c[(0, 0)]
             },
         );
-        2.0 * self.n as f64 * (2 * self.m) as f64 * (2 * BLOCK) as f64 / t / 1e9
+        let gflop = 2.0 * self.n as f64 * (2 * self.m) as f64 * (2 * BLOCK) as f64 / 1e9;
+        Rate { wall: gflop / t, cpu: median(cpu).filter(|&c| c > 0.0).map(|c| gflop / c) }
     }
 }
 
 /// Runs the scaling benchmark; returns the table and the measured rows. Configurations whose sweep
 /// would take more than `max_sweep_seconds` at the backend's measured DGEMM rate are skipped (and
-/// listed as such); the refactorising reference is timed on as many proposals (1 to 4) as fit in
+/// listed as such; the estimate uses the DGEMM rate per CPU second where the platform reports CPU
+/// time, so a loaded machine does not skip more); only the `backends` given run (all compiled ones
+/// when empty). The sweep's *GEMM bound* is its nominal flops ([`sweep_flops`]) at the sweep-shaped
+/// DGEMM rate; the table gives the sweep's CPU time over that bound in CPU time (a ratio that the
+/// machine's load does not distort). The refactorising reference is timed on as many proposals (1 to 4) as fit in
 /// `reference_budget` seconds at the measured DGEMM rate and scaled to a whole sweep (skipped when a
 /// single proposal would take more than 5 × `reference_budget`).
 pub fn bench(
     ns: &[usize],
     ms: &[usize],
+    backends: &[BackendKind],
     reference_budget: f64,
     max_sweep_seconds: f64,
-    gemm: GemmReference,
 ) -> anyhow::Result<(Table, Vec<Row>)> {
     let threads = rayon::current_num_threads();
     let mut table = Table::new(
@@ -176,70 +213,82 @@ pub fn bench(
             "sweep",
             "GFLOP",
             "GFLOP/s",
+            "sweep CPU s",
+            "GEMM bound CPU s",
+            "x bound",
             "refactorising sweep",
             "ratio",
             "accepted",
             "drift",
         ],
-    )
-    .with_timing(gemm);
+    );
     let mut rows = Vec::new();
-    for kind in BackendKind::available() {
-        let rate = kind.dispatch(GemmRate {
+    let kinds = if backends.is_empty() { BackendKind::available() } else { backends.to_vec() };
+    for kind in kinds {
+        let Rate { wall: rate, cpu: cpu_rate } = kind.dispatch(GemmRate {
             n: *ns.iter().max().unwrap_or(&10000),
             m: *ms.iter().max().unwrap_or(&384),
         })?;
-        eprintln!("{}: sweep-shaped DGEMM rate {rate:.1} GFLOP/s", kind.name());
+        let cpu_text = cpu_rate.map_or("-".into(), |r| format!("{r:.1}"));
+        eprintln!("{}: sweep-shaped DGEMM rate {rate:.1} GFLOP/s wall, {cpu_text} per CPU s", kind.name());
         for &n in ns {
             for &m in ms {
                 let flops = sweep_flops(n, m, BLOCK);
-                let estimate = flops / (rate * 1e9);
+                let estimate = flops / (cpu_rate.unwrap_or(rate) * 1e9);
                 if estimate > max_sweep_seconds {
                     eprintln!(
                         "  {:<9} N={n:<7} M={m:<4} skipped (about {estimate:.0} s at its DGEMM rate)",
                         kind.name()
                     );
-                    let cells = vec![
+                    table.push(vec![
                         kind.name().into(),
                         n.to_string(),
                         m.to_string(),
                         format!("skipped (~{estimate:.0} s at {rate:.1} GFLOP/s)"),
                         format!("{:.2}", flops / 1e9),
                         "-".into(),
+                        "-".into(),
+                        "-".into(),
+                        "-".into(),
                         "skipped".into(),
                         "-".into(),
                         "-".into(),
                         "-".into(),
-                    ];
-                    table.push_timed(cells, f64::NAN, Some(flops));
+                    ]);
                     continue;
                 }
                 let prob = Problem::new(n, m, 7);
-                let (t, reference, accepted, drift) =
+                let Measured { sweep: t, sweep_cpu, reference, accepted, drift } =
                     kind.dispatch(Measure { prob: &prob, reference_budget, rate })??;
+                let bound = cpu_rate.map(|r| flops / (r * 1e9));
+                let ratio = sweep_cpu.zip(bound).map(|(c, b)| c / b);
                 eprintln!(
-                    "  {:<9} N={n:<7} M={m:<4} sweep {} ({:.1} GFLOP/s), refactorising {}",
+                    "  {:<9} N={n:<7} M={m:<4} sweep {} ({:.1} GFLOP/s), CPU {} = {} x GEMM bound, refactorising {}",
                     kind.name(),
                     fmt_seconds(t),
                     flops / t / 1e9,
+                    sweep_cpu.map_or("-".into(), fmt_seconds),
+                    ratio.map_or("-".into(), |r| format!("{r:.2}")),
                     reference.map_or("skipped".into(), |(r, c)| format!(
                         "{} (from {c} proposals)",
                         fmt_seconds(r)
                     ))
                 );
-                let cells = vec![
+                table.push(vec![
                     kind.name().into(),
                     n.to_string(),
                     m.to_string(),
                     fmt_seconds(t),
                     format!("{:.2}", flops / 1e9),
                     format!("{:.1}", flops / t / 1e9),
+                    sweep_cpu.map_or("-".into(), |c| format!("{c:.2}")),
+                    bound.map_or("-".into(), |b| format!("{b:.2}")),
+                    ratio.map_or("-".into(), |r| format!("{r:.2}")),
                     reference.map_or("skipped".into(), |(r, c)| format!("{} (from {c})", fmt_seconds(r))),
                     reference.map_or("-".into(), |(r, _)| format!("{:.0}x", r / t)),
                     format!("{accepted}/{m}"),
                     format!("{drift:.1e}"),
-                ];
-                table.push_timed(cells, t, Some(flops));
+                ]);
                 rows.push(Row {
                     backend: kind.name(),
                     n,
@@ -252,7 +301,21 @@ pub fn bench(
                 });
             }
         }
-        table.notes.push(format!("{}: sweep-shaped DGEMM rate {rate:.1} GFLOP/s", kind.name()));
+        table.push(vec![
+            kind.name().into(),
+            "DGEMM".into(),
+            "rate".into(),
+            "-".into(),
+            "-".into(),
+            format!("{rate:.1}"),
+            "-".into(),
+            "-".into(),
+            cpu_text.clone(),
+            "(sweep-shaped product; GFLOP/s wall, then per CPU s)".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]);
     }
     Ok((table, rows))
 }

@@ -66,6 +66,21 @@ impl GemmReference {
 /// Headers of the machine-readable timing columns appended by [`Table::push_timed`].
 pub const TIMING_HEADERS: [&str; 5] = ["seconds", "gflops", "gemm_n", "gemm_seconds", "x_gemm"];
 
+/// CPU seconds used so far by every thread of this process (the sum of the threads'
+/// `/proc/self/task/*/schedstat` run times, nanosecond resolution), or `None` where that is not
+/// available (not Linux). A thread that has exited no longer counts, so take differences across work
+/// done on threads that persist (the main thread and the rayon pool). On a shared machine CPU time,
+/// unlike wall time, does not grow with the other processes' load.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        // a thread that exits while we read has no schedstat any more: it no longer counts
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else { continue };
+        total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total as f64 * 1e-9)
+}
+
 /// Median wall time in seconds of `run(state)` over repetitions, `prepare(state)` untimed before
 /// each. Repeats at least `min_reps` times and until `min_total` seconds of timed work (at most 1000).
 pub fn median_seconds<S>(
@@ -167,7 +182,7 @@ impl Table {
     /// Markdown rendering.
     pub fn to_markdown(&self) -> String {
         let mut out = format!(
-            "### {}\n\n| {} |\n|{}|\n",
+            "### {}\n\n| {} |\n|{}\n",
             self.title,
             self.headers.join(" | "),
             "---|".repeat(self.headers.len())
@@ -243,5 +258,24 @@ mod tests {
         assert_eq!(cells[5], 2e-3);
         assert!((cells[6] - 0.5).abs() < 1e-12);
         assert_eq!(lines[2], "20,faer,,,4,2.000000e-3,");
+    }
+
+    /// Busy work on this thread shows up in the process's CPU time, which never exceeds the wall
+    /// time times the cores that could run it (physical bounds, independent of the schedstat source).
+    #[test]
+    fn cpu_seconds_grow_with_busy_work_and_not_faster_than_wall_time() {
+        let Some(c0) = process_cpu_seconds() else { return };
+        let t0 = std::time::Instant::now();
+        let mut x = 0u64;
+        while process_cpu_seconds().expect("still readable") - c0 < 0.02 {
+            for i in 0..100_000u64 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+            }
+            assert!(t0.elapsed().as_secs_f64() < 60.0, "CPU time did not grow in a minute of busy work");
+        }
+        std::hint::black_box(x);
+        let used = process_cpu_seconds().expect("readable") - c0;
+        let threads = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        assert!(used >= 0.02 && used <= t0.elapsed().as_secs_f64() * threads + 0.01, "used {used}");
     }
 }

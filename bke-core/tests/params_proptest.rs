@@ -97,7 +97,7 @@ proptest! {
     fn test_params_never_panic(permutations in count(), alpha in real(), lengthscale in real()) {
         let selection = LengthscaleSelection::Fixed(lengthscale);
         let params = MmdParams { permutations, alpha, selection, ..MmdParams::default() };
-        if let (Ok(valid), true) = (params.check(), permutations <= 50) {
+        if let (true, Ok(valid)) = (permutations <= 50, params.check()) {
             let x = data();
             if let Ok(fitted) = valid.fit::<DefaultBackend>(&TwoSamples { x: x.clone(), y: x }) {
                 let _ = fitted.test::<DefaultBackend>();

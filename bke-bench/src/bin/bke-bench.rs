@@ -65,7 +65,15 @@ fn main() -> anyhow::Result<()> {
             };
             let ns = list("--n", vec![1000, 10000, 100000])?;
             let ms = list("--m", vec![24, 48, 96, 192, 384])?;
-            let (table, rows) = bke_bench::bank::bench(&ns, &ms, 3.0, 30.0, gemm)?;
+            let backends = match flag(&args, "--backends") {
+                Some(s) => s
+                    .split(',')
+                    .map(BackendKind::parse)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(anyhow::Error::msg)?,
+                None => Vec::new(),
+            };
+            let (table, rows) = bke_bench::bank::bench(&ns, &ms, &backends, 3.0, 30.0)?;
             table.emit(&out, "bank")?;
             bke_bench::bank::plot(&rows, &out)
         }

@@ -17,6 +17,7 @@ use bke_bank::{BankParams, Task};
 use bke_core::Params;
 use bke_linalg::DefaultBackend;
 use std::fmt::Write as _;
+use std::path::Path;
 
 struct Point {
     dataset: &'static str,
@@ -88,7 +89,66 @@ fn plot(points: &[Point], title: &str, x_label: &str, y_label: &str, by_m: bool,
     plot
 }
 
-/// Runs the reproduction (CSV and SVGs under `out/bank-fig4`; one report section).
+/// The figures of the curves measured so far, with their file stems.
+fn figures(by_m: &[Point], by_n: &[Point]) -> Vec<(&'static str, Figure)> {
+    let mut figures = Vec::new();
+    if !by_m.is_empty() {
+        figures.push((
+            "error_vs_m",
+            plot(
+                by_m,
+                "BaNK Fig. 4(d): test error vs M (5-fold)",
+                "M (frequencies)",
+                "MSE / error",
+                true,
+                false,
+            ),
+        ));
+        figures.push((
+            "time_vs_m",
+            plot(by_m, "BaNK Fig. 4(e,f): seconds per fit vs M", "M (frequencies)", "seconds", true, true),
+        ));
+    }
+    if !by_n.is_empty() {
+        figures.push((
+            "error_vs_n",
+            plot(by_n, "BaNK Fig. 4(a): test error vs N (5-fold)", "N (rows)", "MSE / error", false, false),
+        ));
+        figures.push((
+            "time_vs_n",
+            plot(by_n, "BaNK Fig. 4(b,c): seconds per fit vs N", "N (rows)", "seconds", false, true),
+        ));
+    }
+    figures
+}
+
+/// Writes the CSV of every point and the SVGs of the curves measured so far (called after every
+/// `M` or `N`, so a run that is cut off keeps what it measured).
+fn write_outputs(dir: &Path, by_m: &[Point], by_n: &[Point]) -> anyhow::Result<()> {
+    let mut csv = String::from("dataset,method,M,N,metric,mean,stderr,seconds_per_fit\n");
+    for p in by_m.iter().chain(by_n) {
+        writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{}",
+            p.dataset,
+            p.method.name(),
+            p.m,
+            p.n,
+            p.result.metric,
+            p.result.mean,
+            p.result.stderr,
+            p.seconds_per_fit
+        )?;
+    }
+    bke_core::model_file::write_atomic(dir.join("fig4.csv"), csv)?;
+    for (stem, fig) in figures(by_m, by_n) {
+        fig.save(&dir.join(format!("{stem}.svg")))?;
+    }
+    Ok(())
+}
+
+/// Runs the reproduction (CSV and SVGs under `out/bank-fig4`, rewritten after every `M` and `N`;
+/// one report section).
 pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let smoke = ctx.smoke;
@@ -105,7 +165,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
             None => vec!["concrete", "abalone", "pima"],
         };
     let ns: Vec<usize> = if smoke { vec![100, 200] } else { vec![500, 1000, 2000, 4000, 8645] };
-    let mut by_m = Vec::new();
+    let (mut by_m, mut by_n) = (Vec::new(), Vec::new());
     if part.as_deref() != Some("n") {
         for &m in &ms {
             for &d in &datasets {
@@ -115,58 +175,15 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
                     by_m.push(cv(ctx, d, method, m, rows, iterations)?);
                 }
             }
+            write_outputs(&dir, &by_m, &by_n)?;
         }
     }
-    let mut by_n = Vec::new();
     if part.as_deref() != Some("m") {
         for &n in &ns {
             by_n.push(cv(ctx, "bikeshare", Method::Bank, if smoke { 16 } else { 128 }, Some(n), iterations)?);
             by_n.push(cv(ctx, "magic", Method::Bank, if smoke { 16 } else { 128 }, Some(n), iterations)?);
+            write_outputs(&dir, &by_m, &by_n)?;
         }
-    }
-    let mut csv = String::from("dataset,method,M,N,metric,mean,stderr,seconds_per_fit\n");
-    for p in by_m.iter().chain(&by_n) {
-        writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{}",
-            p.dataset,
-            p.method.name(),
-            p.m,
-            p.n,
-            p.result.metric,
-            p.result.mean,
-            p.result.stderr,
-            p.seconds_per_fit
-        )?;
-    }
-    bke_core::model_file::write_atomic(dir.join("fig4.csv"), csv)?;
-    let mut figures = Vec::new();
-    if !by_m.is_empty() {
-        figures.push((
-            "error_vs_m",
-            plot(
-                &by_m,
-                "BaNK Fig. 4(d): test error vs M (5-fold)",
-                "M (frequencies)",
-                "MSE / error",
-                true,
-                false,
-            ),
-        ));
-        figures.push((
-            "time_vs_m",
-            plot(&by_m, "BaNK Fig. 4(e,f): seconds per fit vs M", "M (frequencies)", "seconds", true, true),
-        ));
-    }
-    if !by_n.is_empty() {
-        figures.push((
-            "error_vs_n",
-            plot(&by_n, "BaNK Fig. 4(a): test error vs N (5-fold)", "N (rows)", "MSE / error", false, false),
-        ));
-        figures.push((
-            "time_vs_n",
-            plot(&by_n, "BaNK Fig. 4(b,c): seconds per fit vs N", "N (rows)", "seconds", false, true),
-        ));
     }
     let mut section = ctx
         .section("curves", "BaNK (seed 001 Fig. 4): error and time against M and N")
@@ -180,8 +197,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
             "Fig. 4: BaNK's error falls with M and N like the baselines' or faster, and its time per fit \
              grows linearly in N and roughly linearly in M.",
         );
-    for (stem, fig) in &figures {
-        fig.save(&dir.join(format!("{stem}.svg")))?;
+    for (_, fig) in &figures(&by_m, &by_n) {
         section.push_figure(fig, &fig.title)?;
     }
     let mut table = Table::new(

@@ -281,3 +281,45 @@ pub fn run_with(ctx: &Ctx, s: &Settings, dir: &str) -> anyhow::Result<Vec<(&'sta
     }
     Ok(tables)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CI-sized run: every method on a 120-row subsample of one regression and one
+    /// classification set gives a table row in the seed's layout with one lowest cell (`*`), a
+    /// paired p-value in every other filled cell, and the issue-14 target column.
+    #[test]
+    fn smoke_tables_have_every_method_and_paired_p_values() {
+        let s = Settings {
+            frequencies: 8,
+            iterations: 10,
+            rows: Some(120),
+            gp_rows: 1000,
+            datasets: Vec::new(),
+            methods: Vec::new(),
+        };
+        let tmp = std::env::temp_dir().join(format!("bke-bank-table-test-{}", std::process::id()));
+        let report = crate::html::Report::new(tmp.join("report"));
+        let ctx = Ctx::new("bank-table", 1, tmp.clone(), true, report, crate::repro::Progress::new());
+        let rows: Vec<Row> = ["diabetes", "breast_cancer"]
+            .iter()
+            .map(|d| run_dataset(find(d).expect("bundled"), &s, &ctx).expect("runs"))
+            .collect();
+        let _ = std::fs::remove_dir_all(&tmp);
+        let tables = tables(&rows, &s);
+        assert_eq!(tables.len(), 2);
+        for (stem, t) in &tables {
+            assert_eq!(t.rows.len(), 1, "{stem}");
+            let row = &t.rows[0];
+            assert_eq!(row.len(), t.headers.len());
+            let methods = &row[3..9];
+            let filled: Vec<&String> = methods.iter().filter(|c| c.as_str() != "-").collect();
+            let expected = if *stem == "table1_regression" { 6 } else { 5 };
+            assert_eq!(filled.len(), expected, "{stem}: {row:?}");
+            assert_eq!(filled.iter().filter(|c| c.ends_with('*')).count(), 1, "{row:?}");
+            assert!(filled.iter().filter(|c| !c.ends_with('*')).all(|c| c.contains("(p=")), "{row:?}");
+            assert!(row[10].starts_with("yes") || row[10].starts_with("NO"), "{row:?}");
+        }
+    }
+}
