@@ -35,7 +35,8 @@ def test_fixed_density_equals_cli_and_integrates_to_one(temp, cli, tmp_path):
     assert np.trapezoid(p, grid[:, 0]) == pytest.approx(1.0, abs=2e-3)
     np.testing.assert_allclose(bke.KernelStudentT.load(model).score_samples(grid[inside]), got[inside], rtol=1e-12)
     d.save(tmp_path / "py.json")
-    again = cli("density", "eval", "--model", tmp_path / "py.json", "--at", at)["log_density"]
+    # a model fitted on a bare array names its columns x0, x1, …: choose the query columns by name
+    again = cli("density", "eval", "--model", tmp_path / "py.json", "--at", at, "--columns", "temp")["log_density"]
     np.testing.assert_allclose(np.array(again, dtype=float)[inside], got[inside], rtol=1e-12)
     s = cli("density", "sample", "--model", model, "--n", 50, "--seed", 4)
     np.testing.assert_allclose(d.sample(50, random_state=4), s["samples"], rtol=1e-12)
