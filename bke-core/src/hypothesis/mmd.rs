@@ -83,12 +83,12 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MmdStatistic {
-    /// The unbiased U-statistic (Gretton et al. 2012, eq. 3). The default.
+    /// The unbiased U-statistic (Gretton et al. 2012, eq. (3)). The default.
     #[default]
     Unbiased,
-    /// The biased V-statistic (eq. 5).
+    /// The biased V-statistic (Gretton et al. 2012, eq. (5)).
     Biased,
-    /// The linear-time statistic (Lemma 14); needs `n = m`.
+    /// The linear-time statistic (Gretton et al. 2012, Lemma 14); needs `n = m`.
     Linear,
 }
 

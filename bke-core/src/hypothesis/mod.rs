@@ -11,10 +11,10 @@
 //!
 //! # Statistics
 //! With a pooled sample `z = (x_1…x_n, y_1…y_m)` and Gram matrix `K`:
-//! - MMD² unbiased (Gretton et al. 2012, eq. 3): `Σ_{i≠j} k(x_i,x_j)/(n(n−1)) + Σ_{i≠j} k(y_i,y_j)/(m(m−1))
+//! - MMD² unbiased (Gretton et al. 2012, eq. (3)): `Σ_{i≠j} k(x_i,x_j)/(n(n−1)) + Σ_{i≠j} k(y_i,y_j)/(m(m−1))
 //!   − 2 Σ_{i,j} k(x_i,y_j)/(nm)`;
-//! - MMD² biased (eq. 5, the V-statistic): the same with all pairs and `1/n²`, `1/m²`;
-//! - MMD² linear-time (Lemma 14, needs `n = m`): `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})`,
+//! - MMD² biased (Gretton et al. 2012, eq. (5), the V-statistic): the same with all pairs and `1/n²`, `1/m²`;
+//! - MMD² linear-time (Gretton et al. 2012, Lemma 14, needs `n = m`): `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})`,
 //!   `h((x,y),(x',y')) = k(x,x') + k(y,y') − k(x,y') − k(x',y)`;
 //! - HSIC biased (Gretton et al. 2008): `tr(K H L H)/n²`, `H = I − 11ᵀ/n`;
 //! - HSIC unbiased (Song et al. 2012): `[tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1/((n−1)(n−2)) − 2·1ᵀK̃L̃1/(n−2)]/(n(n−3))`
