@@ -1,3 +1,5 @@
+// tidy: long because it is one suite instantiated per backend by one macro: every estimator of every crate
+// has its check here, next to the others, so a new backend is tested by adding one line.
 //! One model test suite instantiated for every compiled linear-algebra backend (as burn's
 //! `testgen` macros do for its backends): every estimator fits and predicts on faer, nalgebra and
 //! (with `--features openblas`) OpenBLAS, and its results equal faer's to 1e-8 (relative to the

@@ -9,11 +9,11 @@
 //! ARD), `ε_i ~ N(0, σ_n²)`. The constant mean `m` is the sample mean of `y`. With
 //! `K = σ_f² K_ℓ + σ_n² I` and `α = K⁻¹(y − m)`:
 //!
-//! - log marginal likelihood (R&W eq. 5.8): `log p(y) = −½ (y − m)ᵀα − ½ log det K − (n/2) log 2π`;
-//! - its gradient (R&W eq. 5.9), with `W = ααᵀ − K⁻¹`: `∂/∂θ = ½ tr(W ∂K/∂θ)`, where
+//! - log marginal likelihood (R&W eq. (5.8)): `log p(y) = −½ (y − m)ᵀα − ½ log det K − (n/2) log 2π`;
+//! - its gradient (R&W eq. (5.9)), with `W = ααᵀ − K⁻¹`: `∂/∂θ = ½ tr(W ∂K/∂θ)`, where
 //!   `∂K_ij/∂log ℓ_d = σ_f² k_ij (x_id − x_jd)²/ℓ_d²`, `∂K/∂log σ_f² = σ_f² K_ℓ`,
 //!   `∂K/∂log σ_n² = σ_n² I`;
-//! - prediction of the latent function (R&W eq. 2.25–2.26): `E[f(x*)] = m + k*ᵀα`,
+//! - prediction of the latent function (R&W eqs. (2.25)–(2.26)): `E[f(x*)] = m + k*ᵀα`,
 //!   `Var[f(x*)] = σ_f² − k*ᵀK⁻¹k*`, `k* = σ_f² (k_ℓ(x*, x_i))_i` (add `σ_n²` for a new observation);
 //! - residuals at the training inputs: `y − E[f(X)] = y − m − (K − σ_n² I)α = σ_n² α`.
 //!
