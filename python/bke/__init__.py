@@ -19,6 +19,7 @@ from .bank import (
 )
 from .density import GaussianKDE, KernelStudentT
 from .embedding import HyperSamples, KernelEmbedding, LogMarginal
+from .hypothesis import MMD, Hsic, TestResult, hsic_test, mmd_test
 
 __all__ = [
     "__version__",
@@ -34,4 +35,9 @@ __all__ = [
     "MKLClassifier",
     "KernelStudentT",
     "GaussianKDE",
+    "MMD",
+    "Hsic",
+    "mmd_test",
+    "hsic_test",
+    "TestResult",
 ]

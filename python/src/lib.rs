@@ -14,6 +14,7 @@
 mod convert;
 mod embedding;
 mod exec;
+mod hypothesis;
 mod models;
 
 use pyo3::prelude::*;
@@ -30,6 +31,7 @@ fn _bke(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     embedding::register(m)?;
+    hypothesis::register(m)?;
     models::register(m)?;
     Ok(())
 }
