@@ -18,6 +18,7 @@ from .bank import (
     RKSRegressor,
 )
 from .density import GaussianKDE, KernelStudentT
+from .dme import TTGP
 from .embedding import HyperSamples, KernelEmbedding, LogMarginal
 from .hypothesis import MMD, Hsic, TestResult, hsic_test, mmd_test
 
@@ -40,4 +41,5 @@ __all__ = [
     "mmd_test",
     "hsic_test",
     "TestResult",
+    "TTGP",
 ]

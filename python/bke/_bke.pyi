@@ -70,3 +70,9 @@ def mmd_null_draws(
     x: Array, y: Array, *, lengthscale: float, statistic: str, seed: int, start: int, stop: int,
     backend: str, n_jobs: Optional[int],
 ) -> Array: ...
+def ttgp_fit(
+    x: Array, y: Array, ytilde: Array, ztilde: Array, *, kernel: str, lengthscale_x: Sequence[float],
+    lengthscale_y: Sequence[float], sigma: float, lambda_: Optional[float], epsilon: Optional[float],
+    form: str, learn: bool, starts: int, spread: float, max_iter: int, seed: int, backend: str,
+    n_jobs: Optional[int],
+) -> tuple[Model, str]: ...
