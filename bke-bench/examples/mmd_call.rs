@@ -19,7 +19,8 @@ fn cpu_seconds() -> f64 {
 }
 
 fn sample(n: usize, shift: f64) -> Points {
-    let data = (0..n).flat_map(|i| [(0.37 * i as f64).sin() + shift, (0.53 * i as f64).cos() + shift]).collect();
+    let data =
+        (0..n).flat_map(|i| [(0.37 * i as f64).sin() + shift, (0.53 * i as f64).cos() + shift]).collect();
     Points::new("x", data, 2).expect("finite")
 }
 
@@ -29,7 +30,13 @@ fn main() {
         let data = TwoSamples { x: sample(n, 0.0), y: sample(n, 0.1) };
         let params = MmdParams { permutations: 1000, ..MmdParams::default() };
         let run = || {
-            let report = params.check().unwrap().fit::<DefaultBackend>(&data).unwrap().test::<DefaultBackend>().unwrap();
+            let report = params
+                .check()
+                .unwrap()
+                .fit::<DefaultBackend>(&data)
+                .unwrap()
+                .test::<DefaultBackend>()
+                .unwrap();
             serde_json::to_string(&report).unwrap().len()
         };
         pool.install(run); // warm-up

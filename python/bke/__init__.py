@@ -18,7 +18,7 @@ from .bank import (
     RKSRegressor,
 )
 from .density import GaussianKDE, KernelStudentT
-from .dme import TTGP
+from .dme import TTGP, LfiResult, lfi
 from .embedding import HyperSamples, KernelEmbedding, LogMarginal
 from .hypothesis import MMD, Hsic, TestResult, hsic_test, mmd_test
 
@@ -42,4 +42,6 @@ __all__ = [
     "hsic_test",
     "TestResult",
     "TTGP",
+    "lfi",
+    "LfiResult",
 ]

@@ -14,7 +14,7 @@ from . import _bke
 from ._base import FittedModel
 from ._validation import Params, as_points, as_vector, seed_from
 
-__all__ = ["TTGP"]
+__all__ = ["TTGP", "lfi", "LfiResult"]
 
 
 class TTGP(FittedModel, Params):
@@ -132,3 +132,80 @@ class TTGP(FittedModel, Params):
         X = self._validate_X(X)
         mean, var = self.model_.predict(X, **self._exec())
         return (mean, np.sqrt(var)) if return_std else mean
+
+
+class LfiResult:
+    """The result of :func:`lfi`: ``samples`` (herd × n_parameters) and the fields of the JSON of
+    ``bke lfi`` as attributes (``method``, ``q_bar`` for the DME, ``hyperparameters``,
+    ``embedding`` with ``mean``/``sd``/``negative_mass``, ``n_simulations``, ``n_prior``)."""
+
+    def __init__(self, report: dict):
+        self._report = report
+        self.samples = np.asarray(report["samples"], dtype=np.float64)
+
+    def __getattr__(self, name):
+        report = self.__dict__.get("_report", {})
+        if name in report:
+            return report[name]
+        raise AttributeError(f"{type(self).__name__} has no field {name!r}; fields: {sorted(report)}")
+
+    def to_dict(self) -> dict:
+        """The result as the JSON object of ``bke lfi``."""
+        return json.loads(json.dumps(self._report))
+
+    def __repr__(self) -> str:
+        return f"LfiResult(method={self._report['method']!r}, samples={self.samples.shape})"
+
+
+def lfi(
+    theta,
+    stats,
+    prior_samples,
+    observed,
+    *,
+    method: str = "dme",
+    herd: int = 100,
+    candidates=None,
+    continuous: bool = False,
+    lengthscale_theta=None,
+    lengthscale_stat=None,
+    lengthscale_herding=None,
+    epsilon=None,
+    lambda_: Optional[float] = None,
+    delta: Optional[float] = None,
+    learn: bool = False,
+    learn_lambda: bool = False,
+    starts: int = 5,
+    seed: int = 0,
+    kbr_variant: str = "b",
+    kbr_inverse: str = "squared",
+    backend: str = "faer",
+    n_jobs: Optional[int] = None,
+) -> LfiResult:
+    """Likelihood-free inference from simulations (``bke lfi``; seed 004 Algorithm 8.1).
+
+    ``theta`` (n × P) are the simulation parameters and ``stats`` (n × S) the simulated statistics,
+    paired by row; ``prior_samples`` (m × P) samples of the prior (also the herding candidates
+    unless ``candidates`` is given); ``observed`` the S observed statistics. ``method`` "dme"
+    (deconditional mean embedding) or "kbr" (kernel Bayes' rule); the other keywords are the flags
+    of ``bke lfi`` (``lambda_`` for ``--lambda``; lengthscales and ε a number or one per column;
+    None: the data-scaled defaults). Returns an :class:`LfiResult` whose ``samples`` are the
+    ``herd`` herded posterior super-samples and whose ``to_dict()`` is the command's JSON.
+    """
+
+    def vec(v, name):
+        return None if v is None else [float(a) for a in as_vector(v, name)]
+
+    obs = np.asarray(observed, dtype=np.float64).ravel()
+    report = _bke.lfi(
+        as_points(theta, "theta"), as_points(stats, "stats"), as_points(prior_samples, "prior_samples"),
+        np.require(obs, requirements="A"), None if candidates is None else as_points(candidates, "candidates"),
+        method=str(method), herd=int(herd), continuous=bool(continuous),
+        lengthscale_theta=vec(lengthscale_theta, "lengthscale_theta"),
+        lengthscale_stat=vec(lengthscale_stat, "lengthscale_stat"),
+        lengthscale_herding=vec(lengthscale_herding, "lengthscale_herding"), epsilon=vec(epsilon, "epsilon"),
+        lambda_=None if lambda_ is None else float(lambda_), delta=None if delta is None else float(delta),
+        learn=bool(learn), learn_lambda=bool(learn_lambda), starts=int(starts), seed=seed_from(seed),
+        kbr_variant=str(kbr_variant), kbr_inverse=str(kbr_inverse), backend=str(backend), n_jobs=n_jobs,
+    )
+    return LfiResult(json.loads(report))

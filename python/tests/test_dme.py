@@ -69,3 +69,40 @@ def test_fixed_hyperparameters_and_bad_input(task):
         g.predict(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="kernel"):
         bke.TTGP(kernel="nope").fit(x, y, yt, zt)
+
+
+@pytest.fixture(scope="module")
+def conjugate():
+    """θ ~ N(0, 1), x | θ ~ N(θ, 0.5²), 300 simulations and prior samples, y = 1 (posterior N(0.8, 0.447²))."""
+    rng = np.random.default_rng(11)
+    theta = rng.normal(size=(300, 1))
+    return theta, theta + 0.5 * rng.normal(size=(300, 1)), rng.normal(size=(300, 1)), np.array([1.0])
+
+
+@pytest.mark.parametrize("flags,kw", [([], {}), (["--method", "kbr"], dict(method="kbr")),
+                                      (["--learn", "--starts", "2"], dict(learn=True, starts=2))])
+def test_lfi_equals_cli(conjugate, cli, tmp_path, flags, kw):
+    theta, x, prior, obs = conjugate
+    sims = write_csv(tmp_path / "sims.csv", np.hstack([theta, x]), ["theta", "x"])
+    pp = write_csv(tmp_path / "prior.csv", prior, ["theta"])
+    po = write_csv(tmp_path / "obs.csv", obs[None, :], ["x"])
+    expected = cli("lfi", "--simulations", sims, "--theta-cols", "theta", "--stat-cols", "x", "--prior-samples", pp,
+                   "--observed", po, "--herd", 30, *flags)
+    r = bke.lfi(theta, x, prior, obs, herd=30, **kw)
+    assert r.to_dict() == expected
+    assert r.samples.shape == (30, 1) and r.method == expected["method"]
+    assert abs(r.embedding["mean"][0] - 0.8) < 0.15
+
+
+def test_lfi_bad_input(conjugate):
+    theta, x, prior, obs = conjugate
+    with pytest.raises(ValueError, match="use dme or kbr"):
+        bke.lfi(theta, x, prior, obs, method="abc")
+    with pytest.raises(ValueError, match="dme only"):
+        bke.lfi(theta, x, prior, obs, method="kbr", learn=True)
+    with pytest.raises(ValueError, match="1-D array"):
+        bke.lfi(theta[:, 0], x, prior, obs)
+    bad = x.copy()
+    bad[5, 0] = np.inf
+    with pytest.raises(ValueError):
+        bke.lfi(theta, bad, prior, obs)
