@@ -199,8 +199,9 @@ pub(crate) fn check_data_scale(x: &Points, jacobian: bool) -> Result<(), CoreErr
     check_column_ranges(&ranges, x.len(), jacobian)
 }
 
-/// [`check_data_scale`] from each column's `(min, max)` over `n` points (for data held elsewhere,
-/// e.g. the chunks of a Dask array).
+/// The data checks of the ML-II fit (values beyond ±1e150; with the Jacobian, a constant column)
+/// from each column's `(min, max)` over `n` points, for data held elsewhere (e.g. the chunks of a
+/// Dask array).
 pub fn check_column_ranges(ranges: &[(f64, f64)], n: usize, jacobian: bool) -> Result<(), CoreError> {
     for (k, &(lo, hi)) in ranges.iter().enumerate() {
         if lo.abs().max(hi.abs()) > MAX_ABS_VALUE {
