@@ -14,9 +14,10 @@ use crate::io;
 use anyhow::bail;
 use bke_core::embedding::EmbeddingPrior;
 use bke_core::hypothesis::report::SelectionFields;
+use bke_core::hypothesis::select::TestKind;
 use bke_core::hypothesis::{
     AggParams, BandwidthWeights, BklParams, Families, HsicParams, HsicStatistic, LengthscaleSelection,
-    MedianConvention, MmdParams, MmdStatistic, NullDistribution, WitnessParams,
+    MedianConvention, MmdParams, MmdStatistic, NullDistribution, SelectionSpec, WitnessParams,
 };
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::{Backend, WithBackend};
@@ -111,41 +112,31 @@ impl Selection {
             bke_core::check_positive("--lengthscale", l)?;
             return Ok(LengthscaleSelection::Fixed(l));
         }
-        let bkl = || -> anyhow::Result<BklParams> {
-            Ok(BklParams {
+        let select = self.select.unwrap_or(Select::Median);
+        let name = select.to_possible_value().expect("no skipped variants");
+        let spec = SelectionSpec {
+            select: name.get_name(),
+            median_convention: match self.median_convention {
+                Convention::Muandet => MedianConvention::Muandet,
+                Convention::Mooij => MedianConvention::Mooij,
+            },
+            bkl: BklParams {
                 landmarks: self.bkl_landmarks,
                 tau2: self.bkl_tau2,
                 prior: EmbeddingPrior::parse(&self.bkl_prior)?,
                 seed,
-            })
-        };
-        let families = match self.agg_kernels {
-            AggKernels::Both => Families::Both,
-            AggKernels::Gaussian => Families::Gaussian,
-            AggKernels::Laplace => Families::Laplace,
-        };
-        let agg = || -> anyhow::Result<LengthscaleSelection> {
-            Ok(LengthscaleSelection::Agg(AggParams {
-                families,
+            },
+            agg: AggParams {
+                families: match self.agg_kernels {
+                    AggKernels::Both => Families::Both,
+                    AggKernels::Gaussian => Families::Gaussian,
+                    AggKernels::Laplace => Families::Laplace,
+                },
                 weights: BandwidthWeights::parse(&self.agg_weights)?,
-            }))
+            },
         };
-        Ok(match (self.select.unwrap_or(Select::Median), two_sample) {
-            (Select::Median, _) => LengthscaleSelection::Median(match self.median_convention {
-                Convention::Muandet => MedianConvention::Muandet,
-                Convention::Mooij => MedianConvention::Mooij,
-            }),
-            (Select::Bkl, _) => LengthscaleSelection::Bkl(bkl()?),
-            (Select::BklBayes, _) => LengthscaleSelection::BklBayes(bkl()?),
-            (Select::Fuse, _) => LengthscaleSelection::Fuse(families),
-            (Select::Mmdagg, true) | (Select::Hsicagg, false) => agg()?,
-            (Select::Mmdagg, false) => {
-                bail!("--select mmdagg is the two-sample aggregate; for HSIC use --select hsicagg")
-            }
-            (Select::Hsicagg, true) => {
-                bail!("--select hsicagg is the independence aggregate; for MMD use --select mmdagg")
-            }
-        })
+        let test = if two_sample { TestKind::TwoSample } else { TestKind::Independence };
+        Ok(LengthscaleSelection::parse(spec, test)?)
     }
 }
 

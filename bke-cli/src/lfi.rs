@@ -6,14 +6,13 @@
 use crate::exec::{Bar, ExecArgs};
 use crate::io::{self, CsvTable};
 use anyhow::{Context, bail};
-use bke_core::{Kernel, Params, Points, Progress};
-use bke_dme::herding::{HerdingParams, PosteriorEmbedding};
-use bke_dme::kbr::{EvidenceInverse, KbrParams, KbrVariant};
-use bke_dme::learn::MultiStartOptions;
-use bke_dme::lfi::{LfiData, LfiLearnParams, LfiParams};
+use bke_core::{Kernel, Points};
+use bke_dme::herding::HerdingParams;
+use bke_dme::infer::{LfiMethod, LfiSpec, infer};
+use bke_dme::lfi::LfiData;
 use bke_linalg::{Backend, WithBackend};
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 
 /// `bke lfi`: likelihood-free inference with deconditional mean embeddings (seed 004 Algorithm 8.1).
@@ -93,59 +92,20 @@ pub struct LfiArgs {
     exec: ExecArgs,
 }
 
-/// The posterior estimator chosen by `--method`.
-enum Method {
-    Dme(LfiParams),
-    Kbr(KbrParams),
-}
-
 struct LfiJob {
     data: LfiData,
-    method: Method,
+    method: LfiMethod,
     candidates: Points,
     herding: HerdingParams,
-}
-
-/// The JSON of a posterior embedding's moments.
-fn moments(e: &PosteriorEmbedding) -> Value {
-    let d = e.points().dim();
-    let cov = e.covariance();
-    let sd: Vec<f64> = (0..d).map(|k| cov[k * d + k].max(0.0).sqrt()).collect();
-    json!({"mean": e.mean(), "sd": sd, "negative_mass": e.negative_mass()})
 }
 
 impl WithBackend for LfiJob {
     type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> anyhow::Result<Value> {
         let bar = Bar::new("lfi");
-        let (embedding, mut out) = match self.method {
-            Method::Dme(p) => {
-                let post = p.check()?.fit_with_progress::<B>(&self.data, &bar)?;
-                let out = json!({"method": "dme", "q_bar": post.q_bar(), "hyperparameters": post.hyperparameters()});
-                (post.embedding().clone(), out)
-            }
-            Method::Kbr(p) => {
-                let post = p.check()?.fit_with_progress::<B>(&self.data, &bar)?;
-                let h = json!({
-                    "kernel_theta": post.kernel_theta().family().spec(),
-                    "lengthscale_theta": post.kernel_theta().lengthscales(),
-                    "kernel_stat": post.kernel_stats().family().spec(),
-                    "lengthscale_stat": post.kernel_stats().lengthscales(),
-                    "lambda": p.lambda, "delta": p.delta,
-                    "variant": p.variant.name(), "inverse": p.inverse.name(),
-                });
-                (post.embedding().clone(), json!({"method": "kbr", "hyperparameters": h}))
-            }
-        };
-        bar.update("herding", 0, 1);
-        let samples = embedding.herd(&self.candidates, &self.herding)?;
+        let report = infer::<B>(&self.data, &self.method, &self.candidates, &self.herding, &bar)?;
         bar.finish();
-        let rows: Vec<&[f64]> = samples.iter().collect();
-        out["samples"] = json!(rows);
-        out["embedding"] = moments(&embedding);
-        out["n_simulations"] = json!(self.data.theta.len());
-        out["n_prior"] = json!(self.data.prior.len());
-        Ok(out)
+        Ok(serde_json::to_value(report)?)
     }
 }
 
@@ -158,42 +118,24 @@ fn se(lengthscales: &Option<Vec<f64>>, flag: &str) -> anyhow::Result<Option<Kern
     lengthscales.as_ref().map(|l| Kernel::se_ard(l.clone()).context(flag.to_string())).transpose()
 }
 
-fn method(a: &LfiArgs) -> anyhow::Result<Method> {
-    let defaults = LfiParams::default();
-    let (lambda, delta) = (a.lambda.unwrap_or(defaults.lambda), a.delta.unwrap_or(defaults.delta));
-    let (kernel_theta, kernel_stats) =
-        (se(&a.lengthscale_theta, "--lengthscale-theta")?, se(&a.lengthscale_stat, "--lengthscale-stat")?);
-    Ok(match a.method.trim().to_ascii_lowercase().as_str() {
-        "dme" => {
-            let learn = a.learn.then(|| LfiLearnParams {
-                lambda: a.learn_lambda,
-                search: MultiStartOptions { starts: a.starts, seed: a.seed, ..MultiStartOptions::default() },
-                ..LfiLearnParams::default()
-            });
-            Method::Dme(LfiParams {
-                kernel_theta,
-                kernel_stats,
-                epsilon: a.epsilon.clone(),
-                lambda,
-                delta,
-                learn,
-            })
-        }
-        "kbr" => {
-            if a.learn {
-                bail!("--learn applies to --method dme only (q̄ is the DME's evidence estimate)");
-            }
-            Method::Kbr(KbrParams {
-                kernel_theta,
-                kernel_stats,
-                lambda,
-                delta,
-                variant: a.kbr_variant.parse::<KbrVariant>().context("--kbr-variant")?,
-                inverse: a.kbr_inverse.parse::<EvidenceInverse>().context("--kbr-inverse")?,
-            })
-        }
-        other => bail!("unknown --method '{other}'; use dme or kbr"),
-    })
+fn method(a: &LfiArgs) -> anyhow::Result<LfiMethod> {
+    if a.learn && a.method.trim().eq_ignore_ascii_case("kbr") {
+        bail!("--learn applies to --method dme only (q̄ is the DME's evidence estimate)");
+    }
+    Ok(LfiMethod::parse(&LfiSpec {
+        method: &a.method,
+        lengthscale_theta: a.lengthscale_theta.clone(),
+        lengthscale_stat: a.lengthscale_stat.clone(),
+        epsilon: a.epsilon.clone(),
+        lambda: a.lambda,
+        delta: a.delta,
+        learn: a.learn,
+        learn_lambda: a.learn_lambda,
+        starts: a.starts,
+        seed: a.seed,
+        kbr_variant: &a.kbr_variant,
+        kbr_inverse: &a.kbr_inverse,
+    })?)
 }
 
 /// Runs `bke lfi`.

@@ -48,6 +48,7 @@ mod data;
 pub mod dme;
 mod error;
 pub mod herding;
+pub mod infer;
 pub mod kbr;
 pub mod learn;
 pub mod lfi;

@@ -18,7 +18,9 @@ from .bank import (
     RKSRegressor,
 )
 from .density import GaussianKDE, KernelStudentT
+from .dme import TTGP, LfiResult, lfi
 from .embedding import HyperSamples, KernelEmbedding, LogMarginal
+from .hypothesis import MMD, Hsic, TestResult, hsic_test, mmd_test
 
 __all__ = [
     "__version__",
@@ -34,4 +36,12 @@ __all__ = [
     "MKLClassifier",
     "KernelStudentT",
     "GaussianKDE",
+    "MMD",
+    "Hsic",
+    "mmd_test",
+    "hsic_test",
+    "TestResult",
+    "TTGP",
+    "lfi",
+    "LfiResult",
 ]

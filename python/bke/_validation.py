@@ -28,6 +28,9 @@ def as_points(x, name: str) -> np.ndarray:
     if a.dtype != object and not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
         raise ValueError(f"{name} must hold real numbers; got an array of dtype {a.dtype}")
     a = np.asarray(a, dtype=np.float64)  # object arrays: numbers convert, anything else raises
+    # Arrays unpickled from out-of-band buffers (Dask, multiprocessing) may be unaligned; Rust reads
+    # aligned float64 only.
+    a = np.require(a, requirements="A")
     if a.ndim == 1:
         raise ValueError(
             f"{name} must be a 2-D array of shape (n_samples, n_features); got a 1-D array of "

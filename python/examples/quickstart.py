@@ -50,3 +50,12 @@ temp = ozone[:, [4]]
 for d in (bke.KernelStudentT(random_state=0), bke.GaussianKDE()):
     d.fit(temp[::2])
     print(f"{type(d).__name__}: held-out mean log density {d.score(temp[1::2]) / len(temp[1::2]):.3f}")
+
+# Kernel tests: banana class 0 against class 1, kernels chosen four ways (seed 000 §5)
+_, banana = load("banana")
+x, y = banana[banana[:, 2] == 0][:200, :2], banana[banana[:, 2] == 1][:200, :2]
+for select in ("median", "bkl", "mmdagg", "bkl-bayes"):
+    r = bke.mmd_test(x, y, select=select, permutations=500, seed=0)
+    print(f"MMD with {select}: p = {r.pvalue:.4f}, lengthscale {r.lengthscale:.3f}, {len(r.kernels)} kernel(s)")
+stat, p = bke.Hsic(select="bkl").test(ozone[:, [4]], ozone[:, [0]])
+print(f"HSIC temperature vs ozone: statistic {stat:.4g}, p = {p:.4f}")

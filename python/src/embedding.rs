@@ -7,7 +7,7 @@ use crate::convert::{ArrayPair, array1, array2, points, points_array};
 use crate::exec::{Exec, Failure, Job};
 use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams};
 use bke_core::embedding::{
-    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, FittedEmbedding, LengthscaleGrid,
+    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, FittedEmbedding, Learned, LengthscaleGrid,
     default_num_landmarks, marginal_pseudolikelihood,
 };
 use bke_core::nuts::NutsParams;
@@ -82,6 +82,25 @@ fn embedding_fit<'py>(
         seed,
     };
     let r = exec.run(py, FitJob { x, params })?;
+    let learned = Learned {
+        params: r.params.clone(),
+        log_marginal: r.log_marginal,
+        local_optima: r.local_optima.clone(),
+        scan: r.scan.clone(),
+        evaluations: r.evaluations,
+    };
+    fitted_dict(py, &learned, r.median_heuristic, &r.landmarks, r.landmark_indices.clone(), r.n_data)
+}
+
+/// The fitted quantities of ML-II as the dict the Python `KernelEmbedding` reads.
+pub fn fitted_dict<'py>(
+    py: Python<'py>,
+    r: &Learned,
+    median: f64,
+    landmarks: &Points,
+    landmark_indices: Option<Vec<usize>>,
+    n_data: usize,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("lengthscales", array1(py, r.params.lengthscales.clone()))?;
     d.set_item("tau2", r.params.tau2)?;
@@ -101,12 +120,12 @@ fn embedding_fit<'py>(
         })
         .collect::<PyResult<Vec<_>>>()?;
     d.set_item("local_optima", optima)?;
-    d.set_item("median_heuristic", r.median_heuristic)?;
+    d.set_item("median_heuristic", median)?;
     let scan: Vec<f64> = r.scan.iter().flat_map(|p| [p.lengthscale, p.log_marginal]).collect();
     d.set_item("scan", array2(py, r.scan.len(), 2, scan)?)?;
-    d.set_item("landmarks", points_array(py, &r.landmarks)?)?;
-    d.set_item("landmark_indices", r.landmark_indices.clone())?;
-    d.set_item("n_data", r.n_data)?;
+    d.set_item("landmarks", points_array(py, landmarks)?)?;
+    d.set_item("landmark_indices", landmark_indices)?;
+    d.set_item("n_data", n_data)?;
     d.set_item("evaluations", r.evaluations)?;
     Ok(d)
 }

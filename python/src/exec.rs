@@ -29,6 +29,8 @@ pub enum Failure {
     Runtime(String),
     /// The caller pressed Ctrl-C.
     Cancelled,
+    /// A Python callback raised this exception (raised again to the caller).
+    Python(PyErr),
 }
 
 impl From<CoreError> for Failure {
@@ -51,6 +53,18 @@ impl From<bke_bank::BankError> for Failure {
     }
 }
 
+impl From<bke_dme::DmeError> for Failure {
+    fn from(e: bke_dme::DmeError) -> Self {
+        match e {
+            bke_dme::DmeError::Core(c) => c.into(),
+            bke_dme::DmeError::NotPositiveDefinite { .. } | bke_dme::DmeError::Optimisation(_) => {
+                Failure::Runtime(e.to_string())
+            }
+            _ => Failure::Value(e.to_string()),
+        }
+    }
+}
+
 impl From<LinalgError> for Failure {
     fn from(e: LinalgError) -> Self {
         Failure::Runtime(e.to_string())
@@ -63,6 +77,7 @@ impl From<Failure> for PyErr {
             Failure::Value(m) => PyValueError::new_err(m),
             Failure::Runtime(m) => PyRuntimeError::new_err(m),
             Failure::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
+            Failure::Python(e) => e,
         }
     }
 }

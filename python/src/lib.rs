@@ -11,9 +11,12 @@
 //! or `RuntimeError` (numerical failures) with the CLI's messages. `convert` turns numpy arrays
 //! into [`bke_core::Points`] and back.
 
+mod chunked;
 mod convert;
+mod dme;
 mod embedding;
 mod exec;
+mod hypothesis;
 mod models;
 
 use pyo3::prelude::*;
@@ -30,6 +33,9 @@ fn _bke(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     embedding::register(m)?;
+    chunked::register(m)?;
+    hypothesis::register(m)?;
+    dme::register(m)?;
     models::register(m)?;
     Ok(())
 }

@@ -18,6 +18,7 @@ use bke_core::density::{
 };
 use bke_core::model_file::{self, ModelFile, Saved};
 use bke_core::{Dataset, KernelFamily, LogDensity, Params, Points, Predict, Prediction, Progress};
+use bke_dme::ttgp::Ttgp;
 use bke_linalg::Backend;
 use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -37,18 +38,19 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// One fitted model of any kind.
 #[derive(Debug, Clone)]
-enum Fitted {
+pub(crate) enum Fitted {
     Bank(Box<BankModel>),
     Baseline(Box<BaselineModel>),
     Density(Box<KernelStudentT>),
+    Ttgp(Box<Ttgp>),
 }
 
 /// A fitted model with the columns (and target) it was fitted on.
 #[pyclass(module = "bke._bke", frozen)]
 pub struct Model {
-    fitted: Fitted,
-    columns: Vec<String>,
-    target: Option<String>,
+    pub(crate) fitted: Fitted,
+    pub(crate) columns: Vec<String>,
+    pub(crate) target: Option<String>,
 }
 
 impl Fitted {
@@ -65,6 +67,7 @@ impl Fitted {
             Fitted::Bank(m) => text(&**m, columns, target),
             Fitted::Baseline(m) => text(&**m, columns, target),
             Fitted::Density(m) => text(&**m, columns, target),
+            Fitted::Ttgp(m) => text(&**m, columns, target),
         }
     }
 
@@ -78,6 +81,10 @@ impl Fitted {
             Some(k) if BaselineModel::KINDS.contains(&k) => {
                 let s = model_file::from_str::<BaselineModel>(text, source)?;
                 model(Fitted::Baseline(Box::new(s.model)), s.columns, s.target)
+            }
+            Some(k) if Ttgp::KINDS.contains(&k) => {
+                let s = model_file::from_str::<Ttgp>(text, source)?;
+                model(Fitted::Ttgp(Box::new(s.model)), s.columns, s.target)
             }
             Some(k) if KernelStudentT::KINDS.contains(&k) => {
                 let s = model_file::from_str::<KernelStudentT>(text, source)?;
@@ -111,6 +118,7 @@ impl Job for Use<'_> {
         Ok(match self {
             Use::Predict(Fitted::Bank(m), x) => Used::Prediction(m.predict::<B>(&x)?),
             Use::Predict(Fitted::Baseline(m), x) => Used::Prediction(m.predict::<B>(&x)?),
+            Use::Predict(Fitted::Ttgp(m), x) => Used::Prediction(m.predict::<B>(&x)?),
             Use::Predict(Fitted::Density(_), _) => {
                 return Err(Failure::Value("a density model has no predictions: use log_density".into()));
             }
@@ -138,6 +146,7 @@ impl Model {
             Fitted::Bank(m) => m.kind(),
             Fitted::Baseline(m) => m.kind(),
             Fitted::Density(m) => m.kind(),
+            Fitted::Ttgp(m) => m.kind(),
         }
     }
 
@@ -160,6 +169,7 @@ impl Model {
             Fitted::Bank(m) => m.dim,
             Fitted::Baseline(m) => m.inputs.shift.len(),
             Fitted::Density(m) => m.dim(),
+            Fitted::Ttgp(m) => m.data().x.dim(),
         }
     }
 
@@ -221,6 +231,7 @@ impl Model {
             Fitted::Bank(m) => serde_json::to_string(&m.summary(rows)),
             Fitted::Baseline(m) => serde_json::to_string(m),
             Fitted::Density(m) => serde_json::to_string(&m.summary()),
+            Fitted::Ttgp(m) => serde_json::to_string(m.params()),
         };
         v.map_err(|e| Failure::Runtime(format!("cannot encode the summary: {e}")).into())
     }

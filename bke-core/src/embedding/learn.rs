@@ -19,7 +19,9 @@
 //! Optima found with `learn_tau2` are therefore flagged [`LocalOptimum::at_boundary`] when polishing
 //! runs into the search box; the seed fixes `τ² = 1` for ML-II and learns `τ²` only under a prior.
 
-use super::{BkeParams, BkePosterior, EmbeddingPrior, marginal_pseudolikelihood, validate_data_landmarks};
+use super::{
+    BkeParams, BkePosterior, EmbeddingPrior, PartialStats, PseudolikelihoodPlan, validate_data_landmarks,
+};
 use crate::budget::Bytes;
 use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, Valid};
 use crate::numeric::LogParams;
@@ -290,6 +292,23 @@ pub fn default_num_landmarks(n: usize, dim: usize) -> usize {
     100.min((n / 5).max(dim))
 }
 
+/// The rows held out as landmarks by [`hold_out_landmarks`] from `n` points in `dim` dimensions:
+/// `m` indices drawn uniformly without replacement (ChaCha8 seeded with `seed`), ascending. Errors
+/// unless `D ≤ m < n`. For data held elsewhere (chunks), which gathers these rows itself.
+pub fn landmark_indices(n: usize, dim: usize, m: usize, seed: u64) -> Result<Vec<usize>, CoreError> {
+    if m < dim || m >= n {
+        return Err(CoreError::InvalidParameter {
+            name: "number of landmarks m".into(),
+            value: m as f64,
+            reason: format!("need D = {dim} ≤ m < n = {n} (m points are held out of the data)"),
+        });
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut idx = sample(&mut rng, n, m).into_vec();
+    idx.sort_unstable();
+    Ok(idx)
+}
+
 /// Splits `x` into `(data, landmarks, landmark_indices)` with `m` landmarks drawn uniformly without
 /// replacement (ChaCha8 seeded with `seed`); indices ascending. Errors unless `D ≤ m < n`.
 pub fn hold_out_landmarks(
@@ -298,16 +317,7 @@ pub fn hold_out_landmarks(
     seed: u64,
 ) -> Result<(Points, Points, Vec<usize>), CoreError> {
     let n = x.len();
-    if m < x.dim() || m >= n {
-        return Err(CoreError::InvalidParameter {
-            name: "number of landmarks m".into(),
-            value: m as f64,
-            reason: format!("need D = {} ≤ m < n = {n} (m points are held out of the data)", x.dim()),
-        });
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut idx = sample(&mut rng, n, m).into_vec();
-    idx.sort_unstable();
+    let idx = landmark_indices(n, x.dim(), m, seed)?;
     let mut is_lm = vec![false; n];
     idx.iter().for_each(|&i| is_lm[i] = true);
     let rest: Vec<usize> = (0..n).filter(|&i| !is_lm[i]).collect();
@@ -335,67 +345,99 @@ impl Estimator for EmbeddingParams {
         };
         validate_data_landmarks(&data, &landmarks)?;
         let median = crate::median_distance(x)?;
-        let grid = opts.grid.unwrap_or_else(|| {
-            LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
-        });
-        grid.check()?;
-        let base = BkeParams {
-            lengthscales: vec![1.0],
-            tau2: opts.tau2,
-            prior: opts.prior,
-            jacobian: opts.jacobian,
-        };
-        let objective = Objective { data: &data, landmarks: &landmarks, base: &base };
-        let scan = objective.scan::<B>(&grid, progress)?;
-        let starts = scan_maxima(&scan, opts.max_starts);
-        if starts.is_empty() {
-            return Err(CoreError::InvalidParameter {
-                name: "lengthscale grid".into(),
-                value: grid.min,
-                reason:
-                    "the marginal pseudolikelihood is −∞ on the whole grid: widen the grid or add landmarks"
-                        .into(),
-            });
-        }
-        let box_ = SearchBox::new(&grid, opts, x.dim());
-        let mut optima: Vec<LocalOptimum> = Vec::new();
-        let mut evaluations = scan.len();
-        for (i, &s) in starts.iter().enumerate() {
-            progress.checkpoint()?;
-            progress.update("polish", i as u64, starts.len() as u64);
-            let (found, count) = objective.polish::<B>(scan[s].lengthscale, &box_);
-            evaluations += count;
-            if let Some(cand) = found {
-                merge_optimum(&mut optima, cand);
-            }
-        }
-        progress.update("polish", starts.len() as u64, starts.len() as u64);
-        optima.sort_by(|a, b| b.log_marginal.total_cmp(&a.log_marginal));
-        let best = optima.first().ok_or_else(|| CoreError::InvalidParameter {
-            name: "lengthscale".into(),
-            value: f64::NAN,
-            reason: "polishing failed from every start: check the data and landmarks".into(),
-        })?;
-        let params = BkeParams { lengthscales: best.lengthscales.clone(), tau2: best.tau2, ..base };
+        let learned = learn_from_stats::<B>(opts, &landmarks, median, &|plan| plan.partial(&data), progress)?;
+        let params = learned.params;
         let posterior = BkePosterior::conditioned_at::<B>(&params, x, &landmarks)?;
         Ok(FittedEmbedding {
-            log_marginal: best.log_marginal,
+            log_marginal: learned.log_marginal,
             params,
-            local_optima: optima,
+            local_optima: learned.local_optima,
             median_heuristic: median,
-            scan,
+            scan: learned.scan,
             landmarks,
             landmark_indices,
             n_data: data.len(),
-            evaluations,
+            evaluations: learned.evaluations,
             posterior,
         })
     }
 }
 
+/// The data's statistics for a plan: [`PseudolikelihoodPlan::partial`] over the data, merged in a
+/// fixed order (in memory, over chunks of a file, or over the workers of a cluster).
+pub type StatsSource<'a> = dyn Fn(&PseudolikelihoodPlan) -> Result<PartialStats, CoreError> + 'a;
+
+/// What ML-II learned ([`learn_from_stats`]).
+#[derive(Debug, Clone)]
+pub struct Learned {
+    /// The best parameters found.
+    pub params: BkeParams,
+    /// The log marginal pseudolikelihood there.
+    pub log_marginal: f64,
+    /// All distinct local optima, best first.
+    pub local_optima: Vec<LocalOptimum>,
+    /// The scan over isotropic lengthscales at the initial `τ²`.
+    pub scan: Vec<ScanPoint>,
+    /// Objective evaluations (scan + polishing).
+    pub evaluations: usize,
+}
+
+/// Steps 2–4 of the module docs (scan, polish, best optimum) with the data reached only through
+/// `stats`, one call per objective evaluation: the fit of [`EmbeddingParams`] with
+/// `stats = |plan| plan.partial(&data)`, or the same fit on data held elsewhere (the chunks of a Dask
+/// array: per-chunk [`PseudolikelihoodPlan::partial`] on the workers, merged by
+/// [`PartialStats::merge`], the `O(m³)` finish here). `median` is the median heuristic of the input
+/// (the centre of the default grid); `landmarks` are not data.
+pub fn learn_from_stats<B: Backend>(
+    opts: &Valid<EmbeddingParams>,
+    landmarks: &Points,
+    median: f64,
+    stats: &StatsSource<'_>,
+    progress: &dyn Progress,
+) -> Result<Learned, CoreError> {
+    let grid = opts.grid.unwrap_or_else(|| {
+        LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
+    });
+    grid.check()?;
+    let base =
+        BkeParams { lengthscales: vec![1.0], tau2: opts.tau2, prior: opts.prior, jacobian: opts.jacobian };
+    let objective = Objective { stats, landmarks, base: &base };
+    let scan = objective.scan::<B>(&grid, progress)?;
+    let starts = scan_maxima(&scan, opts.max_starts);
+    if starts.is_empty() {
+        return Err(CoreError::InvalidParameter {
+            name: "lengthscale grid".into(),
+            value: grid.min,
+            reason: "the marginal pseudolikelihood is −∞ on the whole grid: widen the grid or add landmarks"
+                .into(),
+        });
+    }
+    let box_ = SearchBox::new(&grid, opts, landmarks.dim());
+    let mut optima: Vec<LocalOptimum> = Vec::new();
+    let mut evaluations = scan.len();
+    for (i, &s) in starts.iter().enumerate() {
+        progress.checkpoint()?;
+        progress.update("polish", i as u64, starts.len() as u64);
+        let (found, count) = objective.polish::<B>(scan[s].lengthscale, &box_);
+        evaluations += count;
+        if let Some(cand) = found {
+            merge_optimum(&mut optima, cand);
+        }
+    }
+    progress.update("polish", starts.len() as u64, starts.len() as u64);
+    optima.sort_by(|a, b| b.log_marginal.total_cmp(&a.log_marginal));
+    let best = optima.first().ok_or_else(|| CoreError::InvalidParameter {
+        name: "lengthscale".into(),
+        value: f64::NAN,
+        reason: "polishing failed from every start: check the data and landmarks".into(),
+    })?;
+    let params = BkeParams { lengthscales: best.lengthscales.clone(), tau2: best.tau2, ..base };
+    Ok(Learned { params, log_marginal: best.log_marginal, local_optima: optima, scan, evaluations })
+}
+
 /// The marginal pseudolikelihood of the data at the landmarks, as a function of the hyperparameters.
 struct Objective<'a> {
-    data: &'a Points,
+    stats: &'a StatsSource<'a>,
     landmarks: &'a Points,
     base: &'a BkeParams,
 }
@@ -468,7 +510,9 @@ impl Objective<'_> {
         tau2: f64,
     ) -> Result<super::MarginalLikelihood, CoreError> {
         let p = BkeParams { lengthscales, tau2, ..self.base.clone() };
-        marginal_pseudolikelihood::<B>(self.data, self.landmarks, &p)
+        p.validate_for_dim(self.landmarks.dim())?;
+        let plan = PseudolikelihoodPlan::new(self.landmarks, &p)?;
+        plan.finish::<B>(&(self.stats)(&plan)?)
     }
 
     /// The log-grid scan at the initial `τ²` (NaN counts as `−∞`).
@@ -561,6 +605,7 @@ fn merge_optimum(optima: &mut Vec<LocalOptimum>, cand: LocalOptimum) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::marginal_pseudolikelihood;
     use super::*;
     use bke_linalg::DefaultBackend;
     use rand::Rng;
@@ -578,6 +623,39 @@ mod tests {
         assert!(hold_out_landmarks(&x, 20, 3).is_err());
         let x2 = Points::from_rows("x", &[vec![0.0, 0.0], vec![1.0, 0.0], vec![0.0, 1.0]]).unwrap();
         assert!(hold_out_landmarks(&x2, 1, 0).is_err()); // m < D
+    }
+
+    /// ML-II on statistics merged over uneven chunks (as from a Dask array) finds the in-memory fit's
+    /// optimum to 1e-8 with the same scan to 1e-10.
+    #[test]
+    fn fit_from_chunked_statistics_equals_in_memory_fit() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let data: Vec<f64> = (0..600)
+            .map(|i| (i % 3) as f64 * 2.0 + 0.5 * Distribution::<f64>::sample(&StandardNormal, &mut rng))
+            .collect();
+        let x = Points::new("x", data, 2).unwrap();
+        let opts = EmbeddingParams { num_landmarks: 30, seed: 4, ..Default::default() }.check().unwrap();
+        let whole = opts.fit::<DefaultBackend>(&x).unwrap();
+        let idx = landmark_indices(x.len(), 2, 30, 4).unwrap();
+        assert_eq!(Some(&idx), whole.landmark_indices.as_ref());
+        let rest: Vec<usize> = (0..x.len()).filter(|i| idx.binary_search(i).is_err()).collect();
+        let chunks: Vec<Points> =
+            [0..7, 7..200, 200..rest.len()].into_iter().map(|r| x.select(&rest[r])).collect();
+        let stats = |plan: &PseudolikelihoodPlan| {
+            let mut total = plan.empty_stats();
+            for c in &chunks {
+                total.merge(&PartialStats::from_slice(&plan.partial(c)?.to_vec())?)?;
+            }
+            Ok(total)
+        };
+        let median = crate::median_distance(&x).unwrap();
+        let r = learn_from_stats::<DefaultBackend>(&opts, &x.select(&idx), median, &stats, &()).unwrap();
+        let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
+        assert!(rel(r.params.lengthscales[0], whole.params.lengthscales[0]) < 1e-8);
+        assert!(rel(r.log_marginal, whole.log_marginal) < 1e-10);
+        for (a, b) in r.scan.iter().zip(&whole.scan) {
+            assert!(rel(a.log_marginal, b.log_marginal) < 1e-10);
+        }
     }
 
     /// The optimum is a stationary point of the objective (gradient ≈ 0), beats every scan value, and

@@ -269,6 +269,11 @@ impl PseudolikelihoodPlan {
         Ok(Self { params: params.clone(), ls, landmarks, r, dr })
     }
 
+    /// The parameters it was built for.
+    pub fn params(&self) -> &BkeParams {
+        &self.params
+    }
+
     /// Dimension `D` of the data.
     pub fn dim(&self) -> usize {
         self.landmarks.dim

@@ -64,8 +64,8 @@ mod simd;
 mod tests;
 
 pub use learn::{
-    EmbeddingParams, FittedEmbedding, LengthscaleGrid, LocalOptimum, MEDIAN_HEURISTIC_CONVENTION, ScanPoint,
-    default_num_landmarks, hold_out_landmarks,
+    EmbeddingParams, FittedEmbedding, Learned, LengthscaleGrid, LocalOptimum, MEDIAN_HEURISTIC_CONVENTION,
+    ScanPoint, StatsSource, default_num_landmarks, hold_out_landmarks, landmark_indices, learn_from_stats,
 };
 pub use marginal::{MarginalLikelihood, PartialStats, PseudolikelihoodPlan, marginal_pseudolikelihood};
 pub use posterior::BkePosterior;
@@ -191,12 +191,19 @@ const MAX_ABS_VALUE: f64 = 1e150;
 /// constant column (the feature map's Jacobian is then rank-deficient everywhere: the log-Jacobian
 /// is −∞).
 pub(crate) fn check_data_scale(x: &Points, jacobian: bool) -> Result<(), CoreError> {
-    for k in 0..x.dim() {
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        for p in x.iter() {
-            lo = lo.min(p[k]);
-            hi = hi.max(p[k]);
-        }
+    let ranges: Vec<(f64, f64)> = (0..x.dim())
+        .map(|k| {
+            x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(p[k]), hi.max(p[k])))
+        })
+        .collect();
+    check_column_ranges(&ranges, x.len(), jacobian)
+}
+
+/// The data checks of the ML-II fit (values beyond ±1e150; with the Jacobian, a constant column)
+/// from each column's `(min, max)` over `n` points, for data held elsewhere (e.g. the chunks of a
+/// Dask array).
+pub fn check_column_ranges(ranges: &[(f64, f64)], n: usize, jacobian: bool) -> Result<(), CoreError> {
+    for (k, &(lo, hi)) in ranges.iter().enumerate() {
         if lo.abs().max(hi.abs()) > MAX_ABS_VALUE {
             return Err(CoreError::NonFiniteResult {
                 what: "the kernel on the data".into(),
@@ -208,7 +215,7 @@ pub(crate) fn check_data_scale(x: &Points, jacobian: bool) -> Result<(), CoreErr
                 ),
             });
         }
-        if jacobian && x.len() > 1 && lo == hi {
+        if jacobian && n > 1 && lo == hi {
             return Err(CoreError::NonFiniteResult {
                 what: "the log-Jacobian of the pseudolikelihood".into(),
                 reason: format!(

@@ -61,17 +61,23 @@ impl MedianConvention {
     }
 }
 
+/// The rows of `n` points whose pairwise distances [`median_distance`] uses: all of them up to
+/// [`MEDIAN_MAX_POINTS`], else that many evenly spaced rows `k·n/MEDIAN_MAX_POINTS`. The median of
+/// a sample held elsewhere (chunks) is `median_distance` of these rows.
+pub fn median_subsample(n: usize) -> Vec<usize> {
+    if n > MEDIAN_MAX_POINTS {
+        (0..MEDIAN_MAX_POINTS).map(|k| k * n / MEDIAN_MAX_POINTS).collect()
+    } else {
+        (0..n).collect()
+    }
+}
+
 /// The median of the pairwise Euclidean distances `‖x_i − x_j‖`, `i < j` (for an even number of
 /// pairs, the mean of the two middle values). Errors with fewer than 2 points or a zero median
 /// (more than half the pairs coincide), which no lengthscale can be derived from.
 pub fn median_distance(x: &Points) -> Result<f64, CoreError> {
     x.check_len("sample for the median heuristic", 2)?;
-    let n = x.len();
-    let idx: Vec<usize> = if n > MEDIAN_MAX_POINTS {
-        (0..MEDIAN_MAX_POINTS).map(|k| k * n / MEDIAN_MAX_POINTS).collect()
-    } else {
-        (0..n).collect()
-    };
+    let idx = median_subsample(x.len());
     let mut d2 = Vec::with_capacity(idx.len() * (idx.len() - 1) / 2);
     for (a, &i) in idx.iter().enumerate() {
         let xi = x.point(i);

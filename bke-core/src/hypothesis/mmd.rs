@@ -353,6 +353,58 @@ impl FittedMmd {
 
     /// Runs the test with backend `B`, reporting progress per kernel.
     pub fn test_with_progress<B: Backend>(&self, progress: &dyn Progress) -> Result<MmdReport, CoreError> {
+        self.report::<B>(progress, None)
+    }
+
+    /// The draws `range` of the permutation null of a single-kernel quadratic-statistic test
+    /// (draw `b` from stream `(seed, b)`, as [`FittedMmd::test`] draws them): the null split into
+    /// pieces computed anywhere (e.g. on Dask workers), finished by [`FittedMmd::test_with_null`].
+    /// Errors for aggregated selections, the linear statistic and other nulls.
+    pub fn null_draws<B: Backend>(&self, range: std::ops::Range<usize>) -> Result<Vec<f64>, CoreError> {
+        self.check_splittable()?;
+        let pooled = self.data.x.concat(&self.data.y)?;
+        let k = Distances::new(&pooled).gram(&self.selected.kernels[0]);
+        MmdPermutation::new(&k, self.data.x.len())?.null_range::<B>(
+            self.params.statistic,
+            range,
+            self.params.seed,
+        )
+    }
+
+    /// The report of [`FittedMmd::test`] from null draws computed by [`FittedMmd::null_draws`] over
+    /// a partition of `0..permutations`, concatenated in order: the same report as `test` (to the
+    /// GEMM's rounding of the draws). Errors unless there are `permutations` draws.
+    pub fn test_with_null<B: Backend>(&self, null: Vec<f64>) -> Result<MmdReport, CoreError> {
+        self.check_splittable()?;
+        if null.len() != self.params.permutations {
+            return Err(CoreError::DimensionMismatch {
+                what: "null draws (one per permutation)".into(),
+                expected: self.params.permutations,
+                found: null.len(),
+            });
+        }
+        self.report::<B>(&(), Some(null))
+    }
+
+    fn check_splittable(&self) -> Result<(), CoreError> {
+        let p = &self.params;
+        if p.selection.is_aggregated()
+            || p.statistic == MmdStatistic::Linear
+            || p.null != NullDistribution::Permutation
+        {
+            return Err(choice(
+                "splitting the null of this test",
+                "only the permutation null of a single-kernel test with the unbiased or biased statistic is split",
+            ));
+        }
+        Ok(())
+    }
+
+    fn report<B: Backend>(
+        &self,
+        progress: &dyn Progress,
+        null: Option<Vec<f64>>,
+    ) -> Result<MmdReport, CoreError> {
         let p = &self.params;
         let (outcome, kernels, leading, u_alpha) = if p.selection.is_aggregated() {
             let (agg, stats, p_values) = self.aggregated::<B>(progress)?;
@@ -360,7 +412,7 @@ impl FittedMmd {
             let kernels = self.kernel_reports(&stats.observed, &p_values);
             (outcome, kernels, agg.leading, agg.u_alpha)
         } else {
-            let o = self.single::<B>()?;
+            let o = self.single::<B>(null)?;
             let kernels = self.kernel_reports(&[o.statistic], &[o.p_value]);
             (o, kernels, 0, None)
         };
@@ -399,15 +451,23 @@ impl FittedMmd {
             .collect()
     }
 
-    /// The single-kernel test with any statistic and null.
-    fn single<B: Backend>(&self) -> Result<Outcome, CoreError> {
+    /// The single-kernel test with any statistic and null; with `null`, the permutation null's
+    /// draws computed elsewhere ([`FittedMmd::null_draws`]).
+    fn single<B: Backend>(&self, null: Option<Vec<f64>>) -> Result<Outcome, CoreError> {
         let (x, y, p) = (&self.data.x, &self.data.y, &self.params);
         let kernel = &self.selected.kernels[0];
         if p.statistic == MmdStatistic::Linear {
             return linear_test(kernel, x, y, p);
         }
         let pooled = x.concat(y)?;
-        mmd_test_gram::<B>(&Distances::new(&pooled).gram(kernel), x.len(), p)
+        let k = Distances::new(&pooled).gram(kernel);
+        match null {
+            Some(draws) => {
+                let observed = mmd_from_gram(&k, x.len(), p.statistic)?;
+                Ok(Outcome::from_samples(observed, draws, p.alpha, p.null))
+            }
+            None => mmd_test_gram::<B>(&k, x.len(), p),
+        }
     }
 
     /// Every kernel's statistic under the same draws, aggregated; with each kernel's own p-value

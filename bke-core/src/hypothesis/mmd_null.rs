@@ -86,13 +86,29 @@ impl<'a> MmdPermutation<'a> {
         draws: usize,
         seed: u64,
     ) -> Result<Vec<f64>, CoreError> {
-        self.null_in_batches::<B>(statistic, draws, seed, batch_size(self.k.nrows(), draws))
+        self.null_range::<B>(statistic, 0..draws, seed)
     }
 
-    /// [`MmdPermutation::null`] with `batch` draws per GEMM (the results do not depend on it).
+    /// The null statistics of draws `range` only (draw `b` from stream `(seed, b)`): the null of
+    /// [`MmdPermutation::null`] split into independent pieces (e.g. over processes), whose
+    /// concatenation over a partition of `0..B` in order is `null(statistic, B, seed)` (the same
+    /// draws; values equal up to the GEMM's rounding, ~1e-15 relative).
+    pub fn null_range<B: Backend>(
+        &self,
+        statistic: MmdStatistic,
+        range: std::ops::Range<usize>,
+        seed: u64,
+    ) -> Result<Vec<f64>, CoreError> {
+        let draws = range.len();
+        self.null_in_batches::<B>(statistic, range.start, draws, seed, batch_size(self.k.nrows(), draws))
+    }
+
+    /// The draws `first..first + draws` with `batch` draws per GEMM (the results do not depend on
+    /// it).
     pub(crate) fn null_in_batches<B: Backend>(
         &self,
         statistic: MmdStatistic,
+        first: usize,
         draws: usize,
         seed: u64,
         batch: usize,
@@ -117,7 +133,7 @@ impl<'a> MmdPermutation<'a> {
             ucols.par_chunks_mut(big_n).zip(sd[..len].par_iter_mut()).enumerate().for_each_init(
                 || vec![0usize; big_n],
                 |idx, (c, (col, sdx))| {
-                    let chosen = draw_subset(&mut draw_rng(seed, start + c), idx, self.n);
+                    let chosen = draw_subset(&mut draw_rng(seed, first + start + c), idx, self.n);
                     col.fill(0.0);
                     let (mut s, mut dx) = (0.0, 0.0);
                     for &i in chosen {

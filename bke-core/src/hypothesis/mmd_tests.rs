@@ -95,7 +95,7 @@ fn batched_permutation_null_matches_naive_across_batches() {
     let gram = Distances::new(&x.concat(&y).unwrap()).gram(&WeightedKernel::gaussian(1.1));
     let perm = MmdPermutation::new(&gram, 31).unwrap();
     for stat in [MmdStatistic::Unbiased, MmdStatistic::Biased] {
-        let batched = perm.null_in_batches::<DefaultBackend>(stat, 70, 9, 16).unwrap();
+        let batched = perm.null_in_batches::<DefaultBackend>(stat, 0, 70, 9, 16).unwrap();
         let one = perm.null::<DefaultBackend>(stat, 70, 9).unwrap();
         let slow = perm.null_naive(stat, 70, 9).unwrap();
         for i in 0..70 {
@@ -104,6 +104,52 @@ fn batched_permutation_null_matches_naive_across_batches() {
         }
         assert!(batched.iter().any(|v| (v - batched[0]).abs() > 1e-6));
     }
+}
+
+/// The null split into ranges of draws (as over Dask workers) and concatenated is the whole null.
+#[test]
+fn null_ranges_concatenate_to_the_whole_null() {
+    let x = gaussian_points(6, 25, 2, 0.0, 1.0);
+    let y = gaussian_points(7, 30, 2, 0.3, 1.0);
+    let gram = Distances::new(&x.concat(&y).unwrap()).gram(&WeightedKernel::gaussian(0.9));
+    let perm = MmdPermutation::new(&gram, 25).unwrap();
+    let whole = perm.null::<DefaultBackend>(MmdStatistic::Unbiased, 100, 4).unwrap();
+    let mut pieces = Vec::new();
+    for r in [0..37, 37..38, 38..100] {
+        pieces.extend(perm.null_range::<DefaultBackend>(MmdStatistic::Unbiased, r, 4).unwrap());
+    }
+    assert_eq!(pieces.len(), 100);
+    for (a, b) in pieces.iter().zip(&whole) {
+        assert!((a - b).abs() <= 1e-14 * b.abs().max(1e-3), "{a} vs {b}");
+    }
+}
+
+/// The test finished from a null computed in pieces ([`super::FittedMmd::null_draws`]) is the test; other
+/// tests refuse to split.
+#[test]
+fn test_with_split_null_equals_test() {
+    let x = gaussian_points(8, 40, 2, 0.0, 1.0);
+    let y = gaussian_points(9, 35, 2, 0.4, 1.0);
+    let params = MmdParams {
+        permutations: 120,
+        seed: 5,
+        selection: LengthscaleSelection::bkl(5),
+        ..MmdParams::default()
+    };
+    let fitted =
+        params.check().unwrap().fit::<DefaultBackend>(&TwoSamples { x: x.clone(), y: y.clone() }).unwrap();
+    let whole = fitted.test::<DefaultBackend>().unwrap();
+    let mut null = fitted.null_draws::<DefaultBackend>(0..50).unwrap();
+    null.extend(fitted.null_draws::<DefaultBackend>(50..120).unwrap());
+    let split = fitted.test_with_null::<DefaultBackend>(null).unwrap();
+    assert_eq!(split.outcome.p_value, whole.outcome.p_value);
+    assert_eq!(split.outcome.statistic, whole.outcome.statistic);
+    assert!((split.outcome.null_sd - whole.outcome.null_sd).abs() < 1e-12 * whole.outcome.null_sd);
+    assert_eq!(split.lengthscale, whole.lengthscale);
+    assert!(fitted.test_with_null::<DefaultBackend>(vec![0.0; 3]).is_err());
+    let agg = MmdParams { selection: LengthscaleSelection::Fuse(Families::Both), ..params };
+    let fitted = agg.check().unwrap().fit::<DefaultBackend>(&TwoSamples { x, y }).unwrap();
+    assert!(fitted.null_draws::<DefaultBackend>(0..10).is_err());
 }
 
 /// Seeded resampling and the gamma null give identical results on 1, 2 and 3 threads.

@@ -59,7 +59,7 @@ pub use median::{MedianConvention, median_distance, median_lengthscale};
 pub use mmd::{FittedMmd, MmdParams, MmdStatistic};
 pub use mmd_null::MmdPermutation;
 pub use report::{HsicReport, KernelReport, MmdReport, Outcome};
-pub use select::{AggParams, BklParams, Families, LengthscaleSelection, SelectedKernels};
+pub use select::{AggParams, BklParams, Families, LengthscaleSelection, SelectedKernels, SelectionSpec};
 pub use witness::{FittedWitness, Witness, WitnessParams};
 
 /// How the distribution of the statistic under the null hypothesis is obtained.

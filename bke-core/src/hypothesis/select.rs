@@ -126,6 +126,16 @@ pub enum Families {
 }
 
 impl Families {
+    /// Parses "both" (the default), "gaussian" or "laplace".
+    pub fn parse(name: &str) -> Result<Self, CoreError> {
+        match name {
+            "both" => Ok(Families::Both),
+            "gaussian" => Ok(Families::Gaussian),
+            "laplace" => Ok(Families::Laplace),
+            other => Err(choice(&format!("kernel families '{other}'"), "use both, gaussian or laplace")),
+        }
+    }
+
     fn list(self) -> Vec<TestFamily> {
         match self {
             Families::Gaussian => vec![TestFamily::Gaussian],
@@ -168,6 +178,22 @@ impl Default for LengthscaleSelection {
     }
 }
 
+/// A kernel-choice rule by name, with the settings each rule may use (the CLI's `--select` and the
+/// Python `select=` keyword): [`LengthscaleSelection::parse`] turns it into a
+/// [`LengthscaleSelection`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectionSpec<'a> {
+    /// "median", "bkl", "mmdagg" (two-sample), "hsicagg" (independence), "fuse" (two-sample) or
+    /// "bkl-bayes".
+    pub select: &'a str,
+    /// The median heuristic's convention.
+    pub median_convention: MedianConvention,
+    /// BKL / BKL-Bayes settings.
+    pub bkl: BklParams,
+    /// MMDAgg / HSICAgg settings (MMD-FUSE uses its families).
+    pub agg: AggParams,
+}
+
 /// Which test a selection serves (names and collections differ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TestKind {
@@ -181,6 +207,42 @@ impl LengthscaleSelection {
     /// BKL with default settings and the given landmark seed.
     pub fn bkl(seed: u64) -> Self {
         LengthscaleSelection::Bkl(BklParams { seed, ..BklParams::default() })
+    }
+
+    /// The rule `spec` names for `test`; errors on an unknown name or an aggregate of the other test
+    /// (`mmdagg` or `fuse` for HSIC, `hsicagg` for MMD), saying which to use.
+    pub fn parse(spec: SelectionSpec<'_>, test: TestKind) -> Result<Self, CoreError> {
+        let two_sample = test == TestKind::TwoSample;
+        let rule = match spec.select {
+            "median" => Self::Median(spec.median_convention),
+            "bkl" => Self::Bkl(spec.bkl),
+            "bkl-bayes" => Self::BklBayes(spec.bkl),
+            "fuse" => Self::Fuse(spec.agg.families),
+            "mmdagg" if two_sample => Self::Agg(spec.agg),
+            "hsicagg" if !two_sample => Self::Agg(spec.agg),
+            "mmdagg" => {
+                return Err(choice(
+                    "selection 'mmdagg' for the independence test",
+                    "mmdagg is the two-sample aggregate; for HSIC use hsicagg",
+                ));
+            }
+            "hsicagg" => {
+                return Err(choice(
+                    "selection 'hsicagg' for the two-sample test",
+                    "hsicagg is the independence aggregate; for MMD use mmdagg",
+                ));
+            }
+            other => {
+                let names = if two_sample {
+                    "median, bkl, mmdagg, fuse or bkl-bayes"
+                } else {
+                    "median, bkl, hsicagg or bkl-bayes"
+                };
+                return Err(choice(&format!("kernel selection '{other}'"), &format!("use {names}")));
+            }
+        };
+        rule.validate(test)?;
+        Ok(rule)
     }
 
     /// The name in outputs: "fixed", "median", "bkl", "mmdagg" / "hsicagg", "fuse", "bkl-bayes".
