@@ -17,7 +17,8 @@
 //!    data sit far from the origin in units of `θ`.
 //! 2. *Jacobian Gram* `G = Σ_l k_l² u_l u_lᵀ` (`D × D`, see `jacobian.rs`): a register-tiled
 //!    weighted SYRK over the stored `u` (4 × 4 tiles of lane accumulators, `D²m` flops).
-//! 3. *Leverages* `p_l = k_l² ‖L⁻¹u_l‖²` from the Cholesky factor `G = LLᵀ` and the gradient sums
+//! 3. *Leverages* `p_l = k_l² ‖L⁻¹u_l‖²` by forward substitution with the Cholesky factor `G = LLᵀ`
+//!    (right-looking, so its updates vectorise; 8 rows of `L⁻¹u` at a time) and the gradient sums
 //!    `Σ_l p_l t_{l,g}` (`D²m/2` flops).
 //!
 //! Points where the Gram path is not accurate (tiny weights, a nearly singular `G`: see
@@ -156,7 +157,7 @@ impl Landmarks {
                 }
             }
             gram(&s.u, &s.w, self.nb, self.dim, &mut s.g);
-            if let Some(half_logdet) = gram_factor(&mut s.g, self.dim, &mut s.linv) {
+            if let Some(half_logdet) = gram_factor(&mut s.g, self.dim, &mut s.rdiag, &mut s.col) {
                 self.leverage_sums(s, grad);
                 return half_logdet;
             }
@@ -164,25 +165,25 @@ impl Landmarks {
         self.log_volume_fallback(s, grad)
     }
 
-    /// `grad[g] += Σ_l p_l t_{l,g}` with `p_l = k_l² ‖L⁻¹ u_l‖²` (`s.linv` holds `L⁻¹`).
+    /// `grad[g] += Σ_l p_l t_{l,g}` with `p_l = k_l² ‖L⁻¹ u_l‖²` (`s.g` holds `L`, `s.rdiag` `1/L_jj`):
+    /// `y_l = L⁻¹u_l` by forward substitution, 8 rows at a time.
     fn leverage_sums(&self, s: &mut Scratch, grad: &mut [f64]) {
         let (nb, dim, gd) = (self.nb, self.dim, self.gd);
+        s.lev.iter_mut().for_each(|a| *a = [0.0; W]);
+        macro_rules! tile {
+            ($ta:expr, $a0:expr; $($t:literal),*) => {
+                match $ta {
+                    $($t => leverage_tile::<$t>(&s.u, (&s.g, &s.rdiag), nb, dim, $a0, (&mut s.y, &mut s.lev)),)*
+                    _ => unreachable!("tiles are at most 8 rows"),
+                }
+            };
+        }
+        for a0 in (0..dim).step_by(8) {
+            tile!((dim - a0).min(8), a0; 1, 2, 3, 4, 5, 6, 7, 8);
+        }
         s.acc.iter_mut().for_each(|a| *a = [0.0; W]);
         for b in 0..nb {
-            let mut lev = [0.0; W];
-            for a in 0..dim {
-                let mut y = [0.0; W];
-                for c in 0..=a {
-                    let (l, u) = (s.linv[a * dim + c], &s.u[c * nb + b]);
-                    for j in 0..W {
-                        y[j] = fma(l, u[j], y[j]);
-                    }
-                }
-                for j in 0..W {
-                    lev[j] = fma(y[j], y[j], lev[j]);
-                }
-            }
-            let w = &s.w[b];
+            let (w, lev) = (&s.w[b], &s.lev[b]);
             for g in 0..gd {
                 let t = if gd == 1 { s.q[b] } else { sq(&s.u[g * nb + b]) };
                 let acc = &mut s.acc[g];
@@ -272,8 +273,11 @@ pub(crate) struct Scratch {
     ds1: Vec<Lane>,
     ds2: Vec<Lane>,
     acc: Vec<Lane>,
+    lev: Vec<Lane>,
+    y: Vec<Lane>,
     g: Vec<f64>,
-    linv: Vec<f64>,
+    rdiag: Vec<f64>,
+    col: Vec<f64>,
     uc: Vec<f64>,
     qc: Vec<f64>,
     kc: Vec<f64>,
@@ -289,19 +293,71 @@ impl Scratch {
             v.clear();
             v.resize(len, [0.0; W]);
         };
-        for v in [&mut self.q, &mut self.k, &mut self.w, &mut self.c, &mut self.s1, &mut self.s2] {
+        for v in
+            [&mut self.q, &mut self.k, &mut self.w, &mut self.c, &mut self.s1, &mut self.s2, &mut self.lev]
+        {
             lanes(v, nb);
         }
         lanes(&mut self.u, dim * nb);
+        lanes(&mut self.y, dim * nb);
         lanes(&mut self.ds1, gd * nb);
         lanes(&mut self.ds2, gd * nb);
         lanes(&mut self.acc, gd);
         self.g.resize(dim * dim, 0.0);
-        self.linv.resize(dim * dim, 0.0);
+        self.rdiag.resize(dim, 0.0);
+        self.col.resize(dim, 0.0);
         self.uc.resize(dim * m, 0.0);
         self.qc.resize(m, 0.0);
         self.kc.resize(m, 0.0);
         self.robust_grad.resize(dim, 0.0);
+    }
+}
+
+/// Rows `a0..a0+TA` of `y = L⁻¹u` by forward substitution for every lane block `b` (rows `< a0`
+/// already in `y`), and `lev_b += Σ_a y_a²`. The `TA` rows are independent FMA chains sharing each
+/// load of `y_c`, `c < a0`; inside the tile the substitution is sequential.
+#[inline(always)]
+fn leverage_tile<const TA: usize>(
+    u: &[Lane],
+    (l, rdiag): (&[f64], &[f64]),
+    nb: usize,
+    dim: usize,
+    a0: usize,
+    (y, lev): (&mut [Lane], &mut [Lane]),
+) {
+    for b in 0..nb {
+        let mut acc = [[0.0; W]; TA];
+        for (i, ai) in acc.iter_mut().enumerate() {
+            *ai = u[(a0 + i) * nb + b];
+        }
+        for c in 0..a0 {
+            let yc = y[c * nb + b];
+            for (i, ai) in acc.iter_mut().enumerate() {
+                let lv = l[(a0 + i) * dim + c];
+                for j in 0..W {
+                    ai[j] = fma(-lv, yc[j], ai[j]);
+                }
+            }
+        }
+        let mut lv_b = lev[b];
+        for i in 0..TA {
+            let r = rdiag[a0 + i];
+            let mut yi = [0.0; W];
+            for j in 0..W {
+                yi[j] = acc[i][j] * r;
+                lv_b[j] = fma(yi[j], yi[j], lv_b[j]);
+            }
+            for i2 in 0..TA {
+                if i2 > i {
+                    let lv = l[(a0 + i2) * dim + a0 + i];
+                    for j in 0..W {
+                        acc[i2][j] = fma(-lv, yi[j], acc[i2][j]);
+                    }
+                }
+            }
+            y[(a0 + i) * nb + b] = yi;
+        }
+        lev[b] = lv_b;
     }
 }
 
