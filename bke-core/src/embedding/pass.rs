@@ -70,20 +70,32 @@ impl Landmarks {
 
     /// The sums of one block of points (row-major, at least one point).
     pub(crate) fn block(&self, x: &[f64], s: &mut Scratch) -> PartialStats {
+        // Small dimensions get their own copy of the per-pair loops with `D` known at compile
+        // time (fully unrolled, lanes kept in registers); `0` is the general code.
+        match self.dim {
+            1 => self.block_in::<1>(x, s),
+            2 => self.block_in::<2>(x, s),
+            3 => self.block_in::<3>(x, s),
+            _ => self.block_in::<0>(x, s),
+        }
+    }
+
+    /// [`Self::block`] with the dimension `DIM` fixed at compile time (`0`: read from `self`).
+    fn block_in<const DIM: usize>(&self, x: &[f64], s: &mut Scratch) -> PartialStats {
         let (dim, nb, gd) = (self.dim, self.nb, self.gd);
         s.prepare(self);
         let npts = x.len() / dim;
         let mut xs = vec![0.0; dim];
         self.scale(&x[..dim], &mut xs);
-        self.gaussian_pass(&xs, s, false);
+        self.gaussian_pass::<DIM>(&xs, s, false);
         s.c.copy_from_slice(&s.k);
         let mut logvol = 0.0;
         let mut dlogvol = vec![0.0; gd];
         for i in 0..npts {
             self.scale(&x[i * dim..(i + 1) * dim], &mut xs);
-            let kmax = self.gaussian_pass(&xs, s, true);
+            let kmax = self.gaussian_pass::<DIM>(&xs, s, true);
             if self.jacobian {
-                logvol += self.log_volume(s, kmax, &mut dlogvol);
+                logvol += self.log_volume::<DIM>(s, kmax, &mut dlogvol);
             }
         }
         self.finish_block(s, npts, logvol, dlogvol, nb)
@@ -95,31 +107,35 @@ impl Landmarks {
         }
     }
 
-    /// Step 1 for the scaled point `xs`: fills `s.u`, `s.q`, `s.k` and (with `accumulate`) adds the
+    /// Step 1 for the scaled point `xs`: fills `s.u`, `s.q`, `s.k`, the Gram weights `s.w` and (with `accumulate`) adds the
     /// point's terms to the block sums. Returns `max_l k_l`.
-    #[inline]
-    fn gaussian_pass(&self, xs: &[f64], s: &mut Scratch, accumulate: bool) -> f64 {
-        let (nb, dim) = (self.nb, self.dim);
+    #[inline(always)]
+    fn gaussian_pass<const DIM: usize>(&self, xs: &[f64], s: &mut Scratch, accumulate: bool) -> f64 {
+        let (nb, dim) = (self.nb, if DIM == 0 { self.dim } else { DIM });
+        let xs = &xs[..dim];
         let mut kmax = [0.0; W];
         for b in 0..nb {
             let mut q = [0.0; W];
-            for d in 0..dim {
-                let (xd, z, u) = (xs[d], &self.z[d * nb + b], &mut s.u[d * nb + b]);
+            for (d, &xd) in xs.iter().enumerate() {
+                let z = self.z[d * nb + b];
+                let mut u = [0.0; W];
                 for j in 0..W {
-                    let t = xd - z[j];
-                    u[j] = t;
-                    q[j] = fma(t, t, q[j]);
+                    u[j] = xd - z[j];
+                    q[j] = fma(u[j], u[j], q[j]);
                 }
+                s.u[d * nb + b] = u;
             }
-            let (mask, mut k) = (&self.mask[b], [0.0; W]);
+            let (mask, mut k, mut w) = (self.mask[b], [0.0; W], [0.0; W]);
             for j in 0..W {
                 k[j] = exp_nonpos(-0.5 * q[j]) * mask[j];
                 kmax[j] = if k[j] > kmax[j] { k[j] } else { kmax[j] };
+                w[j] = if k[j] > GRAM_MIN_WEIGHT { k[j] * k[j] } else { 0.0 };
             }
             s.k[b] = k;
+            s.w[b] = w;
             s.q[b] = q;
             if accumulate {
-                self.accumulate(s, b, &k, &q);
+                self.accumulate::<DIM>(s, b, &k, &q);
             }
         }
         kmax.iter().fold(0.0, |a, &b| if b > a { b } else { a })
@@ -127,38 +143,43 @@ impl Landmarks {
 
     /// The Gaussian-term sums of lane block `b`.
     #[inline(always)]
-    fn accumulate(&self, s: &mut Scratch, b: usize, k: &Lane, q: &Lane) {
+    fn accumulate<const DIM: usize>(&self, s: &mut Scratch, b: usize, k: &Lane, q: &Lane) {
         let nb = self.nb;
-        let (c, s1, s2) = (&s.c[b], &mut s.s1[b], &mut s.s2[b]);
+        let gd = if DIM != 0 && self.gd != 1 { DIM } else { self.gd };
+        let (c, mut s1, mut s2) = (s.c[b], s.s1[b], s.s2[b]);
         let mut e = [0.0; W];
         for j in 0..W {
             e[j] = k[j] - c[j];
             s1[j] += e[j];
             s2[j] = fma(e[j], e[j], s2[j]);
         }
-        for g in 0..self.gd {
-            let t = if self.gd == 1 { *q } else { sq(&s.u[g * nb + b]) };
-            let (ds1, ds2) = (&mut s.ds1[g * nb + b], &mut s.ds2[g * nb + b]);
+        s.s1[b] = s1;
+        s.s2[b] = s2;
+        for g in 0..gd {
+            let t = if gd == 1 { *q } else { sq(&s.u[g * nb + b]) };
+            let (mut ds1, mut ds2) = (s.ds1[g * nb + b], s.ds2[g * nb + b]);
             for j in 0..W {
                 let kt = k[j] * t[j];
                 ds1[j] += kt;
                 ds2[j] = fma(e[j], kt, ds2[j]);
             }
+            s.ds1[g * nb + b] = ds1;
+            s.ds2[g * nb + b] = ds2;
         }
     }
 
     /// `½ log det G` of the point in `s` (steps 2–3, or the fallback paths); adds
     /// `Σ_l p_l t_{l,g}` to `grad`.
-    fn log_volume(&self, s: &mut Scratch, kmax: f64, grad: &mut [f64]) -> f64 {
+    #[inline(always)]
+    fn log_volume<const DIM: usize>(&self, s: &mut Scratch, kmax: f64, grad: &mut [f64]) -> f64 {
         if kmax >= GRAM_MIN_KMAX {
-            for (w, k) in s.w.iter_mut().zip(&s.k) {
-                for j in 0..W {
-                    w[j] = if k[j] > GRAM_MIN_WEIGHT { k[j] * k[j] } else { 0.0 };
-                }
+            if DIM == 0 {
+                gram(&s.u, &s.w, self.nb, self.dim, &mut s.g);
+            } else {
+                gram_tile::<DIM, DIM>(&s.u, &s.w, self.nb, (0, 0), DIM, &mut s.g);
             }
-            gram(&s.u, &s.w, self.nb, self.dim, &mut s.g);
             if let Some(half_logdet) = gram_factor(&mut s.g, self.dim, &mut s.rdiag, &mut s.col) {
-                self.leverage_sums(s, grad);
+                self.leverage_sums::<DIM>(s, grad);
                 return half_logdet;
             }
         }
@@ -167,8 +188,10 @@ impl Landmarks {
 
     /// `grad[g] += Σ_l p_l t_{l,g}` with `p_l = k_l² ‖L⁻¹ u_l‖²` (`s.g` holds `L`, `s.rdiag` `1/L_jj`):
     /// `y_l = L⁻¹u_l` by forward substitution, 8 rows at a time.
-    fn leverage_sums(&self, s: &mut Scratch, grad: &mut [f64]) {
-        let (nb, dim, gd) = (self.nb, self.dim, self.gd);
+    #[inline(always)]
+    fn leverage_sums<const DIM: usize>(&self, s: &mut Scratch, grad: &mut [f64]) {
+        let (nb, dim) = (self.nb, self.dim);
+        let gd = if DIM != 0 && self.gd != 1 { DIM } else { self.gd };
         s.lev.iter_mut().for_each(|a| *a = [0.0; W]);
         macro_rules! tile {
             ($ta:expr, $a0:expr; $($t:literal),*) => {
@@ -178,22 +201,23 @@ impl Landmarks {
                 }
             };
         }
-        for a0 in (0..dim).step_by(8) {
-            tile!((dim - a0).min(8), a0; 1, 2, 3, 4, 5, 6, 7, 8);
+        if DIM != 0 {
+            leverage_tile::<DIM>(&s.u, (&s.g, &s.rdiag), nb, DIM, 0, (&mut s.y, &mut s.lev));
+        } else {
+            for a0 in (0..dim).step_by(8) {
+                tile!((dim - a0).min(8), a0; 1, 2, 3, 4, 5, 6, 7, 8);
+            }
         }
-        s.acc.iter_mut().for_each(|a| *a = [0.0; W]);
-        for b in 0..nb {
-            let (w, lev) = (&s.w[b], &s.lev[b]);
-            for g in 0..gd {
+        for (g, grad_g) in grad.iter_mut().enumerate().take(gd) {
+            let mut acc = [0.0; W];
+            for b in 0..nb {
+                let (w, lev) = (s.w[b], s.lev[b]);
                 let t = if gd == 1 { s.q[b] } else { sq(&s.u[g * nb + b]) };
-                let acc = &mut s.acc[g];
                 for j in 0..W {
                     acc[j] = fma(w[j] * lev[j], t[j], acc[j]);
                 }
             }
-        }
-        for (g, a) in grad.iter_mut().zip(&s.acc) {
-            *g += hsum(a);
+            *grad_g += hsum(&acc);
         }
     }
 
@@ -272,7 +296,6 @@ pub(crate) struct Scratch {
     s2: Vec<Lane>,
     ds1: Vec<Lane>,
     ds2: Vec<Lane>,
-    acc: Vec<Lane>,
     lev: Vec<Lane>,
     y: Vec<Lane>,
     g: Vec<f64>,
@@ -302,7 +325,6 @@ impl Scratch {
         lanes(&mut self.y, dim * nb);
         lanes(&mut self.ds1, gd * nb);
         lanes(&mut self.ds2, gd * nb);
-        lanes(&mut self.acc, gd);
         self.g.resize(dim * dim, 0.0);
         self.rdiag.resize(dim, 0.0);
         self.col.resize(dim, 0.0);
