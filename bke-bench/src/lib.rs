@@ -9,6 +9,7 @@ pub mod bank;
 pub mod bkl;
 pub mod dme;
 pub mod hypothesis;
+pub mod io;
 pub mod linalg;
 pub mod plot;
 pub mod report;

@@ -4,7 +4,7 @@
 //! cargo xtask demo               the main job: learn kernels and run every model on the bundled data
 //! cargo xtask test               the tests: cargo test --workspace, then the Python package's pytest suite
 //! cargo xtask setup              install system packages the optional backends need (libopenblas-dev)
-//! cargo xtask bench <suite>      run a benchmark suite (linalg, bkl, tests, bank, dme) for every compiled backend
+//! cargo xtask bench <suite>      run a benchmark suite (linalg, bkl, tests, bank, dme, io) for every compiled backend
 //! cargo xtask repro [name|all]   run paper reproductions; without a name, list them
 //! cargo xtask fuzz [--seconds N] run the cargo-fuzz targets of fuzz/ (nightly + cargo-fuzz)
 //! ```
@@ -28,12 +28,17 @@ fn main() -> anyhow::Result<()> {
         Some("setup") => setup(),
         Some("demo") => demo::run(&root, openblas_installed()),
         Some("test") => python::test(&root, &args[1..]),
-        Some("bench") => run_tool("bke-bench", &args[1..], &root),
+        Some("bench") => {
+            if args.get(1).map(String::as_str) == Some("io") {
+                build_cli()?;
+            }
+            run_tool("bke-bench", &args[1..], &root)
+        }
         Some("repro") => run_tool("bke-repro", &args[1..], &root),
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  test               cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg, bkl, tests, bank, dme\n  repro [name|all]   paper reproductions (no name: list them)\n  fuzz [--seconds N] fuzz targets (nightly + cargo-fuzz)"
+                "usage: cargo xtask <command>\n\n  demo               run bke on the bundled data (the main job)\n  test               cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  setup              install libopenblas-dev (for --features openblas)\n  bench <suite>      benchmark suites: linalg, bkl, tests, bank, dme, io\n  repro [name|all]   paper reproductions (no name: list them)\n  fuzz [--seconds N] fuzz targets (nightly + cargo-fuzz)"
             );
             bail!("no command given")
         }
@@ -82,6 +87,18 @@ fn setup() -> anyhow::Result<()> {
         .context("running scripts/install-openblas.sh")?;
     if !status.success() {
         bail!("installing libopenblas-dev failed");
+    }
+    Ok(())
+}
+
+/// Builds the release `bke` binary (the `io` suite runs it end to end).
+fn build_cli() -> anyhow::Result<()> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "--release", "-p", "bke-cli"])
+        .status()
+        .context("building bke-cli")?;
+    if !status.success() {
+        bail!("building bke-cli failed");
     }
     Ok(())
 }
