@@ -11,6 +11,7 @@ pub mod demo;
 pub mod dme;
 pub mod html;
 pub mod hypothesis;
+pub mod io;
 pub mod linalg;
 pub mod plot;
 pub mod report;

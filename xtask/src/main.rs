@@ -6,7 +6,7 @@
 //! cargo xtask check-report [PATH]        load the report in headless Chromium, check it, save screenshot.png
 //! cargo xtask test                       the tests: cargo test --workspace, then the Python package's pytest suite
 //! cargo xtask setup                      install system packages the optional backends need (libopenblas-dev)
-//! cargo xtask bench <suite>              run a benchmark suite (linalg, bkl, tests, bank, dme) for every compiled backend
+//! cargo xtask bench <suite>              run a benchmark suite (linalg, bkl, tests, bank, dme, io) for every compiled backend
 //! cargo xtask fuzz [--seconds N]         run the cargo-fuzz targets of fuzz/ (nightly + cargo-fuzz)
 //! ```
 //!
@@ -32,6 +32,9 @@ fn main() -> anyhow::Result<()> {
         Some("test") => python::test(&root, &args[1..]),
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("bench") => {
+            if args.get(1).map(String::as_str) == Some("io") {
+                build_cli()?;
+            }
             run_tool("bke-bench", &args[1..], &root, &["--out", &root.join("target/bench").to_string_lossy()])
         }
         Some("repro") => run_tool(
@@ -51,7 +54,7 @@ fn main() -> anyhow::Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme\n  test                             cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  fuzz [--seconds N]               fuzz targets (nightly + cargo-fuzz)"
+                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme, io\n  test                             cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  fuzz [--seconds N]               fuzz targets (nightly + cargo-fuzz)"
             );
             bail!("no command given")
         }
@@ -129,6 +132,19 @@ fn blas_env(cmd: &mut Command) {
             cmd.env("OPENBLAS_CORETYPE", core);
         }
     }
+}
+
+/// Builds the release `bke` binary (the `io` suite runs it end to end).
+fn build_cli() -> anyhow::Result<()> {
+    if !cargo()
+        .args(["build", "--quiet", "--release", "-p", "bke-cli"])
+        .status()
+        .context("building bke-cli")?
+        .success()
+    {
+        bail!("building bke-cli failed");
+    }
+    Ok(())
 }
 
 /// `cargo xtask demo`: builds `bke` and `bke-demo` in release (cargo's own progress on screen), then

@@ -16,7 +16,7 @@ fn main() -> anyhow::Result<()> {
         None if suite == "dme" => 2000,
         None => 2048,
     };
-    let known = ["linalg", "tests", "dme", "bank", "bkl"];
+    let known = ["linalg", "tests", "dme", "bank", "bkl", "io"];
     if !known.contains(&suite) {
         bail!("unknown suite '{suite}'; available: {}", known.join(", "));
     }
@@ -88,6 +88,16 @@ fn main() -> anyhow::Result<()> {
             let ms = list("--landmarks", vec![50, 100, 200])?;
             let dims = list("--dims", vec![2, 10, 50])?;
             bke_bench::bkl::bench(&ns, &ms, &dims, gemm)?.emit(&out, "bkl")
+        }
+        "io" => {
+            let ns = match flag(&args, "--sizes") {
+                Some(s) => s
+                    .split(',')
+                    .map(|v| v.parse().context("--sizes takes integers"))
+                    .collect::<Result<_, _>>()?,
+                None => vec![100_000, 1_000_000],
+            };
+            bke_bench::io::bench(&ns, gemm)?.emit(&out, "io")
         }
         other => unreachable!("suite '{other}' was checked against the known list"),
     }

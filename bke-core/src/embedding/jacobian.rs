@@ -32,7 +32,7 @@
 //!   underflows however small `θ` is: `log det R` is a sum of logs. `log γ = −∞` is returned only when
 //!   the weighted Jacobian has rank `< D` exactly (e.g. all landmarks on a line through `x` in 2-D).
 
-use super::simd::{lane_dot3, lane_max};
+use super::simd::{fma, lane_dot3, lane_max};
 
 /// The fast path hands a point to the robust path when every weight `k_l` is below this.
 const FAST_MIN_KMAX: f64 = 1e-100;
@@ -58,36 +58,45 @@ const GRAM_MIN_SCHUR_RATIO: f64 = 1e-4;
 const GRAM_MIN_PIVOT: f64 = 1e-280;
 
 /// Cholesky factor of the `D × D` Gram matrix `G` (lower triangle of `g`, row-major, overwritten by
-/// `L`) and `L⁻¹` (lower, row-major, into `linv`); returns `½ log det G = Σ_j log L_jj`, or `None`
+/// `L`; `rdiag` receives `1/L_jj`), right-looking so every update is a contiguous AXPY the compiler
+/// vectorises (`col`: scratch of length `D`); returns `½ log det G = ½ Σ_j log L_jj²`, or `None`
 /// when a Schur complement is below `GRAM_MIN_SCHUR_RATIO` of its diagonal entry (or tiny, or not
 /// finite): then the caller takes the Gram–Schmidt path.
-pub(crate) fn gram_factor(g: &mut [f64], dim: usize, linv: &mut [f64]) -> Option<f64> {
-    let mut half_logdet = 0.0;
+pub(crate) fn gram_factor(g: &mut [f64], dim: usize, rdiag: &mut [f64], col: &mut [f64]) -> Option<f64> {
     for j in 0..dim {
-        let diag = g[j * dim + j];
-        let s = diag - (0..j).map(|c| g[j * dim + c] * g[j * dim + c]).sum::<f64>();
-        if !(s >= GRAM_MIN_SCHUR_RATIO * diag && s > GRAM_MIN_PIVOT && s.is_finite()) {
+        rdiag[j] = g[j * dim + j];
+    }
+    // ½ log det G = ½ Σ_j log s_j, with the pivots multiplied together and one `ln` per run of
+    // pivots whose product stays well inside the normal range.
+    let (mut half_logdet, mut pivots) = (0.0, 1.0);
+    for j in 0..dim {
+        let s = g[j * dim + j];
+        if !(s >= GRAM_MIN_SCHUR_RATIO * rdiag[j] && s > GRAM_MIN_PIVOT && s.is_finite()) {
             return None;
         }
         let ljj = s.sqrt();
+        let inv = 1.0 / ljj;
         g[j * dim + j] = ljj;
-        half_logdet += ljj.ln();
+        rdiag[j] = inv;
+        pivots *= s;
+        if !(1e-150..=1e150).contains(&pivots) {
+            half_logdet += 0.5 * pivots.ln();
+            pivots = 1.0;
+        }
         for i in j + 1..dim {
-            let t = g[i * dim + j] - (0..j).map(|c| g[i * dim + c] * g[j * dim + c]).sum::<f64>();
-            g[i * dim + j] = t / ljj;
+            g[i * dim + j] *= inv;
+            col[i] = g[i * dim + j];
+        }
+        // Trailing update of the lower triangle: G[i, j+1..=i] −= L_ij · L[j+1..=i, j].
+        for i in j + 1..dim {
+            let lij = col[i];
+            let row = &mut g[i * dim + j + 1..=i * dim + i];
+            for (gik, lkj) in row.iter_mut().zip(&col[j + 1..=i]) {
+                *gik = fma(-lij, *lkj, *gik);
+            }
         }
     }
-    for j in 0..dim {
-        for i in 0..j {
-            linv[i * dim + j] = 0.0;
-        }
-        linv[j * dim + j] = 1.0 / g[j * dim + j];
-        for i in j + 1..dim {
-            let t: f64 = (j..i).map(|c| g[i * dim + c] * linv[c * dim + j]).sum();
-            linv[i * dim + j] = -t / g[i * dim + i];
-        }
-    }
-    Some(half_logdet)
+    Some(half_logdet + 0.5 * pivots.ln())
 }
 
 /// Per-thread scratch for [`log_volume_raw`].

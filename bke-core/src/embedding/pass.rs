@@ -17,7 +17,8 @@
 //!    data sit far from the origin in units of `θ`.
 //! 2. *Jacobian Gram* `G = Σ_l k_l² u_l u_lᵀ` (`D × D`, see `jacobian.rs`): a register-tiled
 //!    weighted SYRK over the stored `u` (4 × 4 tiles of lane accumulators, `D²m` flops).
-//! 3. *Leverages* `p_l = k_l² ‖L⁻¹u_l‖²` from the Cholesky factor `G = LLᵀ` and the gradient sums
+//! 3. *Leverages* `p_l = k_l² ‖L⁻¹u_l‖²` by forward substitution with the Cholesky factor `G = LLᵀ`
+//!    (right-looking, so its updates vectorise; 8 rows of `L⁻¹u` at a time) and the gradient sums
 //!    `Σ_l p_l t_{l,g}` (`D²m/2` flops).
 //!
 //! Points where the Gram path is not accurate (tiny weights, a nearly singular `G`: see
@@ -69,20 +70,32 @@ impl Landmarks {
 
     /// The sums of one block of points (row-major, at least one point).
     pub(crate) fn block(&self, x: &[f64], s: &mut Scratch) -> PartialStats {
+        // Small dimensions get their own copy of the per-pair loops with `D` known at compile
+        // time (fully unrolled, lanes kept in registers); `0` is the general code.
+        match self.dim {
+            1 => self.block_in::<1>(x, s),
+            2 => self.block_in::<2>(x, s),
+            3 => self.block_in::<3>(x, s),
+            _ => self.block_in::<0>(x, s),
+        }
+    }
+
+    /// [`Self::block`] with the dimension `DIM` fixed at compile time (`0`: read from `self`).
+    fn block_in<const DIM: usize>(&self, x: &[f64], s: &mut Scratch) -> PartialStats {
         let (dim, nb, gd) = (self.dim, self.nb, self.gd);
         s.prepare(self);
         let npts = x.len() / dim;
         let mut xs = vec![0.0; dim];
         self.scale(&x[..dim], &mut xs);
-        self.gaussian_pass(&xs, s, false);
+        self.gaussian_pass::<DIM>(&xs, s, false);
         s.c.copy_from_slice(&s.k);
         let mut logvol = 0.0;
         let mut dlogvol = vec![0.0; gd];
         for i in 0..npts {
             self.scale(&x[i * dim..(i + 1) * dim], &mut xs);
-            let kmax = self.gaussian_pass(&xs, s, true);
+            let kmax = self.gaussian_pass::<DIM>(&xs, s, true);
             if self.jacobian {
-                logvol += self.log_volume(s, kmax, &mut dlogvol);
+                logvol += self.log_volume::<DIM>(s, kmax, &mut dlogvol);
             }
         }
         self.finish_block(s, npts, logvol, dlogvol, nb)
@@ -94,31 +107,35 @@ impl Landmarks {
         }
     }
 
-    /// Step 1 for the scaled point `xs`: fills `s.u`, `s.q`, `s.k` and (with `accumulate`) adds the
+    /// Step 1 for the scaled point `xs`: fills `s.u`, `s.q`, `s.k`, the Gram weights `s.w` and (with `accumulate`) adds the
     /// point's terms to the block sums. Returns `max_l k_l`.
-    #[inline]
-    fn gaussian_pass(&self, xs: &[f64], s: &mut Scratch, accumulate: bool) -> f64 {
-        let (nb, dim) = (self.nb, self.dim);
+    #[inline(always)]
+    fn gaussian_pass<const DIM: usize>(&self, xs: &[f64], s: &mut Scratch, accumulate: bool) -> f64 {
+        let (nb, dim) = (self.nb, if DIM == 0 { self.dim } else { DIM });
+        let xs = &xs[..dim];
         let mut kmax = [0.0; W];
         for b in 0..nb {
             let mut q = [0.0; W];
-            for d in 0..dim {
-                let (xd, z, u) = (xs[d], &self.z[d * nb + b], &mut s.u[d * nb + b]);
+            for (d, &xd) in xs.iter().enumerate() {
+                let z = self.z[d * nb + b];
+                let mut u = [0.0; W];
                 for j in 0..W {
-                    let t = xd - z[j];
-                    u[j] = t;
-                    q[j] = fma(t, t, q[j]);
+                    u[j] = xd - z[j];
+                    q[j] = fma(u[j], u[j], q[j]);
                 }
+                s.u[d * nb + b] = u;
             }
-            let (mask, mut k) = (&self.mask[b], [0.0; W]);
+            let (mask, mut k, mut w) = (self.mask[b], [0.0; W], [0.0; W]);
             for j in 0..W {
                 k[j] = exp_nonpos(-0.5 * q[j]) * mask[j];
                 kmax[j] = if k[j] > kmax[j] { k[j] } else { kmax[j] };
+                w[j] = if k[j] > GRAM_MIN_WEIGHT { k[j] * k[j] } else { 0.0 };
             }
             s.k[b] = k;
+            s.w[b] = w;
             s.q[b] = q;
             if accumulate {
-                self.accumulate(s, b, &k, &q);
+                self.accumulate::<DIM>(s, b, &k, &q);
             }
         }
         kmax.iter().fold(0.0, |a, &b| if b > a { b } else { a })
@@ -126,73 +143,81 @@ impl Landmarks {
 
     /// The Gaussian-term sums of lane block `b`.
     #[inline(always)]
-    fn accumulate(&self, s: &mut Scratch, b: usize, k: &Lane, q: &Lane) {
+    fn accumulate<const DIM: usize>(&self, s: &mut Scratch, b: usize, k: &Lane, q: &Lane) {
         let nb = self.nb;
-        let (c, s1, s2) = (&s.c[b], &mut s.s1[b], &mut s.s2[b]);
+        let gd = if DIM != 0 && self.gd != 1 { DIM } else { self.gd };
+        let (c, mut s1, mut s2) = (s.c[b], s.s1[b], s.s2[b]);
         let mut e = [0.0; W];
         for j in 0..W {
             e[j] = k[j] - c[j];
             s1[j] += e[j];
             s2[j] = fma(e[j], e[j], s2[j]);
         }
-        for g in 0..self.gd {
-            let t = if self.gd == 1 { *q } else { sq(&s.u[g * nb + b]) };
-            let (ds1, ds2) = (&mut s.ds1[g * nb + b], &mut s.ds2[g * nb + b]);
+        s.s1[b] = s1;
+        s.s2[b] = s2;
+        for g in 0..gd {
+            let t = if gd == 1 { *q } else { sq(&s.u[g * nb + b]) };
+            let (mut ds1, mut ds2) = (s.ds1[g * nb + b], s.ds2[g * nb + b]);
             for j in 0..W {
                 let kt = k[j] * t[j];
                 ds1[j] += kt;
                 ds2[j] = fma(e[j], kt, ds2[j]);
             }
+            s.ds1[g * nb + b] = ds1;
+            s.ds2[g * nb + b] = ds2;
         }
     }
 
     /// `½ log det G` of the point in `s` (steps 2–3, or the fallback paths); adds
     /// `Σ_l p_l t_{l,g}` to `grad`.
-    fn log_volume(&self, s: &mut Scratch, kmax: f64, grad: &mut [f64]) -> f64 {
+    #[inline(always)]
+    fn log_volume<const DIM: usize>(&self, s: &mut Scratch, kmax: f64, grad: &mut [f64]) -> f64 {
         if kmax >= GRAM_MIN_KMAX {
-            for (w, k) in s.w.iter_mut().zip(&s.k) {
-                for j in 0..W {
-                    w[j] = if k[j] > GRAM_MIN_WEIGHT { k[j] * k[j] } else { 0.0 };
-                }
+            if DIM == 0 {
+                gram(&s.u, &s.w, self.nb, self.dim, &mut s.g);
+            } else {
+                gram_tile::<DIM, DIM>(&s.u, &s.w, self.nb, (0, 0), DIM, &mut s.g);
             }
-            gram(&s.u, &s.w, self.nb, self.dim, &mut s.g);
-            if let Some(half_logdet) = gram_factor(&mut s.g, self.dim, &mut s.linv) {
-                self.leverage_sums(s, grad);
+            if let Some(half_logdet) = gram_factor(&mut s.g, self.dim, &mut s.rdiag, &mut s.col) {
+                self.leverage_sums::<DIM>(s, grad);
                 return half_logdet;
             }
         }
         self.log_volume_fallback(s, grad)
     }
 
-    /// `grad[g] += Σ_l p_l t_{l,g}` with `p_l = k_l² ‖L⁻¹ u_l‖²` (`s.linv` holds `L⁻¹`).
-    fn leverage_sums(&self, s: &mut Scratch, grad: &mut [f64]) {
-        let (nb, dim, gd) = (self.nb, self.dim, self.gd);
-        s.acc.iter_mut().for_each(|a| *a = [0.0; W]);
-        for b in 0..nb {
-            let mut lev = [0.0; W];
-            for a in 0..dim {
-                let mut y = [0.0; W];
-                for c in 0..=a {
-                    let (l, u) = (s.linv[a * dim + c], &s.u[c * nb + b]);
-                    for j in 0..W {
-                        y[j] = fma(l, u[j], y[j]);
-                    }
+    /// `grad[g] += Σ_l p_l t_{l,g}` with `p_l = k_l² ‖L⁻¹ u_l‖²` (`s.g` holds `L`, `s.rdiag` `1/L_jj`):
+    /// `y_l = L⁻¹u_l` by forward substitution, 8 rows at a time.
+    #[inline(always)]
+    fn leverage_sums<const DIM: usize>(&self, s: &mut Scratch, grad: &mut [f64]) {
+        let (nb, dim) = (self.nb, self.dim);
+        let gd = if DIM != 0 && self.gd != 1 { DIM } else { self.gd };
+        s.lev.iter_mut().for_each(|a| *a = [0.0; W]);
+        macro_rules! tile {
+            ($ta:expr, $a0:expr; $($t:literal),*) => {
+                match $ta {
+                    $($t => leverage_tile::<$t>(&s.u, (&s.g, &s.rdiag), nb, dim, $a0, (&mut s.y, &mut s.lev)),)*
+                    _ => unreachable!("tiles are at most 8 rows"),
                 }
-                for j in 0..W {
-                    lev[j] = fma(y[j], y[j], lev[j]);
-                }
+            };
+        }
+        if DIM != 0 {
+            leverage_tile::<DIM>(&s.u, (&s.g, &s.rdiag), nb, DIM, 0, (&mut s.y, &mut s.lev));
+        } else {
+            for a0 in (0..dim).step_by(8) {
+                tile!((dim - a0).min(8), a0; 1, 2, 3, 4, 5, 6, 7, 8);
             }
-            let w = &s.w[b];
-            for g in 0..gd {
+        }
+        for (g, grad_g) in grad.iter_mut().enumerate().take(gd) {
+            let mut acc = [0.0; W];
+            for b in 0..nb {
+                let (w, lev) = (s.w[b], s.lev[b]);
                 let t = if gd == 1 { s.q[b] } else { sq(&s.u[g * nb + b]) };
-                let acc = &mut s.acc[g];
                 for j in 0..W {
                     acc[j] = fma(w[j] * lev[j], t[j], acc[j]);
                 }
             }
-        }
-        for (g, a) in grad.iter_mut().zip(&s.acc) {
-            *g += hsum(a);
+            *grad_g += hsum(&acc);
         }
     }
 
@@ -271,9 +296,11 @@ pub(crate) struct Scratch {
     s2: Vec<Lane>,
     ds1: Vec<Lane>,
     ds2: Vec<Lane>,
-    acc: Vec<Lane>,
+    lev: Vec<Lane>,
+    y: Vec<Lane>,
     g: Vec<f64>,
-    linv: Vec<f64>,
+    rdiag: Vec<f64>,
+    col: Vec<f64>,
     uc: Vec<f64>,
     qc: Vec<f64>,
     kc: Vec<f64>,
@@ -289,19 +316,70 @@ impl Scratch {
             v.clear();
             v.resize(len, [0.0; W]);
         };
-        for v in [&mut self.q, &mut self.k, &mut self.w, &mut self.c, &mut self.s1, &mut self.s2] {
+        for v in
+            [&mut self.q, &mut self.k, &mut self.w, &mut self.c, &mut self.s1, &mut self.s2, &mut self.lev]
+        {
             lanes(v, nb);
         }
         lanes(&mut self.u, dim * nb);
+        lanes(&mut self.y, dim * nb);
         lanes(&mut self.ds1, gd * nb);
         lanes(&mut self.ds2, gd * nb);
-        lanes(&mut self.acc, gd);
         self.g.resize(dim * dim, 0.0);
-        self.linv.resize(dim * dim, 0.0);
+        self.rdiag.resize(dim, 0.0);
+        self.col.resize(dim, 0.0);
         self.uc.resize(dim * m, 0.0);
         self.qc.resize(m, 0.0);
         self.kc.resize(m, 0.0);
         self.robust_grad.resize(dim, 0.0);
+    }
+}
+
+/// Rows `a0..a0+TA` of `y = L⁻¹u` by forward substitution for every lane block `b` (rows `< a0`
+/// already in `y`), and `lev_b += Σ_a y_a²`. The `TA` rows are independent FMA chains sharing each
+/// load of `y_c`, `c < a0`; inside the tile the substitution is sequential.
+#[inline(always)]
+fn leverage_tile<const TA: usize>(
+    u: &[Lane],
+    (l, rdiag): (&[f64], &[f64]),
+    nb: usize,
+    dim: usize,
+    a0: usize,
+    (y, lev): (&mut [Lane], &mut [Lane]),
+) {
+    for b in 0..nb {
+        let mut acc = [[0.0; W]; TA];
+        for (i, ai) in acc.iter_mut().enumerate() {
+            *ai = u[(a0 + i) * nb + b];
+        }
+        for c in 0..a0 {
+            let yc = y[c * nb + b];
+            for (i, ai) in acc.iter_mut().enumerate() {
+                let lv = l[(a0 + i) * dim + c];
+                for j in 0..W {
+                    ai[j] = fma(-lv, yc[j], ai[j]);
+                }
+            }
+        }
+        let mut lv_b = lev[b];
+        for i in 0..TA {
+            let r = rdiag[a0 + i];
+            let mut yi = [0.0; W];
+            for j in 0..W {
+                yi[j] = acc[i][j] * r;
+                lv_b[j] = fma(yi[j], yi[j], lv_b[j]);
+            }
+            for i2 in 0..TA {
+                if i2 > i {
+                    let lv = l[(a0 + i2) * dim + a0 + i];
+                    for j in 0..W {
+                        acc[i2][j] = fma(-lv, yi[j], acc[i2][j]);
+                    }
+                }
+            }
+            y[(a0 + i) * nb + b] = yi;
+        }
+        lev[b] = lv_b;
     }
 }
 
