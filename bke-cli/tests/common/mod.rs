@@ -10,7 +10,13 @@ pub fn write_in(tag: &str, name: &str, body: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("bke-{tag}-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
-    std::fs::write(&p, body).unwrap();
+    // Tests of one file run in parallel threads and may rewrite the same file: write a private
+    // temporary file and rename it, so a reader never sees a half-written one.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{k}.tmp"));
+    std::fs::write(&tmp, body).unwrap();
+    std::fs::rename(&tmp, &p).unwrap();
     p
 }
 
