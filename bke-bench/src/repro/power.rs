@@ -250,7 +250,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(!names.is_empty(), "--selections: none of median, bkl, mmdagg, fuse, bkl-bayes named");
     let mut headers = vec!["d", "scale"];
     headers.extend(names.iter().copied());
-    headers.extend(["published MMDAgg", "published MMD-FUSE", "median θ: median / bkl"]);
+    headers.extend(["published MMDAgg", "published MMD-FUSE", "median θ of the first / second selection"]);
     let mut table = Table::new(
         &format!(
             "MMD power on the perturbed-uniform benchmark (n = m = {N}, {PERTURBATIONS} perturbations, α = 0.05, R = {}, B = {})",
