@@ -1,4 +1,5 @@
-//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2] [--scales a,b,…]`: the power of every
+//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2] [--scales a,b,…]
+//! [--selections median,bkl,…]`: the power of every
 //! kernel selection of the MMD test (median heuristic, BKL, MMDAgg, MMD-FUSE, BKL-Bayes) on the
 //! perturbed-uniform benchmark of MMDAgg (Schrab et al., JMLR 2023, §6) and MMD-FUSE (Biggs, Schrab &
 //! Gretton, NeurIPS 2023, §6), with the type-I error at zero perturbation.
@@ -12,6 +13,12 @@
 //! proposal with bound `1 + s`. `n = m = 500`; `s ∈ {0, 0.1, …, 0.5}` for `d = 1` and
 //! `{0, 0.2, …, 1}` for `d = 2`, as in the papers' figures.
 //!
+//! # The other benchmarks (`--dims blobs`, `--dims laplace`)
+//! `blobs`: the 3×3 Gaussian grid of seed Fig. 2C (`repro fig2c`), i.i.d. from the mixture, 450 + 450
+//! points, the scale column the eigenvalue ratio ε of Q (ε = 1 is the null; defaults 1, 2, 4, 6).
+//! `laplace`: N(0, 1) against Laplace(0, √½), equal mean and variance (seed Fig. 3), the scale
+//! column the sample size `n = m` (defaults 100, 200, 400).
+//!
 //! # The tests
 //! Unbiased MMD², permutation null with `B` relabellings (MMDAgg: `B₁ = B₂ = B`), α = 0.05, every
 //! selection at its defaults (`bke test mmd --select …`): the papers' collections (Gaussian and
@@ -21,7 +28,7 @@
 //! of `d = 1`.
 
 use super::Ctx;
-use super::fig2c::options_from_args;
+use super::fig2c::{blobs_iid, options_from_args};
 use crate::plot::{Figure, Series};
 use crate::report::Table;
 use bke_core::hypothesis::{
@@ -31,7 +38,9 @@ use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
+use std::f64::consts::FRAC_1_SQRT_2;
 use std::time::Instant;
 
 const ALPHA: f64 = 0.05;
@@ -48,6 +57,12 @@ fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection)> {
         ("fuse", LengthscaleSelection::Fuse(Families::Both)),
         ("bkl-bayes", LengthscaleSelection::BklBayes(bkl)),
     ]
+}
+
+/// `--selections a,b,…`: the selections to run (all when absent).
+fn selection_filter() -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == "--selections").and_then(|i| args.get(i + 1)).cloned()
 }
 
 /// The papers' bump `G` (module docs).
@@ -97,15 +112,89 @@ pub fn perturbed_uniform(rng: &mut ChaCha8Rng, n: usize, d: usize, scale: Option
     Points::new("perturbed uniform", data, d).expect("finite")
 }
 
+/// A benchmark of the table: perturbed uniform in `d` dimensions, the blobs, or normal vs Laplace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Bench {
+    /// Perturbed uniform (module docs); the scale is the perturbation amplitude.
+    Uniform(usize),
+    /// The 3×3 Gaussian grid of `repro fig2c`, i.i.d. from the mixture, 450 + 450 points; the scale is
+    /// the eigenvalue ratio ε of Q (1 is the null).
+    Blobs,
+    /// N(0, 1) against Laplace(0, √½) (equal mean and variance, seed Fig. 3); the scale is `n = m`.
+    Laplace,
+}
+
+impl Bench {
+    fn parse(v: &str) -> anyhow::Result<Self> {
+        Ok(match v {
+            "1" => Bench::Uniform(1),
+            "2" => Bench::Uniform(2),
+            "blobs" => Bench::Blobs,
+            "laplace" => Bench::Laplace,
+            other => anyhow::bail!("--dims: use 1, 2, blobs or laplace, not {other}"),
+        })
+    }
+
+    fn label(self) -> String {
+        match self {
+            Bench::Uniform(d) => d.to_string(),
+            Bench::Blobs => "blobs".into(),
+            Bench::Laplace => "laplace".into(),
+        }
+    }
+
+    fn default_scales(self, smoke: bool) -> Vec<f64> {
+        match (self, smoke) {
+            (Bench::Uniform(1), true) => vec![0.0, 0.3, 0.5],
+            (Bench::Uniform(1), false) => (0..=5).map(|i| 0.1 * i as f64).collect(),
+            (Bench::Uniform(_), _) => (0..=5).map(|i| 0.2 * i as f64).collect(),
+            (Bench::Blobs, _) => vec![1.0, 2.0, 4.0, 6.0],
+            (Bench::Laplace, _) => vec![100.0, 200.0, 400.0],
+        }
+    }
+
+    fn draw(self, rng: &mut ChaCha8Rng, scale: f64) -> TwoSamples {
+        match self {
+            Bench::Uniform(d) => {
+                let x = perturbed_uniform(rng, N, d, None);
+                TwoSamples { x, y: perturbed_uniform(rng, N, d, (scale > 0.0).then_some(scale)) }
+            }
+            Bench::Blobs => {
+                let x = blobs_iid(None, 450, rng);
+                TwoSamples { x, y: blobs_iid((scale != 1.0).then_some(scale), 450, rng) }
+            }
+            Bench::Laplace => {
+                let n = scale as usize;
+                let x: Vec<f64> = (0..n).map(|_| StandardNormal.sample(rng)).collect();
+                let y: Vec<f64> = (0..n)
+                    .map(|_| {
+                        let u: f64 = rng.random::<f64>() - 0.5;
+                        -FRAC_1_SQRT_2 * u.signum() * (1.0 - 2.0 * u.abs()).max(f64::MIN_POSITIVE).ln()
+                    })
+                    .collect();
+                TwoSamples {
+                    x: Points::from_1d("normal", &x).expect("finite"),
+                    y: Points::from_1d("laplace", &y).expect("finite"),
+                }
+            }
+        }
+    }
+}
+
 /// Decisions and chosen (deciding) lengthscales of one data set, per selection.
-fn replicate(d: usize, scale: f64, rep: usize, permutations: usize) -> anyhow::Result<Vec<(bool, f64)>> {
-    let seed = 31_337 * (rep as u64 + 1) + 1000 * d as u64 + (scale * 1000.0).round() as u64;
+fn replicate(bench: Bench, scale: f64, rep: usize, permutations: usize) -> anyhow::Result<Vec<(bool, f64)>> {
+    let code = match bench {
+        Bench::Uniform(d) => d as u64,
+        Bench::Blobs => 7,
+        Bench::Laplace => 8,
+    };
+    let seed = 31_337 * (rep as u64 + 1) + 1000 * code + (scale * 1000.0).round() as u64;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let x = perturbed_uniform(&mut rng, N, d, None);
-    let y = perturbed_uniform(&mut rng, N, d, (scale > 0.0).then_some(scale));
-    let data = TwoSamples { x, y };
+    let data = bench.draw(&mut rng, scale);
+    let only = selection_filter();
     selections(seed)
         .into_iter()
+        .filter(|(n, _)| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == *n)))
         .map(|(_, selection)| {
             let params = MmdParams { permutations, seed, selection, alpha: ALPHA, ..MmdParams::default() };
             let report = params.check()?.fit::<Faer>(&data)?.test::<Faer>()?;
@@ -140,10 +229,10 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let smoke = ctx.smoke;
     let opts = if smoke { options_from_args(10, 500)? } else { options_from_args(200, 2000)? };
-    let dims: Vec<usize> = match args.iter().position(|a| a == "--dims").and_then(|i| args.get(i + 1)) {
-        Some(v) => v.split(',').map(str::parse).collect::<Result<_, _>>()?,
-        None if smoke => vec![1],
-        None => vec![1, 2],
+    let dims: Vec<Bench> = match args.iter().position(|a| a == "--dims").and_then(|i| args.get(i + 1)) {
+        Some(v) => v.split(',').map(Bench::parse).collect::<Result<_, _>>()?,
+        None if smoke => vec![Bench::Uniform(1)],
+        None => vec![Bench::Uniform(1), Bench::Uniform(2)],
     };
     let scale_arg: Option<Vec<f64>> =
         match args.iter().position(|a| a == "--scales").and_then(|i| args.get(i + 1)) {
@@ -153,10 +242,16 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let out = &ctx.dir("")?;
     let mut figures = Vec::new();
     let start = Instant::now();
-    let names: Vec<&str> = selections(0).iter().map(|s| s.0).collect();
+    let only = selection_filter();
+    let names: Vec<&str> = selections(0)
+        .iter()
+        .map(|s| s.0)
+        .filter(|n| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == *n)))
+        .collect();
+    anyhow::ensure!(!names.is_empty(), "--selections: none of median, bkl, mmdagg, fuse, bkl-bayes named");
     let mut headers = vec!["d", "scale"];
     headers.extend(names.iter().copied());
-    headers.extend(["published MMDAgg", "published MMD-FUSE", "median θ: median / bkl"]);
+    headers.extend(["published MMDAgg", "published MMD-FUSE", "median θ of the first / second selection"]);
     let mut table = Table::new(
         &format!(
             "MMD power on the perturbed-uniform benchmark (n = m = {N}, {PERTURBATIONS} perturbations, α = 0.05, R = {}, B = {})",
@@ -164,40 +259,42 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         ),
         &headers,
     );
-    for &d in &dims {
-        anyhow::ensure!(d == 1 || d == 2, "--dims: the benchmark has d = 1 and d = 2, not {d}");
-        let scales: Vec<f64> = match (scale_arg.clone(), d, smoke) {
-            (Some(s), _, _) => s,
-            (None, 1, true) => vec![0.0, 0.3, 0.5],
-            (None, 1, false) => (0..=5).map(|i| 0.1 * i as f64).collect(),
-            _ => (0..=5).map(|i| 0.2 * i as f64).collect(),
-        };
+    for &bench in &dims {
+        let d = bench.label();
+        let scales = scale_arg.clone().unwrap_or_else(|| bench.default_scales(smoke));
         let mut curves = vec![Vec::new(); names.len()];
         for &scale in &scales {
             let reps: Vec<Vec<(bool, f64)>> = (0..opts.reps)
                 .into_par_iter()
-                .map(|r| replicate(d, scale, r, opts.permutations))
+                .map(|r| replicate(bench, scale, r, opts.permutations))
                 .collect::<anyhow::Result<_>>()?;
             let r = opts.reps as f64;
-            let mut row = vec![d.to_string(), format!("{scale:.1}")];
+            let mut row = vec![d.clone(), format!("{scale:.1}")];
             for (s, curve) in curves.iter_mut().enumerate() {
                 let p = reps.iter().filter(|rep| rep[s].0).count() as f64 / r;
                 row.push(format!("{p:.3} ± {:.3}", (p * (1.0 - p) / r).sqrt()));
                 curve.push((scale, p));
             }
-            let (agg, fuse) = published(d, scale);
+            let (agg, fuse) = match bench {
+                Bench::Uniform(dim) => published(dim, scale),
+                _ => (String::new(), String::new()),
+            };
             row.extend([agg, fuse]);
             let theta = |s: usize| median(reps.iter().map(|rep| rep[s].1).collect());
-            row.push(format!("{:.3} / {:.4}", theta(0), theta(1)));
+            row.push(if names.len() > 1 {
+                format!("{:.3} / {:.4}", theta(0), theta(1))
+            } else {
+                format!("{:.4}", theta(0))
+            });
             ctx.progress(&format!(
                 "d = {d}, scale {scale:.1}: {} [{:.0} s]",
-                row[2..7].join(", "),
+                row[2..2 + names.len()].join(", "),
                 start.elapsed().as_secs_f64()
             ));
             table.push(row);
         }
         let mut plot = Figure::new(
-            &format!("MMD power, perturbed uniform d = {d} (R = {}, α = 0.05)", opts.reps),
+            &format!("MMD power, benchmark {d} (R = {}, α = 0.05)", opts.reps),
             "perturbation scale",
             "rejection rate",
         );

@@ -35,9 +35,21 @@
 //! and the draws). Mean and sd are symmetric functions of those `B + 1` values, so the studentised
 //! observed value and draws are exchangeable whenever the raw ones are: the permutation p-value stays
 //! exact, and kernels become comparable whatever their scale.
+//!
+//! BKL-Bayes aggregates them at `λ = 1` ([`STUDENTISED_TEMPERATURE`]): `F = log Σ_k π_k exp(S_k)` is
+//! the log of the posterior mixture of the exponential tilts `exp(S_k)` — for a studentised statistic
+//! that is roughly Gaussian, `exp(S − ½)` is the likelihood ratio of a shift by one null standard
+//! deviation, so `F` is a log Bayes factor against that local alternative, averaged over the
+//! posterior on the kernel. A factor `e` of posterior weight is worth one null standard deviation of
+//! the statistic: the weights matter, and a kernel of small weight still decides when its statistic
+//! is large. (MMD-FUSE's `λ = √(n(n−1))` on studentised values would make `F` the plain maximum and the
+//! weights irrelevant: `log π_k / λ ≈ 0`.)
 
 use super::resampling_p_value;
 use crate::numeric::log_sum_exp;
+
+/// The soft-maximum temperature `λ` for studentised statistics (BKL-Bayes; module docs).
+pub const STUDENTISED_TEMPERATURE: f64 = 1.0;
 
 /// Bisection steps of the level correction (MMDAgg's `B₃`).
 pub const BISECTION_STEPS: usize = 50;

@@ -34,10 +34,10 @@
 //! Aggregated tests: HSICAgg (Schrab et al. 2022; 5 × 5 Gaussian bandwidths around each variable's
 //! median, weighted min-p with the corrected level, `B₁ = B₂ = B`) and BKL-Bayes (the product of the
 //! two variables' posterior collections, studentised statistics, soft maximum with
-//! `λ = √(n(n−1))`). Kernels are chosen on each variable separately, which permuting `y` leaves
+//! `λ = 1`, [`super::aggregate::STUDENTISED_TEMPERATURE`]). Kernels are chosen on each variable separately, which permuting `y` leaves
 //! unchanged: the tests are exact ([`super::select`]).
 
-use super::aggregate::{KernelStatistics, min_p, soft_max_test, studentise};
+use super::aggregate::{KernelStatistics, STUDENTISED_TEMPERATURE, min_p, soft_max_test, studentise};
 use super::hsic_null::{gamma_moments, observed, permutation_stats, wild_stats};
 use super::kernels::{Distances, WeightedKernel};
 use super::report::{HsicReport, KernelReport, Outcome, SelectionFields};
@@ -347,8 +347,7 @@ impl FittedHsic {
         } else {
             let p_values = stats.kernel_p_values();
             studentise(&mut stats);
-            let n = self.data.x.len() as f64;
-            (soft_max_test(&stats, &weights, (n * (n - 1.0)).sqrt()), p_values)
+            (soft_max_test(&stats, &weights, STUDENTISED_TEMPERATURE), p_values)
         };
         let outcome = Outcome::from_draws(agg.statistic, agg.p_value, agg.null.clone(), p.alpha, p.null);
         Ok((outcome, stats, p_values, agg.leading, agg.u_alpha))

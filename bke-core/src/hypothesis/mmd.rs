@@ -57,7 +57,8 @@
 //! paper writes `MMD²_k/√N̂_k` with `N̂_k` scaled by `1/(n(n−1))²`), and aggregate by the soft maximum
 //! `(1/λ) log Σ_k π_k exp(λ S_k)` with `λ = √(n(n−1))` (the paper's default). BKL-Bayes uses the same
 //! soft maximum with its posterior weights `π_k`, of statistics studentised against their own resampled
-//! null ([`super::aggregate::studentise`]). Aggregated tests need the unbiased statistic and a
+//! null ([`super::aggregate::studentise`]), at `λ = 1`
+//! ([`super::aggregate::STUDENTISED_TEMPERATURE`]). Aggregated tests need the unbiased statistic and a
 //! resampled null.
 //!
 //! # Linear time
@@ -65,7 +66,9 @@
 //! re-pair, `O(N)` kernel evaluations per draw), wild bootstrap `Σ ε_i h_i/⌊n/2⌋`, or the asymptotic
 //! normal `N(0, s_h²/⌊n/2⌋)` ([`NullDistribution::Normal`]).
 
-use super::aggregate::{AggregateOutcome, KernelStatistics, min_p, soft_max_test, studentise};
+use super::aggregate::{
+    AggregateOutcome, KernelStatistics, STUDENTISED_TEMPERATURE, min_p, soft_max_test, studentise,
+};
 use super::kernels::{Distances, WeightedKernel};
 use super::mmd_null::{
     MmdPermutation, gamma_moments, linear_h, linear_normal, linear_permutation, linear_wild, wild_null,
@@ -521,7 +524,8 @@ impl FittedMmd {
         if !is_fuse {
             studentise(&mut stats);
         }
-        Ok((soft_max_test(&stats, &weights, (min_n * (min_n - 1.0)).sqrt()), stats, p_values))
+        let lambda = if is_fuse { (min_n * (min_n - 1.0)).sqrt() } else { STUDENTISED_TEMPERATURE };
+        Ok((soft_max_test(&stats, &weights, lambda), stats, p_values))
     }
 }
 
