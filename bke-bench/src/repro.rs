@@ -14,5 +14,6 @@ pub mod fig3;
 pub mod kbr;
 pub mod level;
 pub mod lfi_budget;
+pub mod lotka_volterra;
 pub mod power;
 pub mod witness;

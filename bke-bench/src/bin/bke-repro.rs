@@ -29,6 +29,11 @@ const REPROS: &[Repro] = &[
         bke_bench::repro::kbr::run,
     ),
     (
+        "lotka-volterra",
+        "seed 004 Fig. 5 (right): Lotka-Volterra LFI, DME (learned), KBR, rejection ABC (1x, 10x), SMC-ABC vs budget (--smoke, --reps, --budgets)",
+        bke_bench::repro::lotka_volterra::run,
+    ),
+    (
         "bank-fig3",
         "BaNK seed 001 Fig. 3: learned spectral density and kernel",
         bke_bench::repro::bank_fig3::run,
