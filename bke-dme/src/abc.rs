@@ -560,7 +560,7 @@ impl Estimator for SmcAbcParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_linalg::Faer;
+    use bke_linalg::DefaultBackend;
 
     /// θ ~ N(0, 1), x | θ ~ N(θ, 0.5²), y = 1: posterior N(0.8, 0.2).
     fn conjugate_simulator() -> Simulator {
@@ -595,14 +595,14 @@ mod tests {
         )
         .unwrap();
         let q = RejectionAbcParams { quantile: 0.02, ..Default::default() };
-        let r = q.check().unwrap().fit::<Faer>(&data).unwrap();
+        let r = q.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
         assert_eq!(r.posterior.points.len(), 400);
         assert_conjugate(&r.posterior, "rejection (quantile)");
         let e = RejectionAbcParams { epsilon: Some(r.threshold), ..Default::default() };
-        let r2 = e.check().unwrap().fit::<Faer>(&data).unwrap();
+        let r2 = e.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
         assert_eq!(r2.posterior, r.posterior);
         let none = RejectionAbcParams { epsilon: Some(1e-12), ..Default::default() };
-        let err = none.check().unwrap().fit::<Faer>(&data).unwrap_err().to_string();
+        let err = none.check().unwrap().fit::<DefaultBackend>(&data).unwrap_err().to_string();
         assert!(err.contains("accepts no simulation"), "{err}");
     }
 
@@ -615,7 +615,7 @@ mod tests {
         let data =
             LfiData::new(theta, stats, Points::from_1d("θ̃", &[0.0]).unwrap(), vec![2.1, 185.0]).unwrap();
         let p = RejectionAbcParams { quantile: 0.4, min_accepted: 1, epsilon: None };
-        let r = p.check().unwrap().fit::<Faer>(&data).unwrap();
+        let r = p.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
         assert_eq!(r.posterior.points.as_slice(), &[2.0, 1.0]);
         let e = RejectionAbcParams { quantile: 0.0, ..Default::default() }.check().unwrap_err().to_string();
         assert!(e.contains("quantile"), "{e}");
@@ -630,13 +630,13 @@ mod tests {
             min_acceptance: 0.0,
             ..Default::default()
         };
-        let r = p.check().unwrap().fit::<Faer>(&data).unwrap();
+        let r = p.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
         eprintln!("ε schedule {:?}, {} simulations", r.epsilons, r.simulations);
         assert!(r.epsilons.len() >= 4 && r.epsilons.windows(2).all(|w| w[1] <= w[0]), "{:?}", r.epsilons);
         assert!(r.simulations <= 15_000);
         assert_conjugate(&r.posterior, "SMC-ABC");
         let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let again = one_thread.install(|| p.check().unwrap().fit::<Faer>(&data).unwrap());
+        let again = one_thread.install(|| p.check().unwrap().fit::<DefaultBackend>(&data).unwrap());
         assert_eq!(again, r);
     }
 
@@ -646,7 +646,8 @@ mod tests {
         assert!(e.contains("quantile"), "{e}");
         let failing: Simulator = Arc::new(|_: &[f64], _: &mut ChaCha8Rng| None);
         let data = SmcAbcData { prior: prior(), simulator: failing, observed: vec![1.0] };
-        let e = SmcAbcParams::default().check().unwrap().fit::<Faer>(&data).unwrap_err().to_string();
+        let e =
+            SmcAbcParams::default().check().unwrap().fit::<DefaultBackend>(&data).unwrap_err().to_string();
         assert!(e.contains("prior simulations succeeded"), "{e}");
     }
 

@@ -1,6 +1,6 @@
 //! The stochastic Lotka–Volterra predator–prey model, the benchmark of seed 004 Fig. 5 (right),
-//! in the setting of Papamakarios & Murray (2016, "Fast ε-free inference of simulation models with
-//! Bayesian conditional density estimation", §4 and App. F), which the seed's Lotka–Volterra
+//! in the setting of Papamakarios & Murray 2016 ("Fast ε-free inference of simulation models with
+//! Bayesian conditional density estimation", §4 and appendix F), which the seed's Lotka–Volterra
 //! comparison (ABC, MDN, KELFI, KBR) follows.
 //!
 //! * State: predators `X`, prey `Y`, starting at `(X, Y) = (50, 100)`.
