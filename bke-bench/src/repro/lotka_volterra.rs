@@ -17,6 +17,16 @@
 //! parameters of |mean − true|), the mean width of the 95% central intervals, and their coverage
 //! of the true values (over parameters and repetitions); mean ± standard error over repetitions.
 //! The seed's message: DME at 2000 simulations is as accurate as ABC with more than 100 000.
+//!
+//! Measured (`--reps 2 --budgets 500,1000,2000`, 2 repetitions; SMC-ABC 10× from repetition 0):
+//! |mean − true| of the DME 1.68 ± 0.51, 1.41 ± 0.26, 0.81 ± 0.10 at n = 500, 1000, 2000, with
+//! intervals that miss the truth for 3 of 8 parameters at n = 2000; rejection ABC 1.01, 0.99, 0.94
+//! and at 10× 0.90, 0.91, 0.89 (intervals nearly as wide as the prior); SMC-ABC at budget n stays
+//! at the prior (2.1–2.3: one generation fits in the budget), at 10 n it reaches 0.29, 0.26, 0.29
+//! with calibrated intervals; KBR(b) at the library defaults fails (total posterior mass 0). So the
+//! DME at 2000 is no worse than rejection ABC at 20 000, as the seed says, but SMC-ABC at 5000
+//! beats both, and the DME's default bandwidths (Silverman per statistic, δ = 1) are overconfident
+//! here.
 
 use crate::plot::{Plot, Series};
 use crate::report::Table;
