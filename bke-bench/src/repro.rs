@@ -21,6 +21,7 @@ pub mod fig4;
 pub mod kbr;
 pub mod level;
 pub mod lfi_budget;
+pub mod lotka_volterra;
 pub mod power;
 pub mod witness;
 

@@ -144,6 +144,10 @@ macro_rules! backend_suite {
             fn core_gp_regression() {
                 check_core_gp::<B>()
             }
+            #[test]
+            fn abc_rejection_and_smc() {
+                check_abc::<B>()
+            }
         }
     };
 }
@@ -715,4 +719,24 @@ fn check_core_gp<B: Backend>() {
     for (u, v) in a.residuals().iter().zip(b.residuals()) {
         assert!((u - v).abs() < 1e-6, "GP residuals: {u} vs {v}");
     }
+}
+
+/// Rejection ABC and SMC-ABC (whose perturbation kernel is factorised by the backend) on the
+/// conjugate model.
+fn check_abc<B: Backend>() {
+    use bke_dme::abc::{Marginal, ProductPrior, RejectionAbcParams, Simulator, SmcAbcData, SmcAbcParams};
+    let data = lfi_data();
+    let params = RejectionAbcParams { quantile: 0.2, ..Default::default() }.check().unwrap();
+    let (a, b) = (params.fit::<B>(&data).unwrap(), params.fit::<Faer>(&data).unwrap());
+    close(a.posterior.points.as_slice(), b.posterior.points.as_slice(), "rejection ABC samples");
+    let simulator: Simulator = std::sync::Arc::new(|t: &[f64], rng: &mut ChaCha8Rng| {
+        Some(vec![t[0] + 0.5 * Normal::new(0.0, 1.0).unwrap().sample(rng)])
+    });
+    let prior = ProductPrior { marginals: vec![Marginal::Normal { mean: 0.0, sd: 1.0 }] };
+    let smc = SmcAbcData { prior, simulator, observed: vec![1.0] };
+    let params =
+        SmcAbcParams { particles: 100, max_simulations: 1500, ..Default::default() }.check().unwrap();
+    let (a, b) = (params.fit::<B>(&smc).unwrap(), params.fit::<Faer>(&smc).unwrap());
+    close(a.posterior.points.as_slice(), b.posterior.points.as_slice(), "SMC-ABC particles");
+    close(&a.posterior.weights, &b.posterior.weights, "SMC-ABC weights");
 }

@@ -1,41 +1,47 @@
 //! `bke lfi`: likelihood-free inference from simulations (bke-dme `lfi`, `kbr`, `herding`; seed 004
 //! Algorithm 8.1). `--method dme` (default) is the deconditional mean embedding posterior, `--method
 //! kbr` kernel Bayes' rule; both are herded into super-samples. Unset bandwidths and regularisers
-//! take the library's data-scaled defaults.
+//! take the library's data-scaled defaults. `--method abc-rejection` keeps the nearest simulations
+//! (bke-dme `abc`); `--method abc-smc` runs SMC-ABC against a built-in simulator (`--simulator
+//! lotka-volterra`, bke-dme `lotka_volterra`).
 
 use crate::exec::{Bar, ExecArgs};
 use crate::io::{self, CsvTable};
 use anyhow::{Context, bail};
-use bke_core::{Kernel, Points};
+use bke_core::{Kernel, Params, Points};
+use bke_dme::abc::{RejectionAbcParams, SmcAbcData, SmcAbcParams, WeightedSamples};
 use bke_dme::herding::HerdingParams;
 use bke_dme::infer::{LfiMethod, LfiSpec, infer};
 use bke_dme::lfi::LfiData;
+use bke_dme::lotka_volterra::LotkaVolterra;
 use bke_linalg::{Backend, WithBackend};
 use clap::Args;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 /// `bke lfi`: likelihood-free inference with deconditional mean embeddings (seed 004 Algorithm 8.1).
 #[derive(Args)]
 pub struct LfiArgs {
-    /// CSV of simulations: parameters θ_i and simulated statistics x_i, one simulation per row.
+    /// CSV of simulations: parameters θ_i and simulated statistics x_i, one simulation per row
+    /// (required except with --method abc-smc; for abc-rejection θ_i must be prior draws).
     #[arg(long)]
-    simulations: PathBuf,
+    simulations: Option<PathBuf>,
     /// Columns of --simulations holding the parameters θ (comma-separated).
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',')]
     theta_cols: Vec<String>,
     /// Columns of --simulations holding the statistics x (comma-separated).
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',')]
     stat_cols: Vec<String>,
     /// CSV of prior samples θ̃ (columns named as --theta-cols, else all columns); they are also the
-    /// herding candidates unless --candidates is given.
+    /// herding candidates unless --candidates is given (required by dme and kbr).
     #[arg(long)]
-    prior_samples: PathBuf,
+    prior_samples: Option<PathBuf>,
     /// CSV of the observed statistics y (columns named as --stat-cols, else all columns; first row).
     #[arg(long)]
     observed: PathBuf,
-    /// Posterior: dme (deconditional mean embedding, seed 004 Algorithm 8.1) or kbr (kernel Bayes' rule,
-    /// seed 004 §6/App. F; see --kbr-variant, --kbr-inverse).
+    /// Posterior: dme (deconditional mean embedding, seed 004 Algorithm 8.1), kbr (kernel Bayes' rule,
+    /// seed 004 §6/App. F; see --kbr-variant, --kbr-inverse), abc-rejection (the nearest simulations,
+    /// see --abc-quantile, --abc-epsilon) or abc-smc (population Monte Carlo ABC against --simulator).
     #[arg(long, default_value = "dme")]
     method: String,
     /// Number of posterior super-samples drawn by kernel herding.
@@ -88,68 +94,181 @@ pub struct LfiArgs {
     /// KBR evidence inverse (--method kbr): squared (Fukumizu et al.) or tikhonov.
     #[arg(long, default_value = "squared")]
     kbr_inverse: String,
+    /// abc-rejection: fraction of the simulations accepted (the nearest in standardised distance).
+    #[arg(long, default_value_t = 0.05)]
+    abc_quantile: f64,
+    /// abc-rejection: accept every simulation within this standardised distance instead.
+    #[arg(long)]
+    abc_epsilon: Option<f64>,
+    /// Built-in simulator for --method abc-smc: lotka-volterra (4 log-rates, uniform prior on
+    /// [−5, 2]⁴, 9 summary statistics in the order mean, log(1+var) of predators and prey, their
+    /// autocorrelations at lags 1, 2, and their correlation).
+    #[arg(long)]
+    simulator: Option<String>,
+    /// abc-smc: simulation budget.
+    #[arg(long, default_value_t = 20_000)]
+    abc_simulations: usize,
+    /// abc-smc: particles per generation.
+    #[arg(long, default_value_t = 500)]
+    particles: usize,
     #[command(flatten)]
     exec: ExecArgs,
 }
 
+/// The posterior estimator chosen by `--method`: the kernel methods of the library's `infer`
+/// (DME, KBR) or an ABC baseline.
+enum Method {
+    Kernel(LfiMethod),
+    Rejection(RejectionAbcParams),
+    Smc(SmcAbcParams, LotkaVolterra),
+}
+
 struct LfiJob {
     data: LfiData,
-    method: LfiMethod,
+    method: Method,
     candidates: Points,
     herding: HerdingParams,
+}
+
+/// `bke lfi --method abc-smc`: SMC-ABC against a built-in simulator.
+struct SmcJob {
+    params: SmcAbcParams,
+    data: SmcAbcData,
+}
+
+/// The JSON of weighted ABC samples.
+fn abc_json(method: &str, post: &WeightedSamples) -> Value {
+    let rows: Vec<&[f64]> = post.points.iter().collect();
+    json!({
+        "method": method,
+        "samples": rows,
+        "weights": post.weights,
+        "posterior": {"mean": post.mean(), "sd": post.sd(), "effective_size": post.effective_size()},
+    })
+}
+
+impl WithBackend for SmcJob {
+    type Output = anyhow::Result<Value>;
+    fn run<B: Backend>(self) -> anyhow::Result<Value> {
+        let bar = Bar::new("abc-smc");
+        let r = self.params.check()?.fit_with_progress::<B>(&self.data, &bar)?;
+        bar.finish();
+        let mut out = abc_json("abc-smc", &r.posterior);
+        out["epsilons"] = json!(r.epsilons.iter().map(|e| e.is_finite().then_some(*e)).collect::<Vec<_>>());
+        out["n_simulations"] = json!(r.simulations);
+        Ok(out)
+    }
 }
 
 impl WithBackend for LfiJob {
     type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> anyhow::Result<Value> {
         let bar = Bar::new("lfi");
-        let report = infer::<B>(&self.data, &self.method, &self.candidates, &self.herding, &bar)?;
+        let out = match self.method {
+            Method::Kernel(m) => {
+                serde_json::to_value(infer::<B>(&self.data, &m, &self.candidates, &self.herding, &bar)?)?
+            }
+            Method::Rejection(p) => {
+                let r = p.check()?.fit_with_progress::<B>(&self.data, &bar)?;
+                let mut out = abc_json("abc-rejection", &r.posterior);
+                out["threshold"] = json!(r.threshold);
+                out["n_accepted"] = json!(r.posterior.points.len());
+                out["n_simulations"] = json!(self.data.theta.len());
+                out
+            }
+            Method::Smc(..) => unreachable!("abc-smc runs as an SmcJob"),
+        };
         bar.finish();
-        Ok(serde_json::to_value(report)?)
+        Ok(out)
     }
 }
 
 /// Columns `names` if the table has all of them, else all columns.
 fn named_or_all(t: &CsvTable, names: &[String]) -> anyhow::Result<Points> {
-    if names.iter().all(|n| t.names.contains(n)) { t.points(Some(names)) } else { t.points(None) }
+    if !names.is_empty() && names.iter().all(|n| t.names.contains(n)) {
+        t.points(Some(names))
+    } else {
+        t.points(None)
+    }
 }
 
 fn se(lengthscales: &Option<Vec<f64>>, flag: &str) -> anyhow::Result<Option<Kernel>> {
     lengthscales.as_ref().map(|l| Kernel::se_ard(l.clone()).context(flag.to_string())).transpose()
 }
 
-fn method(a: &LfiArgs) -> anyhow::Result<LfiMethod> {
-    if a.learn && a.method.trim().eq_ignore_ascii_case("kbr") {
-        bail!("--learn applies to --method dme only (q̄ is the DME's evidence estimate)");
+fn method(a: &LfiArgs) -> anyhow::Result<Method> {
+    let name = a.method.trim().to_ascii_lowercase();
+    if a.learn && name != "dme" {
+        bail!("--learn applies to --method dme only (q̄ is the DME's evidence estimate), not {name}");
     }
-    Ok(LfiMethod::parse(&LfiSpec {
-        method: &a.method,
-        lengthscale_theta: a.lengthscale_theta.clone(),
-        lengthscale_stat: a.lengthscale_stat.clone(),
-        epsilon: a.epsilon.clone(),
-        lambda: a.lambda,
-        delta: a.delta,
-        learn: a.learn,
-        learn_lambda: a.learn_lambda,
-        starts: a.starts,
-        seed: a.seed,
-        kbr_variant: &a.kbr_variant,
-        kbr_inverse: &a.kbr_inverse,
-    })?)
+    Ok(match name.as_str() {
+        "dme" | "kbr" => Method::Kernel(LfiMethod::parse(&LfiSpec {
+            method: &a.method,
+            lengthscale_theta: a.lengthscale_theta.clone(),
+            lengthscale_stat: a.lengthscale_stat.clone(),
+            epsilon: a.epsilon.clone(),
+            lambda: a.lambda,
+            delta: a.delta,
+            learn: a.learn,
+            learn_lambda: a.learn_lambda,
+            starts: a.starts,
+            seed: a.seed,
+            kbr_variant: &a.kbr_variant,
+            kbr_inverse: &a.kbr_inverse,
+        })?),
+        "abc-rejection" => Method::Rejection(RejectionAbcParams {
+            quantile: a.abc_quantile,
+            epsilon: a.abc_epsilon,
+            ..RejectionAbcParams::default()
+        }),
+        "abc-smc" => {
+            let simulator = match a.simulator.as_deref().map(|s| s.trim().to_ascii_lowercase()) {
+                Some(s) if s == "lotka-volterra" => LotkaVolterra::default(),
+                Some(other) => bail!("unknown --simulator '{other}'; the built-in one is lotka-volterra"),
+                None => bail!(
+                    "--method abc-smc simulates as it goes and needs a built-in simulator: pass \
+                     --simulator lotka-volterra (with a CSV of fixed simulations use --method abc-rejection)"
+                ),
+            };
+            let params = SmcAbcParams {
+                particles: a.particles,
+                max_simulations: a.abc_simulations,
+                seed: a.seed,
+                ..SmcAbcParams::default()
+            };
+            Method::Smc(params, simulator)
+        }
+        other => bail!("unknown --method '{other}'; use dme, kbr, abc-rejection or abc-smc"),
+    })
 }
 
 /// Runs `bke lfi`.
 pub fn run_lfi(a: LfiArgs) -> anyhow::Result<()> {
     let method = method(&a)?;
-    let sims = CsvTable::read(&a.simulations)?;
-    let theta = sims.points(Some(&a.theta_cols))?;
-    let stats = sims.points(Some(&a.stat_cols))?;
-    let prior = named_or_all(&CsvTable::read(&a.prior_samples)?, &a.theta_cols)?;
     let obs_t = CsvTable::read(&a.observed)?;
     if obs_t.rows == 0 {
         bail!("{}: no data rows; the first row must hold the observed statistics", a.observed.display());
     }
     let observed = named_or_all(&obs_t, &a.stat_cols)?.point(0).to_vec();
+    if let Method::Smc(params, simulator) = method {
+        let data =
+            SmcAbcData { prior: LotkaVolterra::prior(), simulator: simulator.as_simulator(), observed };
+        return io::emit(&a.exec.run(SmcJob { params, data })?);
+    }
+    let Some(sims_path) = &a.simulations else {
+        bail!("--simulations is required for --method {}", a.method);
+    };
+    if a.theta_cols.is_empty() || a.stat_cols.is_empty() {
+        bail!("--theta-cols and --stat-cols are required with --simulations (comma-separated column names)");
+    }
+    let sims = CsvTable::read(sims_path)?;
+    let theta = sims.points(Some(&a.theta_cols))?;
+    let stats = sims.points(Some(&a.stat_cols))?;
+    let prior = match (&a.prior_samples, &method) {
+        (Some(p), _) => named_or_all(&CsvTable::read(p)?, &a.theta_cols)?,
+        (None, Method::Rejection(_)) => theta.clone(),
+        (None, _) => bail!("--prior-samples is required for --method {}", a.method),
+    };
     let candidates = match &a.candidates {
         Some(p) => named_or_all(&CsvTable::read(p)?, &a.theta_cols)?,
         None => prior.clone(),

@@ -96,9 +96,59 @@ fn kbr_runs_and_bad_flags_are_clear_errors() {
     assert!(ok, "{err}");
     assert_eq!((j["method"].as_str(), j["hyperparameters"]["variant"].as_str()), (Some("kbr"), Some("a")));
     let (ok, _, err) = run(&["--method", "abc"]);
-    assert!(!ok && err.contains("use dme or kbr"), "{err}");
+    assert!(!ok && err.contains("use dme, kbr, abc-rejection or abc-smc"), "{err}");
+    let (ok, _, err) = run(&["--method", "abc-smc"]);
+    assert!(!ok && err.contains("--simulator lotka-volterra"), "{err}");
     let (ok, _, err) = run(&["--delta", "0"]);
     assert!(!ok && err.contains("delta"), "{err}");
     let (ok, _, err) = run(&["--method", "kbr", "--learn"]);
     assert!(!ok && err.contains("--learn applies to --method dme"), "{err}");
+}
+
+#[test]
+fn rejection_abc_accepts_the_nearest_prior_simulations() {
+    // The simulation parameters are prior draws: 20% of 600 accepted is 120 draws of the
+    // ε-approximate posterior N(0.8, 0.2) blurred by the acceptance window.
+    let (ok, j, err) = run(&["--method", "abc-rejection", "--abc-quantile", "0.2"]);
+    assert!(ok, "{err}");
+    assert_eq!((j["method"].as_str(), j["n_accepted"].as_u64()), (Some("abc-rejection"), Some(120)));
+    let (m, sd) = mean_sd(&j);
+    assert!((m - 0.8).abs() < 0.15 && (sd / 0.2f64.sqrt() - 1.0).abs() < 0.35, "mean {m}, sd {sd}");
+    assert!(j["threshold"].as_f64().unwrap() > 0.0);
+    let (ok, _, err) = run(&["--method", "abc-rejection", "--abc-epsilon", "1e-12"]);
+    assert!(!ok && err.contains("accepts no simulation"), "{err}");
+}
+
+#[test]
+fn smc_abc_runs_the_built_in_lotka_volterra_simulator() {
+    // Statistics of one run at the true rates (0.01, 0.5, 1, 0.01), order as in --help.
+    let obs =
+        write("lv_obs.csv", "s1,s2,s3,s4,s5,s6,s7,s8,s9\n83.0,106.0,8.5,8.9,0.93,0.80,0.93,0.80,-0.2\n");
+    let args = [
+        "lfi",
+        "--method",
+        "abc-smc",
+        "--simulator",
+        "lotka-volterra",
+        "--observed",
+        obs.to_str().unwrap(),
+        "--abc-simulations",
+        "600",
+        "--particles",
+        "100",
+    ];
+    let (ok, j, err) = bke(&args);
+    assert!(ok, "{err}");
+    assert_eq!(j["method"], "abc-smc");
+    assert!(j["n_simulations"].as_u64().unwrap() <= 600);
+    let samples = j["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 100);
+    assert!(
+        samples.iter().all(|r| r
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| (-5.0..=2.0).contains(&v.as_f64().unwrap())))
+    );
+    assert!(j["epsilons"][0].is_null());
 }

@@ -263,18 +263,22 @@ fn check_epsilon_len(eps: &[f64], data: &LfiData) -> Result<(), DmeError> {
     Ok(())
 }
 
-/// `κ_ε(y, x_i) = Π_d N(y_d; x_{id}, ε_d²)` and `∂κ_ε/∂log ε_d = κ (−1 + (y_d − x_{id})²/ε_d²)`.
-fn eps_kernel(stats: &Points, y: &[f64], eps: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>) {
+/// `κ_ε(y, x_i) = Π_d N(y_d; x_{id}, ε_d²)` and `∂κ_ε/∂log ε_d = κ (−1 + (y_d − x_{id})²/ε_d²)`,
+/// both divided by `e^c`, `c = max_i log κ_ε(y, x_i)` (returned), so that they do not underflow when
+/// every simulation is far from `y` in many dimensions.
+fn eps_kernel(stats: &Points, y: &[f64], eps: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>, f64) {
     let width = |d: usize| if eps.len() == 1 { eps[0] } else { eps[d] };
     let s = y.len();
     let lognorm: f64 = (0..s).map(|d| -0.5 * (2.0 * std::f64::consts::PI * width(d).powi(2)).ln()).sum();
-    let mut kappa = Vec::with_capacity(stats.len());
+    let mut log_kappa = Vec::with_capacity(stats.len());
     let mut z2 = Vec::with_capacity(stats.len());
     for x in stats.iter() {
         let zd: Vec<f64> = (0..s).map(|d| ((y[d] - x[d]) / width(d)).powi(2)).collect();
-        kappa.push((lognorm - 0.5 * zd.iter().sum::<f64>()).exp());
+        log_kappa.push(lognorm - 0.5 * zd.iter().sum::<f64>());
         z2.push(zd);
     }
+    let shift = log_kappa.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let kappa: Vec<f64> = log_kappa.iter().map(|l| (l - shift).exp()).collect();
     let grad = (0..eps.len())
         .map(|e| {
             let dims = if eps.len() == 1 { 0..s } else { e..e + 1 };
@@ -285,18 +289,29 @@ fn eps_kernel(stats: &Points, y: &[f64], eps: &[f64]) -> (Vec<f64>, Vec<Vec<f64>
                 .collect()
         })
         .collect();
-    (kappa, grad)
+    (kappa, grad, shift)
 }
 
 /// `q̄ = mean(Aᵀκ_ε)` and its gradient with respect to `(log θ_ℓ…, log λ, log ε…)`.
 pub fn q_bar<B: Backend>(data: &LfiData, hyper: &LfiHyperparameters) -> Result<(f64, Vec<f64>), DmeError> {
+    let (value, grad, shift) = scaled_q_bar::<B>(data, hyper)?;
+    let scale = shift.exp();
+    Ok((value * scale, grad.iter().map(|g| g * scale).collect()))
+}
+
+/// `q̄ e^{−c}`, its gradient `∂q̄ e^{−c}` and `c` (see [`eps_kernel`]): `log q̄ = log(q̄ e^{−c}) + c`
+/// and `∂ log q̄ = ∂q̄ e^{−c} / (q̄ e^{−c})` without underflow.
+fn scaled_q_bar<B: Backend>(
+    data: &LfiData,
+    hyper: &LfiHyperparameters,
+) -> Result<(f64, Vec<f64>, f64), DmeError> {
     hyper.check(data)?;
     let (n, m) = (data.theta.len(), data.prior.len());
     let kt = hyper.theta_kernel();
     let l = kt.gram(&data.theta)?;
     let lt = kt.cross_gram(&data.theta, &data.prior)?;
     let (rp, _) = transform::<B>(&l, &Mat::zeros(n, 0), hyper.lambda)?;
-    let (kappa, dkappa) = eps_kernel(&data.stats, &data.observed, &hyper.epsilon);
+    let (kappa, dkappa, shift) = eps_kernel(&data.stats, &data.observed, &hyper.epsilon);
     let mut u = kappa.clone();
     B::cholesky_solve_vec_in_place(rp.as_ref(), &mut u)?;
     let s = mv::<B>(&lt, Trans::No, &vec![1.0; m])?;
@@ -311,7 +326,7 @@ pub fn q_bar<B: Backend>(data: &LfiData, hyper: &LfiHyperparameters) -> Result<(
     grad.iter_mut().zip(&g2).for_each(|(a, b)| *a += b);
     grad.push(-(n as f64) * hyper.lambda * dot(&u, &v) / mf);
     grad.extend(dkappa.iter().map(|dk| dot(dk, &v) / mf));
-    Ok((value, grad))
+    Ok((value, grad, shift))
 }
 
 /// A DME posterior for one observation: the embedding, the hyperparameters and `q̄`.
@@ -390,13 +405,13 @@ fn learn<B: Backend>(
     let inv_var = if opts.prior_sd.is_finite() { 1.0 / (opts.prior_sd * opts.prior_sd) } else { 0.0 };
     let objective = |p: &[f64]| {
         let h = at_log_params(init, tied, p).ok()?;
-        let (q, g) = q_bar::<B>(data, &h).ok()?;
-        if !(q > 0.0) {
+        let (q, g, shift) = scaled_q_bar::<B>(data, &h).ok()?;
+        if !(q > 0.0) || !shift.is_finite() {
             return None;
         }
         let prior: f64 = p.iter().zip(&p0).map(|(a, b)| -0.5 * inv_var * (a - b).powi(2)).sum();
         let grad = g.iter().zip(p.iter().zip(&p0)).map(|(gi, (a, b))| gi / q - inv_var * (a - b)).collect();
-        Some((q.ln() + prior, grad))
+        Some((q.ln() + shift + prior, grad))
     };
     let results =
         multi_start(&p0, &mask, &mask, &opts.search, &objective, None, (progress, "learning from q̄"))?;

@@ -19,6 +19,8 @@
 //! * [`sparse`]: inducing points learned jointly with the hyperparameters (seed 004 §8.2).
 //! * [`lfi`]: likelihood-free inference (seed 004 Algorithm 8.1): posterior embedding, `q̄`, learning;
 //!   [`herding`]: posterior embeddings as weighted samples and kernel herding.
+//! * [`abc`]: rejection ABC and SMC-ABC (population Monte Carlo ABC), the baselines of seed 004 Fig. 5.
+//! * [`lotka_volterra`]: the stochastic Lotka–Volterra simulator (Gillespie) and its summary statistics.
 //! * [`kbr`]: kernel Bayes' rule, KBR(a) and KBR(b) (seed 004 §6, §7, App. F), beside the DME.
 //!
 //! ```
@@ -43,6 +45,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod abc;
 pub mod cme;
 mod data;
 pub mod dme;
@@ -52,6 +55,7 @@ pub mod infer;
 pub mod kbr;
 pub mod learn;
 pub mod lfi;
+pub mod lotka_volterra;
 mod ops;
 pub mod sparse;
 pub mod ttblr;

@@ -82,6 +82,11 @@ const REPROS: &[Repro] = &[
         bke_bench::repro::kbr::run,
     ),
     (
+        "lotka-volterra",
+        "seed 004 Fig. 5 (right): Lotka-Volterra LFI, DME (learned), KBR, rejection ABC (1x, 10x), SMC-ABC vs budget (--smoke, --reps, --budgets)",
+        bke_bench::repro::lotka_volterra::run,
+    ),
+    (
         "fig4",
         "seed 000 Fig. 4: PC causal discovery on ozone, BKL vs median heuristic; CI-test level/power; random-DAG SHD",
         bke_bench::repro::fig4::run,

@@ -173,7 +173,7 @@ fn embedding(method: &str, data: &LfiData) -> anyhow::Result<PosteriorEmbedding>
 }
 
 /// Mean and standard error.
-fn mean_se(v: &[f64]) -> (f64, f64) {
+pub(crate) fn mean_se(v: &[f64]) -> (f64, f64) {
     let (m, sd) = mean_sd(v);
     let n = v.len() as f64;
     (m, if v.len() > 1 { sd * (n / (n - 1.0)).sqrt() / n.sqrt() } else { f64::NAN })
