@@ -162,18 +162,6 @@ pub fn merge(value: &impl serde::Serialize, extra: serde_json::Value) -> anyhow:
     Ok(v)
 }
 
-/// A progress bar on stderr (hidden when stderr is not a terminal) for `len` steps.
-pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({elapsed} < {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(what.to_string());
-    bar
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
