@@ -138,6 +138,41 @@ pub fn read_points(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Po
     CsvTable::read(path)?.points(columns)
 }
 
+/// Reads the selected columns of a CSV file of data to be modelled as continuous, noting
+/// integer-valued columns ([`note_integer_columns`]).
+pub fn read_continuous(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Points> {
+    let t = CsvTable::read(path)?;
+    let x = t.points(columns)?;
+    note_integer_columns(&x, path, columns.unwrap_or(&t.names));
+    Ok(x)
+}
+
+/// Warns on stderr about columns of `x` (read from `path`) that hold integers only with many ties
+/// (fewer distinct values than half the rows): a kernel density- or embedding-based likelihood of
+/// continuous data then sees a lattice and can favour lengthscales near or below its spacing (the
+/// lattice effect of the pseudolikelihood, issue 19). The result is still computed as asked.
+pub fn note_integer_columns(x: &Points, path: &Path, names: &[String]) {
+    let (n, d) = (x.len(), x.dim());
+    for k in 0..d {
+        let mut v: Vec<f64> = x.iter().map(|p| p[k]).collect();
+        if n < 4 || v.iter().any(|a| a.fract() != 0.0) {
+            continue;
+        }
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        if v.len() * 2 <= n {
+            eprintln!(
+                "note: column {} of {} holds integers only ({} distinct values in {n} rows): a \
+                 continuous kernel model sees a lattice and can favour lengthscales near or below its \
+                 spacing; add uniform noise on (−½, ½) to dequantise it, or treat it as discrete",
+                names.get(k).map_or_else(|| (k + 1).to_string(), Clone::clone),
+                path.display(),
+                v.len()
+            );
+        }
+    }
+}
+
 /// Prints a JSON value on stdout. A closed pipe (e.g. `bke … | head`) is not an error.
 pub fn emit(value: &serde_json::Value) -> anyhow::Result<()> {
     use std::io::Write;

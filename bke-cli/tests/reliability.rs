@@ -155,3 +155,17 @@ fn an_interrupted_run_stops_promptly_and_leaves_no_half_written_file() {
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
+
+#[test]
+fn integer_valued_data_get_a_note_about_the_lattice() {
+    let ints: String = (0..60).map(|i| format!("{},{}\n", (i * 7) % 9, (i as f64 * 0.37).sin())).collect();
+    let data = w("ints.csv", &format!("count,level\n{ints}"));
+    let (ok, j, err) = common::bke(&["embed", "fit", "--data", &data, "--grid-points", "5"]);
+    assert!(ok, "{err}");
+    assert!(j["lengthscale"].is_array() || j["lengthscale"].is_number(), "{j}");
+    assert!(err.contains("note: column count of") && err.contains("dequantise"), "{err}");
+    assert!(!err.contains("column level"), "a continuous column was flagged: {err}");
+    let (ok, _, err) =
+        common::bke(&["embed", "loglik", "--data", &data, "--landmarks", &data, "--lengthscale", "1"]);
+    assert!(ok && err.contains("column count"), "{err}");
+}
