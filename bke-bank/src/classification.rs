@@ -10,7 +10,7 @@
 //! well defined). The prior factor of `W` cancels, leaving the acceptance ratio of §3.3.2:
 //! `[p(Y|W_j*, β_j**) p(β_j**) Lap(β_j* | W_j)] / [p(Y|W_j, β_j*) p(β_j*) Lap(β_j** | W_j*)]`.
 //! The intercept is refreshed by the same move in one dimension each sweep. Cost per sweep
-//! `O(MN(d + Newton iterations))`, linear in `M` (seed §3.4).
+//! `O(MN(d + Newton iterations))`, linear in `M` (seed 001 §3.4).
 //!
 //! **Learning `s²`** (an extension of the seed, which fixes it): with `s² ~ IG(a, b)`,
 //! [`ClassificationState::resample_weight_variance`] makes a Gibbs draw

@@ -6,7 +6,7 @@
 //! `K = k(X, X) + σ_n² I`; the negative log marginal likelihood is
 //! `½ yᵀK⁻¹y + ½ log|K| + (N/2) log 2π` and its gradient in `u_j = log θ_j` is
 //! `−½ tr((ααᵀ − K⁻¹) ∂K/∂u_j)` with `α = K⁻¹y`, `∂K/∂ log ℓ_d = K_f ⊙ Δ_d²/ℓ_d²`,
-//! `∂K/∂ log σ_f² = K_f`, `∂K/∂ log σ_n² = σ_n² I` (Rasmussen & Williams 2006, eq. 5.9). L-BFGS
+//! `∂K/∂ log σ_f² = K_f`, `∂K/∂ log σ_n² = σ_n² I` (Rasmussen & Williams 2006, eq. (5.9)). L-BFGS
 //! ([`bke_core::optim`]) from `ℓ_d = ` the median pairwise distance, `σ_f² = 1`, `σ_n² = 0.1`.
 //! Prediction: mean `k_*ᵀα`, variance `σ_f² − ‖L⁻¹k_*‖² + σ_n²` (of the target).
 

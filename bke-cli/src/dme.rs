@@ -27,7 +27,7 @@ pub struct DmeArgs {
 
 #[derive(Subcommand)]
 enum DmeCommand {
-    /// Log marginal likelihood of a task-transformed GP (seed Thm 5.3) and its gradient with
+    /// Log marginal likelihood of a task-transformed GP (seed 004 Thm 5.3) and its gradient with
     /// respect to every hyperparameter.
     Loglik(LoglikArgs),
     /// Learn the hyperparameters (and, with --inducing, inducing points) by multi-start L-BFGS on
@@ -93,11 +93,11 @@ struct LoglikArgs {
     data: DataArgs,
     #[command(flatten)]
     hyper: HyperArgs,
-    /// Marginal likelihood: full (Thm 5.3 (3)), map (5.3 (4)) or alternative (same density as map,
+    /// Marginal likelihood: full (seed 004 Thm 5.3 (3)), map (Thm 5.3 (4)) or alternative (same density as map,
     /// O(n³ + n²m)). With --inducing only alternative applies.
     #[arg(long, default_value = "map")]
     form: String,
-    /// Inducing-point mode (§8.2): a CSV of inducing points u (columns as --y-cols); x = y = u.
+    /// Inducing-point mode (seed 004 §8.2): a CSV of inducing points u (columns as --y-cols); x = y = u.
     #[arg(long)]
     inducing_points: Option<PathBuf>,
     #[command(flatten)]
@@ -115,7 +115,7 @@ struct FitArgs {
     /// map with --model parametric).
     #[arg(long, default_value = "map")]
     form: String,
-    /// Model: gp (the TTGP, seed Thm 5.3) or parametric (the task-transformed Bayesian linear
+    /// Model: gp (the TTGP, seed 004 Thm 5.3) or parametric (the task-transformed Bayesian linear
     /// regression on --features random Fourier frequencies of each kernel, Thm 5.3 (1), (3), (4);
     /// cost linear in n and m; λ, ε give the prior scales β = σ/√(nλ), γ = σ/√(mε)).
     #[arg(long, default_value = "gp")]
@@ -124,7 +124,7 @@ struct FitArgs {
     /// drawn with --seed.
     #[arg(long, default_value_t = 100)]
     features: usize,
-    /// Learn K inducing points jointly with the hyperparameters (§8.2, alternative form, k = ℓ);
+    /// Learn K inducing points jointly with the hyperparameters (seed 004 §8.2, alternative form, k = ℓ);
     /// --x/--y are then not needed. Initial points: K rows of --ytilde drawn with --seed.
     #[arg(long)]
     inducing: Option<usize>,

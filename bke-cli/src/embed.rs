@@ -17,15 +17,15 @@ use std::path::{Path, PathBuf};
 /// `bke embed` subcommands.
 #[derive(Subcommand)]
 pub enum EmbedCommand {
-    /// Log marginal pseudolikelihood (seed eq. 15 via eq. 33, with the log-Jacobian) and its gradient
+    /// Log marginal pseudolikelihood (seed 000 eq. (15) via eq. (33), with the log-Jacobian) and its gradient
     /// w.r.t. log lengthscale(s) and log tau2.
     Loglik(Box<LoglikArgs>),
     /// ML-II kernel learning: log-grid scan plus L-BFGS polishing; reports every local optimum and the
     /// median heuristic.
     Fit(Box<FitArgs>),
-    /// Posterior mean and variance of the embedding at query points (seed eq. 7-8).
+    /// Posterior mean and variance of the embedding at query points (seed 000 eq. (7)–(8)).
     Posterior(Box<PosteriorArgs>),
-    /// Fully Bayesian kernel learning: NUTS over (lengthscale, tau2) with Gamma(1,1) priors (seed §5);
+    /// Fully Bayesian kernel learning: NUTS over (lengthscale, tau2) with Gamma(1,1) priors (seed 000 §5);
     /// posterior summaries, split-R̂, bulk ESS and divergences.
     Sample(Box<crate::sample::SampleArgs>),
 }

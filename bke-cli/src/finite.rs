@@ -167,12 +167,13 @@ impl Seq<'_> {
     }
 }
 
+/// `impl`s of the sequence-like traits: `serialize_element`/`serialize_field` names by index.
 macro_rules! seq_like {
-    ($($tr:ident),*) => {$(
+    ($method:ident: $($tr:ident),*) => {$(
         impl ser::$tr for Seq<'_> {
             type Ok = ();
             type Error = Found;
-            fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Found> {
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Found> {
                 self.element(v)
             }
             fn end(self) -> Result<(), Found> {
@@ -181,51 +182,25 @@ macro_rules! seq_like {
         }
     )*};
 }
-seq_like!(SerializeTupleStruct, SerializeTupleVariant);
+seq_like!(serialize_element: SerializeSeq, SerializeTuple);
+seq_like!(serialize_field: SerializeTupleStruct, SerializeTupleVariant);
 
-impl ser::SerializeSeq for Seq<'_> {
-    type Ok = ();
-    type Error = Found;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Found> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), Found> {
-        Ok(())
-    }
+/// `impl`s of the struct-like traits: fields are named by their name.
+macro_rules! struct_like {
+    ($($tr:ident),*) => {$(
+        impl ser::$tr for Seq<'_> {
+            type Ok = ();
+            type Error = Found;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), Found> {
+                self.named(key, v)
+            }
+            fn end(self) -> Result<(), Found> {
+                Ok(())
+            }
+        }
+    )*};
 }
-
-impl ser::SerializeTuple for Seq<'_> {
-    type Ok = ();
-    type Error = Found;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Found> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), Found> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for Seq<'_> {
-    type Ok = ();
-    type Error = Found;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), Found> {
-        self.named(key, v)
-    }
-    fn end(self) -> Result<(), Found> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for Seq<'_> {
-    type Ok = ();
-    type Error = Found;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), Found> {
-        self.named(key, v)
-    }
-    fn end(self) -> Result<(), Found> {
-        Ok(())
-    }
-}
+struct_like!(SerializeStruct, SerializeStructVariant);
 
 /// Maps: values are named by their key (string keys as they are, others as `?`).
 struct Map<'a> {

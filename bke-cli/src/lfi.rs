@@ -16,7 +16,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
-/// `bke lfi`: likelihood-free inference with deconditional mean embeddings (seed Algorithm 8.1).
+/// `bke lfi`: likelihood-free inference with deconditional mean embeddings (seed 004 Algorithm 8.1).
 #[derive(Args)]
 pub struct LfiArgs {
     /// CSV of simulations: parameters θ_i and simulated statistics x_i, one simulation per row.
@@ -35,8 +35,8 @@ pub struct LfiArgs {
     /// CSV of the observed statistics y (columns named as --stat-cols, else all columns; first row).
     #[arg(long)]
     observed: PathBuf,
-    /// Posterior: dme (deconditional mean embedding, seed Algorithm 8.1) or kbr (kernel Bayes' rule,
-    /// seed §6/App. F; see --kbr-variant, --kbr-inverse).
+    /// Posterior: dme (deconditional mean embedding, seed 004 Algorithm 8.1) or kbr (kernel Bayes' rule,
+    /// seed 004 §6/App. F; see --kbr-variant, --kbr-inverse).
     #[arg(long, default_value = "dme")]
     method: String,
     /// Number of posterior super-samples drawn by kernel herding.

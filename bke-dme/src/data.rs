@@ -1,4 +1,4 @@
-//! The data of a task-transformed regression problem (seed §5.2): transformation pairs
+//! The data of a task-transformed regression problem (seed 004 §5.2): transformation pairs
 //! `{x_i, y_i}_{i=1}^n` (samples of `P_{X|Y}`) and task pairs `{ỹ_j, z̃_j}_{j=1}^m` (observations
 //! of the conditional mean `g(y) = E[f(X) | Y = y]`). The DME, the TTGP, the parametric DME and
 //! the TTBLR are all fitted to it.

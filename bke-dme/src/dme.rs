@@ -1,5 +1,5 @@
 //! Deconditional mean embeddings: the nonparametric estimator (seed 004 Def. 4.4, Thm 4.3) in both
-//! of its forms, and the parametric estimator (Def. 4.5) on random Fourier features.
+//! of its forms, and the parametric estimator (seed 004 Def. 4.5) on random Fourier features.
 //!
 //! With `A = (L + nλI)⁻¹ L̃`, the empirical DMO is `C̄'_{X|Y} = Ψ̃ [AᵀKA + mεI]⁻¹ Aᵀ Φᵀ` (4.4), so the
 //! DME at `x` is `μ̄'_{X=x|Y} = Σ_j v_j(x) ℓ(ỹ_j, ·)` with
@@ -12,7 +12,7 @@
 //! The DME estimator of `f = E†[g]` from targets `z̃` is `f̄(x) = z̃ᵀ v(x) = ᾱᵀ k(x)`,
 //! `ᾱ = A[AᵀKA + mεI]⁻¹ z̃ = (SK + cI)⁻¹ A z̃`.
 //!
-//! Parametric (Def. 4.5), with feature matrices whose rows are points (`Φ`: `n × p`, `Ψ`: `n × q`,
+//! Parametric (seed 004 Def. 4.5), with feature matrices whose rows are points (`Φ`: `n × p`, `Ψ`: `n × q`,
 //! `Ψ̃`: `m × q`): `A = Ψ(ΨᵀΨ + nλI)⁻¹Ψ̃ᵀ`, `w̄ = [ΦᵀAAᵀΦ + mεI]⁻¹ΦᵀA z̃`, `f̄(x) = w̄ᵀ φ(x)`;
 //! cost `O(p³ + q³)` plus products linear in `n` and `m`.
 //!
@@ -44,7 +44,7 @@ use bke_linalg::{Backend, Mat, Trans};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// Which computational form of the nonparametric DME (Def. 4.4).
+/// Which computational form of the nonparametric DME (seed 004 Def. 4.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DmeForm {
     /// `[AᵀKA + mεI]⁻¹ Aᵀ k(x)`: `O(n³ + m³)`.
@@ -167,7 +167,7 @@ impl DmeOperator {
     }
 }
 
-/// The nonparametric DME estimator (Def. 4.4): kernels, regularisers and the computational form.
+/// The nonparametric DME estimator (seed 004 Def. 4.4): kernels, regularisers and the computational form.
 /// Fitted to [`TaskData`]; the fitted [`Dme`] gives embeddings and the estimate `f̄`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DmeParams {
@@ -296,7 +296,7 @@ pub fn fourier_pair(
     Ok((fx, fy))
 }
 
-/// The parametric DME estimator (Def. 4.5) on random Fourier features of `k` and `ℓ`
+/// The parametric DME estimator (seed 004 Def. 4.5) on random Fourier features of `k` and `ℓ`
 /// ([`bke_core::rff`]), `features` frequencies each (`2 × features` columns).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParametricDmeParams {
@@ -360,7 +360,7 @@ impl Estimator for ParametricDmeParams {
 }
 
 /// `w̄ = [ΦᵀAAᵀΦ + mεI]⁻¹ΦᵀA z̃`, `A = Ψ(ΨᵀΨ + nλI)⁻¹Ψ̃ᵀ` from feature matrices with one row per
-/// point: `Φ` (`n × p`), `Ψ` (`n × q`), `Ψ̃` (`m × q`) and targets `z̃` (`m`). Def. 4.5.
+/// point: `Φ` (`n × p`), `Ψ` (`n × q`), `Ψ̃` (`m × q`) and targets `z̃` (`m`). seed 004 Def. 4.5.
 pub fn parametric_weights<B: Backend>(
     phi: &Mat,
     psi: &Mat,
@@ -426,7 +426,7 @@ mod tests {
     use super::*;
     use bke_linalg::DefaultBackend;
 
-    /// Lemma 5.2 / Def. 4.5: with `k(x, x') = φ(x)ᵀφ(x')` and `ℓ(y, y') = ψ(y)ᵀψ(y')` the parametric
+    /// seed 004 Lemma 5.2 / Def. 4.5: with `k(x, x') = φ(x)ᵀφ(x')` and `ℓ(y, y') = ψ(y)ᵀψ(y')` the parametric
     /// and the nonparametric (both forms) estimators agree.
     #[test]
     fn parametric_dme_is_the_nonparametric_dme_with_the_feature_kernel() {

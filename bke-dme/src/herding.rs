@@ -13,7 +13,7 @@
 //! `Σ w ≪ 1` spread the samples over the candidates; with `Σ w ≫ 1` herding collapses onto the
 //! mode). Herding minimises the maximum mean discrepancy of the herding kernel `ℓ'` greedily, so
 //! both terms use `ℓ'`: `μ'(θ) = Σ_j w_j ℓ'(t_j, θ)` (with `ℓ' = ℓ`, the default, this is
-//! Algorithm 8.1 exactly).
+//! seed 004 Algorithm 8.1 exactly).
 
 use crate::DmeError;
 use crate::error::{check_finite_vec, check_same_len, invalid};
@@ -127,7 +127,7 @@ impl PosteriorEmbedding {
         Ok((0..points.len()).into_par_iter().map(|r| self.eval(points.point(r))).collect())
     }
 
-    /// Kernel herding of the embedding over `candidates` (Algorithm 8.1 lines 6–9; see the module
+    /// Kernel herding of the embedding over `candidates` (seed 004 Algorithm 8.1 lines 6–9; see the module
     /// docs). Deterministic.
     pub fn herd(&self, candidates: &Points, params: &HerdingParams) -> Result<Points, DmeError> {
         herd(self, candidates, params)

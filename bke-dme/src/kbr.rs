@@ -5,11 +5,11 @@
 //! `L = ℓ(θ, θ)`, `L̃ = ℓ(θ, θ̃)`, `A = (L + nλI)⁻¹L̃`, `K = k(x, x)`, `Φ = [φ(x_1) … φ(x_n)]`.
 //!
 //! All three rules combine a *joint* operator with an *evidence* operator `C_XX` and invert the
-//! latter with a regulariser `δ` (the seed's `ε` of §7):
+//! latter with a regulariser `δ` (`ε` in seed 004 §7):
 //!
 //! | rule | joint `C_XΘ` | evidence `C_XX` |
 //! |---|---|---|
-//! | DME (Def. 4.3) | `Ĉ_{X\|Θ} C̃_ΘΘ = ΦAΨ̃ᵀ/m` (2nd order) | `Φ (AAᵀ/m) Φᵀ` (2nd order) |
+//! | DME (seed 004 Def. 4.3) | `Ĉ_{X\|Θ} C̃_ΘΘ = ΦAΨ̃ᵀ/m` (2nd order) | `Φ (AAᵀ/m) Φᵀ` (2nd order) |
 //! | KBR(a) | `ΦAΨ̃ᵀ/m` (2nd order) | `Φ Λ Φᵀ` (3rd order likelihood `C_{XX\|Θ}` times `μ̃_Θ`) |
 //! | KBR(b) | `Φ Λ Ψᵀ` (3rd order `C_{XΘ\|Θ} μ̃_Θ`) | `Φ Λ Φᵀ` |
 //!

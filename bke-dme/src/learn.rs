@@ -1,5 +1,5 @@
 //! Hyperparameter learning shared by the TTGP, the sparse TTGP, the TTBLR and LFI: multi-start
-//! L-BFGS maximisation of an objective over log-parameters (seed §5: "by maximizing the TTGP
+//! L-BFGS maximisation of an objective over log-parameters (seed 004 §5: "by maximizing the TTGP
 //! marginal likelihood, we can learn DME hyperparameters"). Starts run in parallel with a seed
 //! derived from the start index, so results do not depend on the thread count.
 

@@ -6,7 +6,7 @@
 //! `A = (L + nλI)⁻¹ L̃`, `K = k(x, x)`:
 //!
 //! * posterior embedding (line 5): `μ(θ*) = ℓ(θ̃, θ*)ᵀ Aᵀ [KAAᵀ + mδI]⁻¹ k(y)`, the DME at the
-//!   observation (Def. 4.4), weights `v` on the prior samples normalised to unit mass
+//!   observation (seed 004 Def. 4.4), weights `v` on the prior samples normalised to unit mass
 //!   ([`PosteriorEmbedding`]); then kernel herding (lines 6–9, [`crate::herding`]);
 //! * learning (line 11): `q̄ = mean(Aᵀ κ_ε)`, `κ_ε = {κ_ε(y, x_i)}`, an estimate of the evidence
 //!   `p_ε(y) = E_{θ~p} E[κ_ε(y, X) | θ]`, with the analytic gradient
@@ -51,7 +51,7 @@ use bke_core::{CoreError, Estimator, Kernel, KernelFamily, Params, Points, Progr
 use bke_linalg::{Backend, Mat, Trans};
 use serde::Serialize;
 
-/// The inputs of Algorithm 8.1.
+/// The inputs of seed 004 Algorithm 8.1.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LfiData {
     /// Simulation parameters `θ_i` (n × P).
@@ -111,7 +111,7 @@ pub fn default_epsilon(stats: &Points) -> Vec<f64> {
     rule_of_thumb(stats).iter().map(|w| 0.5 * w).collect()
 }
 
-/// The DME posterior of Algorithm 8.1. Unset kernels and widths are chosen from the data (see the
+/// The DME posterior of seed 004 Algorithm 8.1. Unset kernels and widths are chosen from the data (see the
 /// module docs): `ℓ` squared exponential with [`rule_of_thumb`] lengthscales of the simulation
 /// parameters, ε by [`default_epsilon`], `k` the ε-kernel's shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,7 +124,7 @@ pub struct LfiParams {
     pub epsilon: Option<Vec<f64>>,
     /// CME regulariser `λ > 0`. Default `10⁻³`.
     pub lambda: f64,
-    /// DME regulariser `δ > 0` (the seed's `ε` of Def. 4.4, renamed in §8.3). Default 1.
+    /// DME regulariser `δ > 0` (`ε` in seed 004 Def. 4.4, renamed `δ` in §8.3). Default 1.
     pub delta: f64,
     /// Learn `ℓ` and ε (and optionally `λ`) by maximising `q̄` under a hyperprior. Default: none.
     pub learn: Option<LfiLearnParams>,
@@ -136,7 +136,7 @@ impl Default for LfiParams {
     }
 }
 
-/// How [`LfiParams`] learns hyperparameters from `q̄` (Algorithm 8.1 line 11).
+/// How [`LfiParams`] learns hyperparameters from `q̄` (seed 004 Algorithm 8.1 line 11).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LfiLearnParams {
     /// Learn `λ` too (`q̄` grows without bound as `λ → 0`, so it is frozen by default).
@@ -404,8 +404,8 @@ fn learn<B: Backend>(
     at_log_params(init, tied, &best.0)
 }
 
-/// The DME posterior embedding weights on the prior samples at `y` (Algorithm 8.1 lines 2–5), in
-/// the cheaper of the two forms of Def. 4.4.
+/// The DME posterior embedding weights on the prior samples at `y` (seed 004 Algorithm 8.1 lines 2–5), in
+/// the cheaper of the two forms of seed 004 Def. 4.4.
 fn dme_weights<B: Backend>(data: &LfiData, h: &LfiHyperparameters) -> Result<Vec<f64>, DmeError> {
     let (ks, kt) = (h.stats_kernel(), h.theta_kernel());
     let k = ks.gram(&data.stats)?;

@@ -9,15 +9,15 @@
 //! `check()`, `fit::<B>(&data)`, then `predict`/embeddings on the fitted model.
 //!
 //! * [`cme`]: empirical CME (seed 004 eq. (3.4)).
-//! * [`dme`]: nonparametric DME (Def. 4.4, both forms), parametric DME (Def. 4.5) on random
+//! * [`dme`]: nonparametric DME (seed 004 Def. 4.4, both forms), parametric DME (Def. 4.5) on random
 //!   Fourier features.
-//! * [`ttgp`]: task-transformed GP (Thm 5.3): marginal likelihoods (3), (4) and the alternative
+//! * [`ttgp`]: task-transformed GP (seed 004 Thm 5.3): marginal likelihoods (3), (4) and the alternative
 //!   form of (4) with analytic gradients, posterior predictive, multi-start L-BFGS learning, model
 //!   files.
 //! * [`ttblr`]: the task-transformed Bayesian linear regression on explicit (random Fourier or
-//!   user) features (Thm 5.3 (1), (3), (4)), marginal likelihood and gradient, model files.
-//! * [`sparse`]: inducing points learned jointly with the hyperparameters (§8.2).
-//! * [`lfi`]: likelihood-free inference (Algorithm 8.1): posterior embedding, `q̄`, learning;
+//!   user) features (seed 004 Thm 5.3 (1), (3), (4)), marginal likelihood and gradient, model files.
+//! * [`sparse`]: inducing points learned jointly with the hyperparameters (seed 004 §8.2).
+//! * [`lfi`]: likelihood-free inference (seed 004 Algorithm 8.1): posterior embedding, `q̄`, learning;
 //!   [`herding`]: posterior embeddings as weighted samples and kernel herding.
 //! * [`kbr`]: kernel Bayes' rule, KBR(a) and KBR(b) (seed 004 §6, §7, App. F), beside the DME.
 //!

@@ -1,6 +1,6 @@
 //! Sparse representation learning with a TTGP (seed 004 §8.2): `n` inducing points `u` stand in
 //! for both transformation sets, `x = y = u` (so `X = Y`, one input space), and are learned jointly
-//! with the hyperparameters by maximising the alternative marginal likelihood of Thm 5.3 (4),
+//! with the hyperparameters by maximising the alternative marginal likelihood of seed 004 Thm 5.3 (4),
 //! `z̃ ~ N(0, σ²[I − Aᵀ(KAAᵀ + mεI)⁻¹KA]⁻¹)`, `K = k(u, u)`, `A = (ℓ(u, u) + nλI)⁻¹ ℓ(u, ỹ)`, in
 //! `O(n³ + n²m)` per evaluation. Predictions use the same alternative form.
 //!
@@ -105,7 +105,7 @@ pub fn initial_inducing(y_tilde: &Points, n: usize, seed: u64) -> Result<Points,
 
 /// A sparse TTGP: `inducing` points learned (by default) jointly with the hyperparameters that
 /// `ttgp.learn` selects, by multi-start L-BFGS on the alternative marginal likelihood (`ttgp.form`
-/// is ignored: the alternative form is the one of §8.2). Fitted to a [`Dataset`] `(ỹ, z̃)`; the
+/// is ignored: the alternative form is the one of seed 004 §8.2). Fitted to a [`Dataset`] `(ỹ, z̃)`; the
 /// result is a [`Ttgp`] with `x = y = u`.
 ///
 /// The first start is (`ttgp`, `initial`); random starts perturb the log-hyperparameters and,

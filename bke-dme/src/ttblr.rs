@@ -27,7 +27,7 @@
 //! `O((n + m)(p + q)q + p³ + q³)`.
 //!
 //! (4) With the posterior of `g` at its MAP, `Σ = σ²I`: `W = Q`, `b = σ⁻²Tᵀr`. The predictive
-//! mean `φ(x)ᵀw̄`, `w̄ = Cb = (TᵀQT + (σ²/γ²)I)⁻¹Tᵀr`, is then the parametric DME of Def. 4.5
+//! mean `φ(x)ᵀw̄`, `w̄ = Cb = (TᵀQT + (σ²/γ²)I)⁻¹Tᵀr`, is then the parametric DME of seed 004 Def. 4.5
 //! (`TᵀΨ̃ᵀ = ΦᵀM`, `M = A`) with `λ = σ²/(nβ²)` and `ε = σ²/(mγ²)`.
 //!
 //! # Gradient
@@ -85,10 +85,10 @@ impl FeatureData {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TtblrForm {
-    /// Thm 5.3 (3): the posterior of `g` integrated out.
+    /// seed 004 Thm 5.3 (3): the posterior of `g` integrated out.
     #[default]
     Full,
-    /// Thm 5.3 (4): `g` at its MAP, `Σ = σ²I`; the predictive mean is the parametric DME.
+    /// seed 004 Thm 5.3 (4): `g` at its MAP, `Σ = σ²I`; the predictive mean is the parametric DME.
     Map,
 }
 
@@ -231,7 +231,7 @@ fn value<B: Backend>(pc: &Pieces, sc: Scales, m: usize, p: usize) -> f64 {
         - 0.5 * m as f64 * LN_2PI
 }
 
-/// The posterior of the weights `w` of `f` (Thm 5.3 (1), (3); (4) with `form = Map`).
+/// The posterior of the weights `w` of `f` (seed 004 Thm 5.3 (1), (3); (4) with `form = Map`).
 pub fn weight_posterior<B: Backend>(
     d: &FeatureData,
     sc: Scales,

@@ -6,15 +6,15 @@
 //! Transformation data `{x_i, y_i}_{i=1}^n`, task data `{ỹ_j, z̃_j}_{j=1}^m`, kernels `k` on X and `ℓ`
 //! on Y (unit amplitude, from bke-core). Priors `f ~ GP(0, γ² k)` and `g ~ GP(0, β² ℓ)`, likelihoods
 //! `z = g(y) + N(0, σ²)` and `z = f(x)` (noise-free). The regularisers of the DME fix the amplitudes:
-//! `λ = σ²/(nβ²)`, `ε = σ²/(mγ²)` (seed 004 Thm 5.3 (4)); the paper's unit amplitudes are
+//! `λ = σ²/(nβ²)`, `ε = σ²/(mγ²)` (seed 004 Thm 5.3 (4)); the seed's unit amplitudes are
 //! `λ = σ²/n`, `ε = σ²/m` ([`TtgpParams::tied`]). With `A = (L + nλI)⁻¹ L̃`, `L = ℓ(y, y)`,
 //! `L̃ = ℓ(y, ỹ)`, `Ľ = ℓ(ỹ, ỹ)`, `K = k(x, x)`, the task targets are `z̃ | f ~ N(Aᵀ f, Σ)` and
 //!
-//! * [`MarginalForm::Full`], Thm 5.3 (3): `z̃ ~ N(0, γ² AᵀKA + Σ)`, `Σ = β²(Ľ − L̃ᵀA) + σ²I`
+//! * [`MarginalForm::Full`], seed 004 Thm 5.3 (3): `z̃ ~ N(0, γ² AᵀKA + Σ)`, `Σ = β²(Ľ − L̃ᵀA) + σ²I`
 //!   (the posterior of `g` integrated out; the seed's `Σ = L̃ + σ²I − …` means `Ľ`);
-//! * [`MarginalForm::Map`], Thm 5.3 (4): `g` at its MAP, `Σ = σ²I`:
+//! * [`MarginalForm::Map`], seed 004 Thm 5.3 (4): `g` at its MAP, `Σ = σ²I`:
 //!   `z̃ ~ N(0, σ²(I + AᵀKA/(mε)))`, cost `O(n³ + m³)`;
-//! * [`MarginalForm::Alternative`], Thm 5.3 (4), alternative form: the same density as `Map`,
+//! * [`MarginalForm::Alternative`], seed 004 Thm 5.3 (4), alternative form: the same density as `Map`,
 //!   `C⁻¹ = σ⁻²[I − Aᵀ(KAAᵀ + mεI)⁻¹KA]`, computed in `O(n³ + n²m)` without any `m × m` matrix.
 //!   The non-symmetric `(KAAᵀ + mεI)⁻¹K` is evaluated as `U (UᵀSU + mεI)⁻¹ Uᵀ` with `S = AAᵀ` and
 //!   `K = UUᵀ` (Cholesky factor, or a symmetric eigendecomposition with eigenvalues clamped at 0
@@ -282,12 +282,12 @@ impl TryFrom<HyperRecord> for TtgpParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MarginalForm {
-    /// Thm 5.3 (3): the posterior of `g` integrated out.
+    /// seed 004 Thm 5.3 (3): the posterior of `g` integrated out.
     Full,
-    /// Thm 5.3 (4): `g` at its MAP, dense `m × m` computation.
+    /// seed 004 Thm 5.3 (4): `g` at its MAP, dense `m × m` computation.
     #[default]
     Map,
-    /// Thm 5.3 (4), alternative form: same density as `Map`, `O(n³ + n²m)`.
+    /// seed 004 Thm 5.3 (4), alternative form: same density as `Map`, `O(n³ + n²m)`.
     Alternative,
 }
 

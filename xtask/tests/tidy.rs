@@ -11,7 +11,12 @@
 //! * every public item is documented: `missing_docs` is on for the whole workspace, every crate
 //!   inherits the workspace lints, and no source file switches the lint off;
 //! * the design document the code cites is the repository's `docs/DESIGN.md` (no citation of a copy
-//!   outside the repository).
+//!   outside the repository);
+//! * citations have one form (checked on comment blocks joined across lines): a seed is cited with its
+//!   number, `seed 004 Def. 4.4`, `seed 000 eq. (7)`, `seed 001 §3.2` (never `seed §5`), and equation
+//!   numbers are parenthesised (`eq. (5)`, not `eq. 5`), in every model crate; in [`SOURCED`] every
+//!   numbered part of a paper (`eq. (…)`, `Def.`, `Thm`, `Lemma`, `Algorithm`, `§`, `App.`) also names
+//!   its source just before it: `seed NNN`, `docs/DESIGN.md`, or another work by authors and year.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,6 +32,12 @@ const REASON_WITHIN: usize = 10;
 const MODEL_CRATES: [&str; 3] = ["bke-core", "bke-bank", "bke-dme"];
 /// Backend names a model crate must not mention.
 const BACKEND_NAMES: [&str; 3] = ["Faer", "Nalgebra", "OpenBlas"];
+/// The folders whose every citation names its source (the rest of `bke-core` and `bke-bank` still
+/// cite their own seed's sections bare, e.g. `(§3.2)`; add them here once they name it).
+const SOURCED: [&str; 2] = ["bke-dme/src", "bke-core/src/hypothesis"];
+/// How many characters before a citation its source may start (`seed 004 Thm 5.3 (3), (4) and
+/// Def. 4.4` cites both from one source).
+const SOURCE_WITHIN: usize = 100;
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
@@ -180,6 +191,137 @@ fn design_citations_point_into_the_repository() {
         }
     }
     fail_if_any(problems, "cite the design document as docs/DESIGN.md");
+}
+
+/// The comment blocks of a Rust source (`//`, `///`, `//!` lines), each joined into one line, with
+/// the number of its first line.
+fn comment_blocks(text: &str) -> Vec<(usize, String)> {
+    let mut blocks: Vec<(usize, String)> = Vec::new();
+    let mut open = false;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        let body = t.strip_prefix("//!").or_else(|| t.strip_prefix("///")).or_else(|| t.strip_prefix("//"));
+        match body {
+            Some(b) if open => {
+                let last = blocks.last_mut().expect("an open block");
+                last.1.push(' ');
+                last.1.push_str(b.trim());
+            }
+            Some(b) => blocks.push((i + 1, b.trim().to_string())),
+            None => {}
+        }
+        open = body.is_some();
+    }
+    blocks
+}
+
+/// Parts of a paper a citation points at, and whether a number (else a capital letter) follows.
+const CITED_PARTS: [(&str, bool); 8] = [
+    ("eq. (", false),
+    ("Eq. (", false),
+    ("Def. ", true),
+    ("Thm ", true),
+    ("Lemma ", true),
+    ("Algorithm ", true),
+    ("§", true),
+    ("App. ", false),
+];
+
+/// The citation-form problems of one comment block: a seed without its number, an equation number
+/// without parentheses, and (when `sourced`) a cited part with no source just before it.
+fn citation_problems(block: &str, sourced: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (at, _) in block.match_indices("seed ") {
+        let rest = &block[at + 5..];
+        let numbered = starts_with_seed_number(rest);
+        let cites_part = CITED_PARTS.iter().any(|(p, _)| rest.starts_with(p.trim_end_matches(" (")))
+            || rest.starts_with("eq")
+            || rest.starts_with("Appendix");
+        if cites_part && !numbered {
+            problems.push(format!("`seed {}…` names no seed (write `seed NNN …`)", head(rest, 12)));
+        }
+    }
+    for pattern in ["eq. ", "Eq. "] {
+        for (at, _) in block.match_indices(pattern) {
+            if block[at + 4..].starts_with(|c: char| c.is_ascii_digit()) {
+                problems.push(format!("`{}`: parenthesise the equation number", head(&block[at..], 12)));
+            }
+        }
+    }
+    if sourced {
+        for (part, numbered) in CITED_PARTS {
+            for (at, _) in block.match_indices(part) {
+                let next = block[at + part.len()..].chars().next();
+                let is_citation = part.ends_with('(')
+                    || next
+                        .is_some_and(|c| if numbered { c.is_ascii_digit() } else { c.is_ascii_uppercase() });
+                let before: String = {
+                    let chars: Vec<char> = block[..at].chars().collect();
+                    chars[chars.len().saturating_sub(SOURCE_WITHIN)..].iter().collect()
+                };
+                if is_citation && !names_a_source(&before) {
+                    problems.push(format!(
+                        "`{}` names no source within {SOURCE_WITHIN} characters before it (`seed NNN`, \
+                         `docs/DESIGN.md`, or authors and year)",
+                        head(&block[at..], 16)
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Whether `s` starts with a seed number (three digits).
+fn starts_with_seed_number(s: &str) -> bool {
+    s.bytes().take(3).filter(u8::is_ascii_digit).count() == 3
+}
+
+/// The first `n` characters of `s`.
+fn head(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// Whether `text` names a cited work: a seed with its number, the design document, or authors and
+/// year (`et al.`, or a year 1900–2099).
+fn names_a_source(text: &str) -> bool {
+    let seed = text.match_indices("seed ").any(|(at, _)| starts_with_seed_number(&text[at + 5..]));
+    let chars: Vec<char> = text.chars().collect();
+    let year = chars.windows(6).any(|w| {
+        !w[0].is_alphanumeric()
+            && (w[1..3] == ['1', '9'] || w[1..3] == ['2', '0'])
+            && w[3..5].iter().all(char::is_ascii_digit)
+            && !w[5].is_alphanumeric()
+    });
+    seed || year || text.contains("docs/DESIGN.md") || text.contains("et al")
+}
+
+#[test]
+fn citations_name_their_seed() {
+    let mut problems = Vec::new();
+    for krate in MODEL_CRATES {
+        for path in files_with_extension(&workspace_root().join(krate), ".rs") {
+            let rel = relative(&path);
+            let sourced = SOURCED.iter().any(|dir| rel.starts_with(dir));
+            for (line, block) in comment_blocks(&read(&path)) {
+                for p in citation_problems(&block, sourced) {
+                    problems.push(format!("{rel}:{line} (comment block): {p}"));
+                }
+            }
+        }
+    }
+    fail_if_any(problems, "cite as `seed 004 Def. 4.4`, `seed 000 eq. (7)`, `seed 001 §3.2`");
+}
+
+#[test]
+fn citation_form_is_recognised() {
+    assert!(citation_problems("the ML-II (seed 000 eq. (33)) and Def. 4.4", true).is_empty());
+    assert!(citation_problems("(Gretton et al. 2012, eq. (5))", true).is_empty());
+    assert_eq!(citation_problems("as in seed §5", false).len(), 1);
+    assert_eq!(citation_problems("(Rasmussen & Williams 2006, eq. 5.9)", false).len(), 1);
+    assert_eq!(citation_problems("the parametric DME (Def. 4.5)", true).len(), 1);
+    assert!(citation_problems("the parametric DME (Def. 4.5)", false).is_empty());
+    assert!(citation_problems("an algorithm: Algorithm of choice, § sign", true).is_empty());
 }
 
 #[test]

@@ -73,7 +73,7 @@ use std::marker::PhantomData;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum HyperPrior {
-    /// `Gamma(shape a, rate b)`: density `b^a x^{a−1} e^{−bx} / Γ(a)` (seed §5 uses `Gamma(1, 1)`).
+    /// `Gamma(shape a, rate b)`: density `b^a x^{a−1} e^{−bx} / Γ(a)` (seed 000 §5 uses `Gamma(1, 1)`).
     Gamma {
         /// Shape `a > 0`.
         shape: f64,

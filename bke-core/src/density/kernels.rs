@@ -12,8 +12,8 @@ pub trait DensityKernel: Sync + Send {
     /// Errors unless the kernel applies to points of dimension `dim`.
     fn check_dim(&self, dim: usize) -> Result<(), CoreError>;
 
-    /// `½ log det G(x)`, or `None` when `G` does not depend on `x` (shift-invariant kernels, seed
-    /// Appendix B): the constant is then left out of the unnormalised density and cancels on
+    /// `½ log det G(x)`, or `None` when `G` does not depend on `x` (shift-invariant kernels,
+    /// seed 003 App. B): the constant is then left out of the unnormalised density and cancels on
     /// normalisation.
     fn log_jacobian(&self, x: &[f64]) -> Option<f64>;
 }

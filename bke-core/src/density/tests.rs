@@ -156,7 +156,7 @@ fn explicit_feature_map_agrees() {
     }
 }
 
-/// The constant-Jacobian claim (seed App. B) on the explicit shift-invariant map, and the
+/// The constant-Jacobian claim (seed 003 App. B) on the explicit shift-invariant map, and the
 /// polynomial Jacobian formula against finite differences of the explicit feature map (2-D).
 #[test]
 fn jacobians_match_feature_map_derivatives() {

@@ -42,7 +42,7 @@ use super::hsic_null::{gamma_moments, observed, permutation_stats, wild_stats};
 use super::kernels::{Distances, WeightedKernel};
 use super::report::{HsicReport, KernelReport, Outcome, SelectionFields};
 use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
-use super::{NullDistribution, TestOutcome, check_alpha, check_draws, choice, invalid};
+use super::{NullDistribution, check_alpha, check_draws, choice, invalid};
 use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
 use crate::special::gamma_sf;
 use crate::{CoreError, Points};
@@ -248,7 +248,7 @@ impl FittedHsic {
         } else {
             let o = self.single::<B>(&ks[0], &ls[0])?;
             let stats = KernelStatistics { observed: vec![o.statistic], draws: vec![o.null_samples.clone()] };
-            (o.clone().into_outcome(), stats, vec![o.p_value], 0, None)
+            (o.clone(), stats, vec![o.p_value], 0, None)
         };
         progress.update("null distribution", 1, 1);
         let ny = self.y_kernels.kernels.len();
@@ -290,7 +290,7 @@ impl FittedHsic {
         })
     }
 
-    fn single<B: Backend>(&self, k: &Mat, l: &Mat) -> Result<TestOutcome, CoreError> {
+    fn single<B: Backend>(&self, k: &Mat, l: &Mat) -> Result<Outcome, CoreError> {
         let p = &self.params;
         let n = k.nrows();
         match p.null {
@@ -302,7 +302,7 @@ impl FittedHsic {
                     p.permutations,
                     p.seed,
                 )?;
-                Ok(TestOutcome::from_samples(s.observed[0], s.draws[0].clone(), p.alpha, p.null))
+                Ok(Outcome::from_samples(s.observed[0], s.draws[0].clone(), p.alpha, p.null))
             }
             _ => {
                 let s = permutation_stats::<B>(
@@ -314,7 +314,7 @@ impl FittedHsic {
                     None,
                 )?;
                 debug_assert_eq!(n, l.nrows());
-                Ok(TestOutcome::from_samples(s.observed[0], s.draws[0].clone(), p.alpha, p.null))
+                Ok(Outcome::from_samples(s.observed[0], s.draws[0].clone(), p.alpha, p.null))
             }
         }
     }
@@ -350,19 +350,7 @@ impl FittedHsic {
             let n = self.data.x.len() as f64;
             (soft_max_test(&stats, &weights, (n * (n - 1.0)).sqrt()), p_values)
         };
-        let b = agg.null.len() as f64;
-        let mean = agg.null.iter().sum::<f64>() / b;
-        let sd = (agg.null.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (b - 1.0).max(1.0)).sqrt();
-        let outcome = Outcome {
-            statistic: agg.statistic,
-            p_value: agg.p_value,
-            reject: agg.p_value <= p.alpha,
-            null: p.null,
-            alpha: p.alpha,
-            null_mean: mean,
-            null_sd: sd,
-            null_samples: agg.null.clone(),
-        };
+        let outcome = Outcome::from_draws(agg.statistic, agg.p_value, agg.null.clone(), p.alpha, p.null);
         Ok((outcome, stats, p_values, agg.leading, agg.u_alpha))
     }
 }
@@ -379,7 +367,7 @@ pub fn hsic_statistic(
     Ok(observed(&Distances::new(x).gram(kx), &Distances::new(y).gram(ky), statistic))
 }
 
-fn gamma_test(k: &Mat, l: &Mat, p: &HsicParams) -> Result<TestOutcome, CoreError> {
+fn gamma_test(k: &Mat, l: &Mat, p: &HsicParams) -> Result<Outcome, CoreError> {
     let n = k.nrows();
     let stat = observed(k, l, p.statistic);
     let (mean, var) = gamma_moments(k, l);
@@ -397,14 +385,7 @@ fn gamma_test(k: &Mat, l: &Mat, p: &HsicParams) -> Result<TestOutcome, CoreError
         HsicStatistic::Unbiased => nf * stat + mean,
     };
     let null_mean = if p.statistic == HsicStatistic::Biased { mean / nf } else { 0.0 };
-    Ok(TestOutcome::from_p(
-        stat,
-        gamma_sf(shifted, shape, scale),
-        p.alpha,
-        p.null,
-        null_mean,
-        var.sqrt() / nf,
-    ))
+    Ok(Outcome::from_p(stat, gamma_sf(shifted, shape, scale), p.alpha, p.null, null_mean, var.sqrt() / nf))
 }
 
 #[cfg(test)]

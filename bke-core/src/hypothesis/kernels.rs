@@ -26,7 +26,7 @@
 //! - **HSICAgg** (Schrab et al., NeurIPS 2022): per variable, `λ = 2^i λ_med`, `i = −2…2`, `λ_med` the
 //!   median inter-point distance of that variable; the collection is the 25 pairs.
 //!
-//! Weights `w` (MMDAgg §5.1, summing to 1 over the collection): uniform, or, per family of `n_λ`
+//! Weights `w` (Schrab et al. 2023 §5.1, summing to 1 over the collection): uniform, or, per family of `n_λ`
 //! bandwidths ordered from small to large, centred `∝ 1/(|(n_λ+1)/2 − i| + 1)` (odd `n_λ`) or
 //! `∝ 1/(|(n_λ+1)/2 − i| + ½)` (even), increasing `∝ 1/(n_λ + 1 − i)`, decreasing `∝ 1/i`, each
 //! family getting `1/#families`.
@@ -192,7 +192,7 @@ fn positive_range(family: TestFamily, lo: f64, hi: f64) -> Result<(f64, f64), Co
     Ok((lo, hi))
 }
 
-/// Which weighting of the bandwidths of each family (MMDAgg §5.1; module docs).
+/// Which weighting of the bandwidths of each family (Schrab et al. 2023 §5.1; module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BandwidthWeights {
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn weights_match_the_published_formulas() {
-        // MMDAgg §5.1 with N = 4: centred ∝ 1/(|2.5 − i| + 0.5) = (1/2, 1, 1, 1/2) / 3
+        // Schrab et al. 2023 §5.1 with N = 4: centred ∝ 1/(|2.5 − i| + 0.5) = (1/2, 1, 1, 1/2) / 3
         let c = BandwidthWeights::Centred.weights(4);
         for (a, b) in c.iter().zip([1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0]) {
             assert!((a - b).abs() < 1e-15);

@@ -6,8 +6,8 @@
 //! | [`MedianConvention::Muandet`] (**default**; Muandet et al. 2014) | `exp(−‖x−y‖²/(2m²))` | `θ = m` |
 //! | [`MedianConvention::Mooij`] (Mooij et al. 2015) | `exp(−‖x−y‖²/m²)` | `θ = m/√2` |
 //!
-//! The default is the one the seed's Fig. 2D quotes ("the median heuristic suggests a value of 20",
-//! a lengthscale in the paper's own `exp(−‖x−y‖²/(2θ²))` parameterisation).
+//! The default is the one seed 000 Fig. 2D quotes ("the median heuristic suggests a value of 20",
+//! a lengthscale in the seed's own `exp(−‖x−y‖²/(2θ²))` parameterisation).
 //!
 //! The median is exact (all `n(n−1)/2` pairs) up to [`MEDIAN_MAX_POINTS`] points; above that it is
 //! taken over an evenly spaced deterministic subsample of that many points (no randomness, so the

@@ -72,7 +72,7 @@ use super::mmd_null::{
 };
 use super::report::{KernelReport, MmdReport, Outcome, SelectionFields};
 use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
-use super::{NullDistribution, TestOutcome, check_alpha, check_draws, choice, invalid};
+use super::{NullDistribution, check_alpha, check_draws, choice, invalid};
 use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
 use crate::special::gamma_sf;
 use crate::{CoreError, Points};
@@ -83,12 +83,12 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MmdStatistic {
-    /// The unbiased U-statistic (Gretton et al. 2012, eq. 3). The default.
+    /// The unbiased U-statistic (Gretton et al. 2012, eq. (3)). The default.
     #[default]
     Unbiased,
-    /// The biased V-statistic (eq. 5).
+    /// The biased V-statistic (Gretton et al. 2012, eq. (5)).
     Biased,
-    /// The linear-time statistic (Lemma 14); needs `n = m`.
+    /// The linear-time statistic (Gretton et al. 2012, Lemma 14); needs `n = m`.
     Linear,
 }
 
@@ -356,22 +356,13 @@ impl FittedMmd {
         let p = &self.params;
         let (outcome, kernels, leading, u_alpha) = if p.selection.is_aggregated() {
             let (agg, stats, p_values) = self.aggregated::<B>(progress)?;
-            let outcome = Outcome {
-                statistic: agg.statistic,
-                p_value: agg.p_value,
-                reject: agg.p_value <= p.alpha,
-                null: p.null,
-                alpha: p.alpha,
-                null_mean: mean_sd(&agg.null).0,
-                null_sd: mean_sd(&agg.null).1,
-                null_samples: agg.null.clone(),
-            };
+            let outcome = Outcome::from_draws(agg.statistic, agg.p_value, agg.null.clone(), p.alpha, p.null);
             let kernels = self.kernel_reports(&stats.observed, &p_values);
             (outcome, kernels, agg.leading, agg.u_alpha)
         } else {
             let o = self.single::<B>()?;
             let kernels = self.kernel_reports(&[o.statistic], &[o.p_value]);
-            (o.into_outcome(), kernels, 0, None)
+            (o, kernels, 0, None)
         };
         let lead = self.selected.kernels[leading];
         let resampled = p.null.is_resampling();
@@ -409,7 +400,7 @@ impl FittedMmd {
     }
 
     /// The single-kernel test with any statistic and null.
-    fn single<B: Backend>(&self) -> Result<TestOutcome, CoreError> {
+    fn single<B: Backend>(&self) -> Result<Outcome, CoreError> {
         let (x, y, p) = (&self.data.x, &self.data.y, &self.params);
         let kernel = &self.selected.kernels[0];
         if p.statistic == MmdStatistic::Linear {
@@ -491,27 +482,16 @@ fn fuse_normaliser(k: &Mat) -> Result<f64, CoreError> {
     Ok(s)
 }
 
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let b = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / b;
-    let var = v.iter().map(|t| (t - mean) * (t - mean)).sum::<f64>() / (b - 1.0).max(1.0);
-    (mean, var.sqrt())
-}
-
 /// The single-kernel MMD test from the pooled Gram matrix `K` (first `n` points are `x`), for the
 /// quadratic statistics.
-pub(crate) fn mmd_test_gram<B: Backend>(
-    k: &Mat,
-    n: usize,
-    params: &MmdParams,
-) -> Result<TestOutcome, CoreError> {
+pub(crate) fn mmd_test_gram<B: Backend>(k: &Mat, n: usize, params: &MmdParams) -> Result<Outcome, CoreError> {
     let big_n = check_gram(k, n)?;
     let (alpha, stat) = (params.alpha, params.statistic);
     match params.null {
         NullDistribution::Permutation => {
             let observed = mmd_from_gram(k, n, stat)?;
             let null = MmdPermutation::new(k, n)?.null::<B>(stat, params.permutations, params.seed)?;
-            Ok(TestOutcome::from_samples(observed, null, alpha, params.null))
+            Ok(Outcome::from_samples(observed, null, alpha, params.null))
         }
         NullDistribution::WildBootstrap => {
             if 2 * n != big_n {
@@ -522,7 +502,7 @@ pub(crate) fn mmd_test_gram<B: Backend>(
                 });
             }
             let (observed, null) = wild_null::<B>(k, n, stat, params.permutations, params.seed)?;
-            Ok(TestOutcome::from_samples(observed, null, alpha, params.null))
+            Ok(Outcome::from_samples(observed, null, alpha, params.null))
         }
         NullDistribution::Gamma => {
             let observed = mmd_from_gram(k, n, stat)?;
@@ -538,7 +518,7 @@ pub(crate) fn mmd_test_gram<B: Backend>(
             let shifted = if stat == MmdStatistic::Biased { observed } else { observed + mean };
             let p = gamma_sf(shifted, shape, scale);
             let null_mean = if stat == MmdStatistic::Biased { mean } else { 0.0 };
-            Ok(TestOutcome::from_p(observed, p, alpha, params.null, null_mean, var.sqrt()))
+            Ok(Outcome::from_p(observed, p, alpha, params.null, null_mean, var.sqrt()))
         }
         NullDistribution::Normal => Err(choice(
             "null distribution 'normal' for a quadratic-time statistic",
@@ -553,16 +533,16 @@ fn linear_test(
     x: &Points,
     y: &Points,
     params: &MmdParams,
-) -> Result<TestOutcome, CoreError> {
+) -> Result<Outcome, CoreError> {
     let h = linear_h(kernel, x, y);
     let observed = h.iter().sum::<f64>() / h.len() as f64;
     let (alpha, null) = (params.alpha, params.null);
     match null {
         NullDistribution::Normal => {
             let (p, sd) = linear_normal(&h)?;
-            Ok(TestOutcome::from_p(observed, p, alpha, null, 0.0, sd))
+            Ok(Outcome::from_p(observed, p, alpha, null, 0.0, sd))
         }
-        NullDistribution::WildBootstrap => Ok(TestOutcome::from_samples(
+        NullDistribution::WildBootstrap => Ok(Outcome::from_samples(
             observed,
             linear_wild(&h, params.permutations, params.seed),
             alpha,
@@ -570,7 +550,7 @@ fn linear_test(
         )),
         NullDistribution::Permutation => {
             let draws = linear_permutation(kernel, x, y, params.permutations, params.seed)?;
-            Ok(TestOutcome::from_samples(observed, draws, alpha, null))
+            Ok(Outcome::from_samples(observed, draws, alpha, null))
         }
         NullDistribution::Gamma => Err(choice(
             "null distribution 'gamma' for the linear-time statistic",

@@ -11,10 +11,10 @@
 //!
 //! # Statistics
 //! With a pooled sample `z = (x_1…x_n, y_1…y_m)` and Gram matrix `K`:
-//! - MMD² unbiased (Gretton et al. 2012, eq. 3): `Σ_{i≠j} k(x_i,x_j)/(n(n−1)) + Σ_{i≠j} k(y_i,y_j)/(m(m−1))
+//! - MMD² unbiased (Gretton et al. 2012, eq. (3)): `Σ_{i≠j} k(x_i,x_j)/(n(n−1)) + Σ_{i≠j} k(y_i,y_j)/(m(m−1))
 //!   − 2 Σ_{i,j} k(x_i,y_j)/(nm)`;
-//! - MMD² biased (eq. 5, the V-statistic): the same with all pairs and `1/n²`, `1/m²`;
-//! - MMD² linear-time (Lemma 14, needs `n = m`): `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})`,
+//! - MMD² biased (Gretton et al. 2012, eq. (5), the V-statistic): the same with all pairs and `1/n²`, `1/m²`;
+//! - MMD² linear-time (Gretton et al. 2012, Lemma 14, needs `n = m`): `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})`,
 //!   `h((x,y),(x',y')) = k(x,x') + k(y,y') − k(x,y') − k(x',y)`;
 //! - HSIC biased (Gretton et al. 2008): `tr(K H L H)/n²`, `H = I − 11ᵀ/n`;
 //! - HSIC unbiased (Song et al. 2012): `[tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1/((n−1)(n−2)) − 2·1ᵀK̃L̃1/(n−2)]/(n(n−3))`
@@ -110,59 +110,39 @@ impl NullDistribution {
     }
 }
 
-/// The result of a single-kernel test, with its null draws (internal; reports carry an [`Outcome`]).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TestOutcome {
-    /// The observed statistic.
-    pub statistic: f64,
-    /// The p-value.
-    pub p_value: f64,
-    /// Whether `p ≤ α`.
-    pub reject: bool,
-    /// The level α it was tested at.
-    pub alpha: f64,
-    /// The null distribution used.
-    pub null: NullDistribution,
-    /// The sampled null statistics (permutation, wild bootstrap), in draw order; empty otherwise.
-    pub null_samples: Vec<f64>,
-    /// Mean of the null distribution (of the sample, or of the fitted gamma/normal).
-    pub null_mean: f64,
-    /// Standard deviation of the null distribution (of the sample, or of the fitted gamma/normal).
-    pub null_sd: f64,
-}
-
-impl TestOutcome {
-    fn from_samples(statistic: f64, null_samples: Vec<f64>, alpha: f64, null: NullDistribution) -> Self {
+impl Outcome {
+    /// A resampled null: the p-value of [`resampling_p_value`], the null's mean and sd of the draws.
+    pub(crate) fn from_samples(
+        statistic: f64,
+        null_samples: Vec<f64>,
+        alpha: f64,
+        null: NullDistribution,
+    ) -> Self {
         let p_value = resampling_p_value(statistic, &null_samples);
-        let b = null_samples.len() as f64;
-        let mean = null_samples.iter().sum::<f64>() / b;
-        let var = null_samples.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (b - 1.0).max(1.0);
-        Self {
-            statistic,
-            p_value,
-            reject: p_value <= alpha,
-            alpha,
-            null,
-            null_samples,
-            null_mean: mean,
-            null_sd: var.sqrt(),
-        }
+        Self::from_draws(statistic, p_value, null_samples, alpha, null)
     }
 
-    pub(crate) fn into_outcome(self) -> Outcome {
-        Outcome {
-            statistic: self.statistic,
-            p_value: self.p_value,
-            reject: self.reject,
-            null: self.null,
-            alpha: self.alpha,
-            null_mean: self.null_mean,
-            null_sd: self.null_sd,
-            null_samples: self.null_samples,
-        }
+    /// Draws of the null with a p-value computed from them elsewhere (the aggregated tests).
+    pub(crate) fn from_draws(
+        statistic: f64,
+        p_value: f64,
+        null_samples: Vec<f64>,
+        alpha: f64,
+        null: NullDistribution,
+    ) -> Self {
+        let (mean, sd) = mean_sd(&null_samples);
+        Self { null_samples, ..Self::from_p(statistic, p_value, alpha, null, mean, sd) }
     }
 
-    fn from_p(statistic: f64, p_value: f64, alpha: f64, null: NullDistribution, mean: f64, sd: f64) -> Self {
+    /// A fitted null (gamma, normal) of mean `mean` and standard deviation `sd`: no draws.
+    pub(crate) fn from_p(
+        statistic: f64,
+        p_value: f64,
+        alpha: f64,
+        null: NullDistribution,
+        mean: f64,
+        sd: f64,
+    ) -> Self {
         Self {
             statistic,
             p_value,
@@ -174,6 +154,14 @@ impl TestOutcome {
             null_sd: sd,
         }
     }
+}
+
+/// Mean and standard deviation (`1/(B − 1)`) of the draws `v`.
+pub(crate) fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let b = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / b;
+    let var = v.iter().map(|t| (t - mean) * (t - mean)).sum::<f64>() / (b - 1.0).max(1.0);
+    (mean, var.sqrt())
 }
 
 /// `p = (1 + #{T_b ≥ T})/(1 + B)`, with ties within a relative `1e-10` of the statistic's scale

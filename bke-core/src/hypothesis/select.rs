@@ -24,8 +24,8 @@
 //!
 //! # BKL: why ML-II picks θ ≈ 0.005 on uniform data, and the rule among optima
 //! With `τ² = 1` fixed (the seed's setting), the pseudolikelihood of a point is the Gaussian density of
-//! its landmark features `φ(x) = (k_θ(x, z_l))_l` times the Jacobian `γ_θ(x) = ‖∂φ/∂x‖` (seed 000
-//! eq. (14)–(17)). As θ shrinks, the Gaussian term stays bounded (the features fall into `[0, 1]`,
+//! its landmark features `φ(x) = (k_θ(x, z_l))_l` times the Jacobian `γ_θ(x) = ‖∂φ/∂x‖`
+//! (seed 000 eq. (14)–(17)). As θ shrinks, the Gaussian term stays bounded (the features fall into `[0, 1]`,
 //! `τ² = 1`) while the curve `x ↦ φ(x)` gets longer, `log γ_θ ≈ −D log θ` per point, as long as
 //! every point has a landmark within about θ; below the landmarks' spacing γ collapses. So the
 //! objective has a maximum at the **landmark resolution** — θ ≈ 1.5× the median distance from a

@@ -1,7 +1,7 @@
 //! The witness function `μ_P − μ_Q` with BKE posterior bands (seed 000 §2.2, §5, Fig. 2E and 3).
 //!
 //! For a fixed θ and τ², the BKE posteriors of `μ_P` (from `x`) and `μ_Q` (from `y`) are independent
-//! Gaussian processes (eq. (7)–(8), [`BkePosterior`]), so on a grid `g`
+//! Gaussian processes (seed 000 eq. (7)–(8), [`BkePosterior`]), so on a grid `g`
 //! `μ_P(g) − μ_Q(g) ~ N(m_P(g) − m_Q(g), v_P(g) + v_Q(g))` pointwise. The credible band at level `ℓ`
 //! is `mean ± z·sd` with `z = Φ⁻¹((1 + ℓ)/2)` (`ℓ = 0.8`: the seed's 80 % intervals). The empirical
 //! witness `(1/n) Σ_i k(x_i, g) − (1/m) Σ_j k(y_j, g)` is reported alongside.
@@ -38,7 +38,7 @@ pub struct WitnessParams {
     /// How the lengthscale θ of the squared exponential kernel is chosen (a single-kernel rule:
     /// fixed, median or BKL).
     pub selection: LengthscaleSelection,
-    /// BKE noise level τ² (eq. (5)); the seed uses 1.
+    /// BKE noise level τ² (seed 000 eq. (5)); the seed uses 1.
     pub tau2: f64,
     /// BKE prior measure ν.
     pub prior: EmbeddingPrior,
@@ -134,7 +134,7 @@ pub struct Witness {
     pub lower: Vec<f64>,
     /// Upper end of the credible band.
     pub upper: Vec<f64>,
-    /// The empirical witness `μ̂_P − μ̂_Q` (eq. (2)).
+    /// The empirical witness `μ̂_P − μ̂_Q` (seed 000 eq. (2)).
     pub empirical: Vec<f64>,
 }
 
@@ -208,7 +208,7 @@ mod tests {
         .unwrap()
     }
 
-    /// Dense oracle: eq. (8) with explicit matrices and a Gaussian-elimination solve.
+    /// Dense oracle: seed 000 eq. (8) with explicit matrices and a Gaussian-elimination solve.
     fn dense_posterior(s: &Points, g: &Points, p: &WitnessParams) -> (Vec<f64>, Vec<f64>) {
         let ls = [fixed(p)];
         let n = s.len();

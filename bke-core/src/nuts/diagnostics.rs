@@ -156,7 +156,7 @@ fn rhat_raw(chains: &[&[f64]]) -> f64 {
 }
 
 /// ESS of chains given as they are (no splitting or normalisation): Geyer's initial monotone
-/// sequence estimator on the multi-chain autocorrelations (Vehtari et al. 2021, eq. 10–11).
+/// sequence estimator on the multi-chain autocorrelations (Vehtari et al. 2021, eq. (10)–(11)).
 fn ess_raw(chains: &[&[f64]]) -> f64 {
     let m = chains.len();
     let n = chains.iter().map(|c| c.len()).min().unwrap_or(0);

@@ -120,12 +120,12 @@ impl TtblrParams {
         Scales { sigma: self.sigma, beta: self.beta, gamma: self.gamma }
     }
 
-    /// The DME regulariser `λ = σ²/(nβ²)` these scales correspond to (Thm 5.3 (4)).
+    /// The DME regulariser `λ = σ²/(nβ²)` these scales correspond to (seed 004 Thm 5.3 (4)).
     pub fn lambda(&self, n: usize) -> f64 {
         (self.sigma / self.beta).powi(2) / n as f64
     }
 
-    /// The DME regulariser `ε = σ²/(mγ²)` these scales correspond to (Thm 5.3 (4)).
+    /// The DME regulariser `ε = σ²/(mγ²)` these scales correspond to (seed 004 Thm 5.3 (4)).
     pub fn epsilon(&self, m: usize) -> f64 {
         (self.sigma / self.gamma).powi(2) / m as f64
     }
