@@ -170,41 +170,10 @@ struct Loaded {
 }
 
 fn read_cols(path: &Path, cols: Option<&[String]>) -> anyhow::Result<Points> {
-    Ok(read_named(path, cols)?.0)
+    Ok(io::read_named(path, cols)?.0)
 }
-
-/// The selected columns of `path` and their names.
-fn read_named(path: &Path, cols: Option<&[String]>) -> anyhow::Result<(Points, Vec<String>)> {
-    let t = CsvTable::read(path)?;
-    if t.rows == 0 {
-        bail!("{}: no data rows", path.display());
-    }
-    let names = cols.map_or_else(|| t.names.clone(), <[String]>::to_vec);
-    Ok((t.points(cols)?, names))
-}
-
-/// Errors unless `other` has the columns of `--y` (same names, same order): the kernel ℓ compares
-/// them coordinate by coordinate.
-fn check_y_columns(
-    y_names: &[String],
-    other: &Path,
-    other_names: &[String],
-    flag: &str,
-) -> anyhow::Result<()> {
-    if y_names != other_names {
-        bail!(
-            "{flag} {} has columns ({}) but --y has ({}): they must be the same variables in the same \
-             order; rename or reorder the columns, or choose them in both files with --y-cols",
-            other.display(),
-            other_names.join(", "),
-            y_names.join(", ")
-        );
-    }
-    Ok(())
-}
-
 fn load(d: &DataArgs, need_xy: bool) -> anyhow::Result<Loaded> {
-    let (y_tilde, y_tilde_names) = read_named(&d.ytilde, d.y_cols.as_deref())?;
+    let (y_tilde, y_tilde_names) = io::read_named(&d.ytilde, d.y_cols.as_deref())?;
     let zt = CsvTable::read(&d.ztilde)?;
     let zj = match &d.z_col {
         Some(c) => zt.column_index(c)?,
@@ -231,8 +200,8 @@ fn load(d: &DataArgs, need_xy: bool) -> anyhow::Result<Loaded> {
             bail!("--x and --y are required (the transformation pairs), unless --inducing is used");
         };
         let x = read_cols(xp, d.x_cols.as_deref())?;
-        let (y, y_names) = read_named(yp, d.y_cols.as_deref())?;
-        check_y_columns(&y_names, &d.ytilde, &y_tilde_names, "--ytilde")?;
+        let (y, y_names) = io::read_named(yp, d.y_cols.as_deref())?;
+        io::check_same_columns(("--y", &y_names), ("--ytilde", &d.ytilde, &y_tilde_names))?;
         if x.len() != y.len() {
             bail!(
                 "--x {} has {} rows but --y {} has {}: they must pair up row by row",

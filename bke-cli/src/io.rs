@@ -138,6 +138,34 @@ pub fn read_points(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Po
     CsvTable::read(path)?.points(columns)
 }
 
+/// The selected columns of `path` (at least one data row) and their names.
+pub fn read_named(path: &Path, cols: Option<&[String]>) -> anyhow::Result<(Points, Vec<String>)> {
+    let t = CsvTable::read(path)?;
+    if t.rows == 0 {
+        bail!("{}: no data rows", path.display());
+    }
+    let names = cols.map_or_else(|| t.names.clone(), <[String]>::to_vec);
+    Ok((t.points(cols)?, names))
+}
+
+/// Errors unless the file of `other_flag` has the columns of `flag` (same names, same order), as
+/// when a kernel compares the two coordinate by coordinate (e.g. `bke dme`'s `--ytilde` and `--y`).
+pub fn check_same_columns(
+    (flag, names): (&str, &[String]),
+    (other_flag, other, other_names): (&str, &Path, &[String]),
+) -> anyhow::Result<()> {
+    if names != other_names {
+        bail!(
+            "{other_flag} {} has columns ({}) but {flag} has ({}): they must be the same variables in \
+             the same order; rename or reorder the columns, or choose them in both files (--y-cols)",
+            other.display(),
+            other_names.join(", "),
+            names.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Reads the selected columns of a CSV file of data to be modelled as continuous, noting
 /// integer-valued columns ([`note_integer_columns`]).
 pub fn read_continuous(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Points> {
