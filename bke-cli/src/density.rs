@@ -157,6 +157,7 @@ impl WithBackend for UseJob {
 fn fit(a: &FitArgs) -> anyhow::Result<Value> {
     let table = io::CsvTable::read(&a.data)?;
     let x = table.points(a.columns.as_deref())?;
+    io::note_integer_columns(&x, &a.data, a.columns.as_deref().unwrap_or(&table.names));
     let columns = a.columns.clone().unwrap_or_else(|| table.names.clone());
     let d = x.dim();
     if !a.no_normalise && d > 2 {

@@ -170,15 +170,10 @@ struct Loaded {
 }
 
 fn read_cols(path: &Path, cols: Option<&[String]>) -> anyhow::Result<Points> {
-    let t = CsvTable::read(path)?;
-    if t.rows == 0 {
-        bail!("{}: no data rows", path.display());
-    }
-    t.points(cols)
+    Ok(io::read_named(path, cols)?.0)
 }
-
 fn load(d: &DataArgs, need_xy: bool) -> anyhow::Result<Loaded> {
-    let y_tilde = read_cols(&d.ytilde, d.y_cols.as_deref())?;
+    let (y_tilde, y_tilde_names) = io::read_named(&d.ytilde, d.y_cols.as_deref())?;
     let zt = CsvTable::read(&d.ztilde)?;
     let zj = match &d.z_col {
         Some(c) => zt.column_index(c)?,
@@ -205,7 +200,8 @@ fn load(d: &DataArgs, need_xy: bool) -> anyhow::Result<Loaded> {
             bail!("--x and --y are required (the transformation pairs), unless --inducing is used");
         };
         let x = read_cols(xp, d.x_cols.as_deref())?;
-        let y = read_cols(yp, d.y_cols.as_deref())?;
+        let (y, y_names) = io::read_named(yp, d.y_cols.as_deref())?;
+        io::check_same_columns(("--y", &y_names), ("--ytilde", &d.ytilde, &y_tilde_names))?;
         if x.len() != y.len() {
             bail!(
                 "--x {} has {} rows but --y {} has {}: they must pair up row by row",

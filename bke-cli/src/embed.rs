@@ -51,6 +51,11 @@ impl Common {
         io::read_points(path, self.columns.as_deref())
     }
 
+    /// The data (`--data`), with a note on integer-valued columns.
+    fn read_data(&self) -> anyhow::Result<Points> {
+        io::read_continuous(&self.data, self.columns.as_deref())
+    }
+
     fn prior(&self) -> anyhow::Result<EmbeddingPrior> {
         EmbeddingPrior::parse(&self.prior).context("--prior")
     }
@@ -182,11 +187,11 @@ pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
             let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2)
                 .with_prior(c.prior()?)
                 .with_jacobian(!a.no_jacobian);
-            (c.exec.clone(), Job::Loglik { x: c.read(&c.data)?, z: c.read(&a.landmarks)?, params })
+            (c.exec.clone(), Job::Loglik { x: c.read_data()?, z: c.read(&a.landmarks)?, params })
         }
         EmbedCommand::Fit(a) => {
             let c = &a.common;
-            let x = c.read(&c.data)?;
+            let x = c.read_data()?;
             let grid = match (a.grid_min, a.grid_max) {
                 (None, None) => None,
                 (Some(min), Some(max)) => Some(LengthscaleGrid { min, max, points: a.grid_points }),
@@ -211,7 +216,7 @@ pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
             let c = &a.common;
             let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2).with_prior(c.prior()?);
             let w = a.landmarks.as_ref().map(|p| c.read(p)).transpose()?;
-            (c.exec.clone(), Job::Posterior { x: c.read(&c.data)?, q: c.read(&a.at)?, w, params })
+            (c.exec.clone(), Job::Posterior { x: c.read_data()?, q: c.read(&a.at)?, w, params })
         }
     };
     io::emit(&exec.run(job)?)

@@ -98,6 +98,10 @@ impl Bar {
 }
 
 impl bke_core::Progress for Bar {
+    fn cancelled(&self) -> bool {
+        crate::interrupt::interrupted()
+    }
+
     fn update(&self, stage: &str, done: u64, total: u64) {
         self.bar.set_length(total.max(1));
         self.bar.set_position(done);

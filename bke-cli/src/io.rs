@@ -206,6 +206,69 @@ pub fn read_points(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Po
     CsvTable::read(path)?.points(columns)
 }
 
+/// The selected columns of `path` (at least one data row) and their names.
+pub fn read_named(path: &Path, cols: Option<&[String]>) -> anyhow::Result<(Points, Vec<String>)> {
+    let t = CsvTable::read(path)?;
+    if t.rows == 0 {
+        bail!("{}: no data rows", path.display());
+    }
+    let names = cols.map_or_else(|| t.names.clone(), <[String]>::to_vec);
+    Ok((t.points(cols)?, names))
+}
+
+/// Errors unless the file of `other_flag` has the columns of `flag` (same names, same order), as
+/// when a kernel compares the two coordinate by coordinate (e.g. `bke dme`'s `--ytilde` and `--y`).
+pub fn check_same_columns(
+    (flag, names): (&str, &[String]),
+    (other_flag, other, other_names): (&str, &Path, &[String]),
+) -> anyhow::Result<()> {
+    if names != other_names {
+        bail!(
+            "{other_flag} {} has columns ({}) but {flag} has ({}): they must be the same variables in \
+             the same order; rename or reorder the columns, or choose them in both files (--y-cols)",
+            other.display(),
+            other_names.join(", "),
+            names.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Reads the selected columns of a CSV file of data to be modelled as continuous, noting
+/// integer-valued columns ([`note_integer_columns`]).
+pub fn read_continuous(path: &Path, columns: Option<&[String]>) -> anyhow::Result<Points> {
+    let t = CsvTable::read(path)?;
+    let x = t.points(columns)?;
+    note_integer_columns(&x, path, columns.unwrap_or(&t.names));
+    Ok(x)
+}
+
+/// Warns on stderr about columns of `x` (read from `path`) that hold integers only with many ties
+/// (fewer distinct values than half the rows): a kernel density- or embedding-based likelihood of
+/// continuous data then sees a lattice and can favour lengthscales near or below its spacing (the
+/// lattice effect of the pseudolikelihood, issue 19). The result is still computed as asked.
+pub fn note_integer_columns(x: &Points, path: &Path, names: &[String]) {
+    let (n, d) = (x.len(), x.dim());
+    for k in 0..d {
+        let mut v: Vec<f64> = x.iter().map(|p| p[k]).collect();
+        if n < 4 || v.iter().any(|a| a.fract() != 0.0) {
+            continue;
+        }
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        if v.len() * 2 <= n {
+            eprintln!(
+                "note: column {} of {} holds integers only ({} distinct values in {n} rows): a \
+                 continuous kernel model sees a lattice and can favour lengthscales near or below its \
+                 spacing; add uniform noise on (−½, ½) to dequantise it, or treat it as discrete",
+                names.get(k).map_or_else(|| (k + 1).to_string(), Clone::clone),
+                path.display(),
+                v.len()
+            );
+        }
+    }
+}
+
 /// Prints a JSON value on stdout. A closed pipe (e.g. `bke … | head`) is not an error.
 pub fn emit(value: &serde_json::Value) -> anyhow::Result<()> {
     use std::io::Write;
@@ -228,18 +291,6 @@ pub fn merge(value: &impl serde::Serialize, extra: serde_json::Value) -> anyhow:
         _ => bail!("internal error: a command's JSON output must be an object"),
     }
     Ok(v)
-}
-
-/// A progress bar on stderr (hidden when stderr is not a terminal) for `len` steps.
-pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({elapsed} < {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(what.to_string());
-    bar
 }
 
 #[cfg(test)]

@@ -183,13 +183,34 @@ impl WithBackend for LfiJob {
     }
 }
 
-/// Columns `names` if the table has all of them, else all columns.
+/// All columns when no names are given; columns `names` if the table has all of them; all columns, by position, if it has none of them
+/// and as many columns as `names` (a note on stderr says so); otherwise an error naming what is
+/// missing (a partial match is ambiguous: the other columns are not silently taken instead).
 fn named_or_all(t: &CsvTable, names: &[String]) -> anyhow::Result<Points> {
-    if !names.is_empty() && names.iter().all(|n| t.names.contains(n)) {
-        t.points(Some(names))
-    } else {
-        t.points(None)
+    if names.is_empty() {
+        return t.points(None);
     }
+    let missing: Vec<&str> = names.iter().filter(|n| !t.names.contains(n)).map(String::as_str).collect();
+    if missing.is_empty() {
+        return t.points(Some(names));
+    }
+    if missing.len() == names.len() && t.names.len() == names.len() {
+        eprintln!(
+            "note: {} has no column named {}; using its columns ({}) by position",
+            t.path,
+            names.join(", "),
+            t.names.join(", ")
+        );
+        return t.points(None);
+    }
+    bail!(
+        "{}: no column named {} (it has: {}); name the columns as --theta-cols/--stat-cols, or give \
+         exactly {} column(s) to be taken by position",
+        t.path,
+        missing.join(", "),
+        t.names.join(", "),
+        names.len()
+    )
 }
 
 fn se(lengthscales: &Option<Vec<f64>>, flag: &str) -> anyhow::Result<Option<Kernel>> {

@@ -12,6 +12,7 @@ mod exec;
 mod finite;
 mod hypothesis;
 #[allow(dead_code)] // shared by the command modules
+mod interrupt;
 mod io;
 mod lfi;
 mod sample;
@@ -54,6 +55,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    interrupt::install();
     let result = match cli.command {
         Command::Backends => backends(),
         Command::Embed(c) => embed::run(c),
@@ -66,6 +68,10 @@ fn main() {
         Command::Causal(c) => causal::run(c),
     };
     if let Err(e) = result {
+        if interrupt::interrupted() {
+            eprintln!("{}", interrupt::MESSAGE);
+            std::process::exit(interrupt::EXIT_STATUS);
+        }
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }

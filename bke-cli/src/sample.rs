@@ -127,7 +127,7 @@ pub fn run(a: SampleArgs) -> anyhow::Result<()> {
     if let Some(t) = a.tau2 {
         bke_core::check_positive("--tau2", t)?;
     }
-    let x = io::read_points(&a.data, a.columns.as_deref())?;
+    let x = io::read_continuous(&a.data, a.columns.as_deref())?;
     let params = SampleParams {
         lengthscale_prior: HyperPrior::parse(&a.lengthscale_prior).context("--lengthscale-prior")?,
         tau2_prior: HyperPrior::parse(&a.tau2_prior).context("--tau2-prior")?,

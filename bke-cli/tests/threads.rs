@@ -121,6 +121,103 @@ fn every_command_gives_identical_json_on_one_and_two_threads() {
     }
 }
 
+/// Asserts that `bke args` gives the same JSON on 1 and 2 threads.
+fn same_on_one_and_two(args: &[&str]) {
+    assert_eq!(stdout(args, "1"), stdout(args, "2"), "{args:?}");
+}
+
+/// Every kernel-selection rule and null distribution of `bke test` and `bke witness`, small sizes.
+#[test]
+fn every_test_variant_gives_identical_json_on_one_and_two_threads() {
+    let (a, b, _) = data();
+    let mmd = ["test", "mmd", "--x", &a, "--y", &b, "--permutations", "60"];
+    for extra in [
+        &["--null", "wild"][..],
+        &["--statistic", "linear", "--null", "normal"],
+        &["--statistic", "linear", "--null", "permutation"],
+        &["--select", "bkl", "--bkl-landmarks", "10"],
+        &["--select", "bkl-bayes", "--bkl-landmarks", "10"],
+        &["--select", "mmdagg"],
+        &["--select", "fuse"],
+    ] {
+        same_on_one_and_two(&[&mmd[..], extra].concat());
+    }
+    let hsic = ["test", "hsic", "--x", &a, "--x-columns", "u", "--y", &a, "--y-columns", "v"];
+    for extra in [
+        &["--permutations", "60"][..],
+        &["--null", "gamma"],
+        &["--null", "wild", "--permutations", "60"],
+        &["--statistic", "unbiased", "--permutations", "60"],
+        &["--select", "hsicagg", "--permutations", "60"],
+        &["--select", "bkl", "--bkl-landmarks", "10", "--permutations", "60"],
+    ] {
+        same_on_one_and_two(&[&hsic[..], extra].concat());
+    }
+    let witness = ["witness", "--x", &a, "--y", &b, "--grid", &b];
+    same_on_one_and_two(
+        &[&witness[..], &["--bayes", "--chains", "2", "--warmup", "20", "--draws", "10"]].concat(),
+    );
+}
+
+/// The model variants of `bke embed`, `bke bank`, `bke dme` and `bke lfi` not covered above.
+#[test]
+fn every_model_variant_gives_identical_json_on_one_and_two_threads() {
+    let (a, b, r) = data();
+    same_on_one_and_two(&["embed", "fit", "--data", &a, "--grid-points", "5", "--ard"]);
+    let nuts = ["--chains", "2", "--warmup", "20", "--draws", "10"];
+    same_on_one_and_two(
+        &[&["embed", "sample", "--data", &a, "--ard", "--num-landmarks", "12"][..], &nuts].concat(),
+    );
+    same_on_one_and_two(&["embed", "loglik", "--data", &a, "--landmarks", &b, "--lengthscale", "0.8,0.6"]);
+    let cv = ["bank", "cv", "--data", &r, "--target", "y", "--folds", "2", "--iterations", "10"];
+    for method in ["rks", "mkl", "alac", "gbdt", "gp"] {
+        same_on_one_and_two(&[&cv[..], &["--method", method]].concat());
+    }
+    let mut labels = String::from("u,v,c\n");
+    for i in 0..40 {
+        let (s, c) = ((i as f64 * 0.7).sin(), (i as f64 * 1.3).cos());
+        labels.push_str(&format!("{s},{c},{}\n", u8::from(s + 0.3 * c > 0.0)));
+    }
+    let labels = common::write_in("threads", "labels.csv", &labels).display().to_string();
+    let cls = ["bank", "cv", "--data", &labels, "--target", "c", "--task", "classification", "--folds", "2"];
+    for method in ["bank", "rfo"] {
+        same_on_one_and_two(&[&cls[..], &["--method", method, "--iterations", "10"]].concat());
+    }
+    let [x, y, yt, zt, sims, prior, obs] = dme_data();
+    let dme = ["dme", "fit", "--x", &x, "--y", &y, "--ytilde", &yt, "--ztilde", &zt, "--starts", "2"];
+    same_on_one_and_two(&[&dme[..], &["--form", "full"]].concat());
+    same_on_one_and_two(&[&dme[..], &["--model", "parametric", "--features", "10"]].concat());
+    let inducing = ["dme", "fit", "--ytilde", &yt, "--ztilde", &zt, "--inducing", "3", "--starts", "2"];
+    same_on_one_and_two(&inducing);
+    let model = |t: &str| common::write_in("threads", &format!("dme{t}.json"), "").display().to_string();
+    let (m1, m2) = (model("1"), model("2"));
+    let fit =
+        |out: &str, t: &str| stdout(&[&dme[..], &["--model-out", out]].concat(), t).replace(out, "MODEL");
+    assert_eq!(fit(&m1, "1"), fit(&m2, "2"));
+    assert_eq!(std::fs::read(&m1).unwrap(), std::fs::read(&m2).unwrap());
+    same_on_one_and_two(&["dme", "predict", "--model", &m1, "--at", &yt]);
+    let lfi = [
+        "lfi",
+        "--simulations",
+        &sims,
+        "--theta-cols",
+        "theta",
+        "--stat-cols",
+        "stat",
+        "--prior-samples",
+        &prior,
+        "--observed",
+        &obs,
+        "--herd",
+        "8",
+    ];
+    same_on_one_and_two(&[&lfi[..], &["--method", "kbr"]].concat());
+    same_on_one_and_two(
+        &[&lfi[..], &["--method", "kbr", "--kbr-variant", "a", "--kbr-inverse", "tikhonov"]].concat(),
+    );
+    same_on_one_and_two(&[&lfi[..], &["--learn", "--starts", "2"]].concat());
+}
+
 #[test]
 fn zero_threads_is_an_error_everywhere() {
     let (a, b, r) = data();

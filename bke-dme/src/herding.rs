@@ -17,6 +17,7 @@
 
 use crate::DmeError;
 use crate::error::{check_finite_vec, check_same_len, invalid};
+use bke_core::budget::Bytes;
 use bke_core::optim::{LbfgsOptions, minimize};
 use bke_core::{Kernel, Points};
 use rayon::prelude::*;
@@ -173,6 +174,9 @@ fn herd(post: &PosteriorEmbedding, candidates: &Points, opts: &HerdingParams) ->
     let kernel = opts.kernel.as_ref().unwrap_or(&post.kernel);
     kernel.check_dim(candidates.dim())?;
     let (r, d) = (candidates.len(), candidates.dim());
+    // The samples, and the caller's copy of them (e.g. as JSON: about 5 values' worth per number).
+    let setting = format!("herding samples = {} (of dimension {d})", opts.samples);
+    bke_core::budget::check(&setting, Bytes::f64s(opts.samples.saturating_mul(d)).times(6))?;
     let mu: Vec<f64> = (0..r).into_par_iter().map(|i| post.eval_with(kernel, candidates.point(i))).collect();
     let (lo, hi) = bounding_box(candidates);
     let mut a = vec![0.0; r];

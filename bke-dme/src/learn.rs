@@ -6,6 +6,7 @@
 use crate::DmeError;
 use crate::error::invalid;
 use bke_core::Progress;
+use bke_core::budget::Bytes;
 use bke_core::optim::{LbfgsOptions, minimize};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -127,6 +128,8 @@ pub(crate) fn multi_start(
     reseed: Option<&Reseed<'_>>,
     (progress, stage): Report<'_>,
 ) -> Result<Vec<StartOutcome>, DmeError> {
+    let setting = format!("starts = {}", opts.starts);
+    bke_core::budget::check(&setting, Bytes::f64s(p0.len() + 4).times(opts.starts))?;
     let free: Vec<usize> = (0..p0.len()).filter(|&i| mask[i]).collect();
     let done = AtomicU64::new(0);
     let total = opts.starts as u64;

@@ -51,7 +51,8 @@ fn validate(u: &Points, y_tilde: &Points, z_tilde: &[f64], h: &TtgpParams) -> Re
     u.check_dim("ỹ (must match the inducing points)", y_tilde.dim())?;
     check_finite_vec("z̃", z_tilde)?;
     h.validate()?;
-    h.check_dims(u.dim(), u.dim())
+    h.check_dims(u.dim(), u.dim())?;
+    crate::ttgp::check_budget(u.len(), y_tilde.len())
 }
 
 /// `log p(z̃)` (alternative form, `x = y = u`) with gradients for the hyperparameters and `u`.

@@ -39,6 +39,7 @@ use crate::DmeError;
 use crate::data::TaskData;
 use crate::learn::{Learn, MultiStartOptions};
 use crate::ops::{add_diag, chol, chol_inverse, contract_params, frob, mm, mv, trace};
+use bke_core::budget::Bytes;
 use bke_core::numeric::{LN_2PI, LogParams, dot};
 use bke_core::{CoreError, Kernel, KernelFamily, check_positive};
 use bke_linalg::{Backend, Mat, Trans};
@@ -591,7 +592,18 @@ fn scalars(h: &TtgpParams) -> Scalars {
 
 fn validate(data: &TaskData, h: &TtgpParams) -> Result<(), DmeError> {
     bke_core::Params::validate(h)?;
-    h.check_dims(data.x.dim(), data.y.dim())
+    h.check_dims(data.x.dim(), data.y.dim())?;
+    check_budget(data.n(), data.m())
+}
+
+/// Refuses a TTGP whose dense matrices cannot fit in memory: the `n × n` Gram matrices of `k` and
+/// `ℓ`, their factors and adjoints, the `n × m` cross-covariance and its adjoint, the `m × m`
+/// task covariance and its factor.
+pub(crate) fn check_budget(n: usize, m: usize) -> Result<(), DmeError> {
+    let setting = format!("n = {n} transformation pairs (or inducing points) and m = {m} task points");
+    let (nn, nm, mm) = (n.saturating_mul(n), n.saturating_mul(m), m.saturating_mul(m));
+    let bytes = Bytes::f64s(nn).times(6).plus(Bytes::f64s(nm).times(3)).plus(Bytes::f64s(mm).times(3));
+    Ok(bke_core::budget::check(&setting, bytes)?)
 }
 
 /// `log p(z̃)` of the form `hyper.form` (no gradient).

@@ -27,6 +27,43 @@ fn par() -> Par {
     if rayon::current_num_threads() > 1 { Par::rayon(0) } else { Par::Seq }
 }
 
+/// Rows of the output each task of a parallel matrix–vector product computes.
+const MATVEC_CHUNK: usize = 256;
+
+/// `c ← accum(c) + alpha · a · b`, bit-identical for any rayon thread count.
+///
+/// faer's parallel matrix–vector product with a column-major matrix splits the inner dimension
+/// among the threads and adds their partial sums, so its result depends on the thread count. A
+/// product with a single output column (or row, by transposition) is instead split into fixed
+/// blocks of output rows, each computed sequentially over the whole inner dimension.
+fn matmul(
+    c: faer::MatMut<'_, f64>,
+    accum: Accum,
+    a: faer::MatRef<'_, f64>,
+    b: faer::MatRef<'_, f64>,
+    alpha: f64,
+) {
+    use faer::linalg::matmul::matmul as faer_matmul;
+    use rayon::prelude::*;
+    let par = par();
+    if c.ncols() == 1 && matches!(par, Par::Rayon(_)) {
+        c.par_row_chunks_mut(MATVEC_CHUNK)
+            .zip(a.par_row_chunks(MATVEC_CHUNK))
+            .for_each(|(c, a)| faer_matmul(c, accum, a, b, alpha, Par::Seq));
+    } else if c.nrows() == 1 && matches!(par, Par::Rayon(_)) {
+        matmul(c.transpose_mut(), accum, b.transpose(), a.transpose(), alpha);
+    } else {
+        faer_matmul(c, accum, a, b, alpha, par);
+    }
+}
+
+/// Parallelism of a triangular solve with `rhs_cols` right-hand sides: sequential for a single
+/// vector, whose parallel solve goes through faer's thread-count-dependent matrix–vector product
+/// (see [`matmul`]).
+fn solve_par(rhs_cols: usize) -> Par {
+    if rhs_cols == 1 { Par::Seq } else { par() }
+}
+
 fn op(a: faer::MatRef<'_, f64>, t: Trans) -> faer::MatRef<'_, f64> {
     match t {
         Trans::No => a,
@@ -59,7 +96,7 @@ impl Backend for Faer {
             }
             Accum::Add
         };
-        faer::linalg::matmul::matmul(view_mut(c), accum, op(view(a), ta), op(view(b), tb), alpha, par());
+        matmul(view_mut(c), accum, op(view(a), ta), op(view(b), tb), alpha);
         Ok(())
     }
 
@@ -128,7 +165,8 @@ impl Backend for Faer {
         if prepare_tri_solve("solve_lower", l, &b)? {
             return Ok(());
         }
-        faer::linalg::triangular_solve::solve_lower_triangular_in_place(view(l), view_mut(b), par());
+        let par = solve_par(b.ncols());
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(view(l), view_mut(b), par);
         Ok(())
     }
 
@@ -136,10 +174,11 @@ impl Backend for Faer {
         if prepare_tri_solve("solve_lower_transpose", l, &b)? {
             return Ok(());
         }
+        let par = solve_par(b.ncols());
         faer::linalg::triangular_solve::solve_upper_triangular_in_place(
             view(l).transpose(),
             view_mut(b),
-            par(),
+            par,
         );
         Ok(())
     }

@@ -1,6 +1,10 @@
 //! `cargo xtask fuzz [--seconds N] [target…]`: runs the cargo-fuzz (libFuzzer) targets of `fuzz/`
-//! for `N` seconds each (default 60), starting from the committed seed corpus `fuzz/corpus/<target>`
-//! (new interesting inputs are added there; commit the ones that found bugs).
+//! for `N` seconds each (default 60), starting from the committed seed corpus `fuzz/corpus/<target>`.
+//! New interesting inputs go to the scratch corpus `target/fuzz-corpus/<target>` (kept between runs,
+//! never committed), so the committed corpus stays small; a crash is written to
+//! `fuzz/artifacts/<target>/`: fix it and commit that input to `fuzz/corpus/<target>` so the replay
+//! test covers it. An input running longer than 20 s counts as a hang, and one using more than 2 GB
+//! as a memory failure (libFuzzer's `-timeout`, `-rss_limit_mb`).
 //!
 //! Needs a nightly toolchain and cargo-fuzz (`rustup toolchain install nightly`,
 //! `cargo install cargo-fuzz`). Without them, the corpus is still replayed by `cargo test`
@@ -40,9 +44,16 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     }
     for t in targets {
         println!("fuzzing {t} for {seconds} s");
+        let scratch = root.join("target/fuzz-corpus").join(t);
+        std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+        let seeds = root.join("fuzz/corpus").join(t);
         let status = Command::new("cargo")
             .current_dir(root.join("fuzz"))
-            .args(["+nightly", "fuzz", "run", t, "--", &format!("-max_total_time={seconds}")])
+            .args(["+nightly", "fuzz", "run", t])
+            .arg(&scratch)
+            .arg(&seeds)
+            .args(["--", &format!("-max_total_time={seconds}"), "-timeout=20", "-rss_limit_mb=2048"])
+            .args(["-print_final_stats=1"])
             .status()
             .with_context(|| format!("running cargo fuzz run {t}"))?;
         if !status.success() {

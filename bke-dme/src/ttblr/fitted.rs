@@ -14,6 +14,7 @@ use crate::error::invalid;
 use crate::learn::{MultiStartOptions, best_start, multi_start};
 use crate::ops::mv;
 use crate::ttgp::fitted::to_core;
+use bke_core::budget::Bytes;
 use bke_core::model_file::ModelFile;
 use bke_core::rff::FourierFeatures;
 use bke_core::{
@@ -260,6 +261,19 @@ pub struct Ttblr {
     starts: Vec<f64>,
 }
 
+/// Refuses a TTBLR whose feature matrices cannot fit in memory: the frequencies, the `2N` feature
+/// columns at the `n + 2m` inputs (and their derivatives), and the `2N × 2N` posterior matrices.
+fn check_budget(features: usize, data: &TaskData) -> Result<(), DmeError> {
+    let cols = features.saturating_mul(2);
+    let rows = data.n().saturating_add(data.m().saturating_mul(2));
+    let dims = data.x.dim() + data.y.dim();
+    let bytes = Bytes::f64s(cols.saturating_mul(rows))
+        .times(2)
+        .plus(Bytes::f64s(cols.saturating_mul(cols)).times(4))
+        .plus(Bytes::f64s(features.saturating_mul(dims)));
+    Ok(bke_core::budget::check(&format!("features = {features}"), bytes)?)
+}
+
 impl Estimator for TtblrParams {
     type Data = TaskData;
     type Fitted = Ttblr;
@@ -271,6 +285,7 @@ impl Estimator for TtblrParams {
     ) -> Result<Ttblr, DmeError> {
         params.kernel_x.check_dim(data.x.dim())?;
         params.kernel_y.check_dim(data.y.dim())?;
+        check_budget(params.features, data)?;
         let unit = UnitFeatures::new(params, (data.x.dim(), data.y.dim()))?;
         let (h, starts) = if params.learn.any() {
             let init = &**params;
