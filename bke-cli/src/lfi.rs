@@ -84,7 +84,7 @@ pub struct LfiArgs {
     /// Number of L-BFGS starts for --learn.
     #[arg(long, default_value_t = 5)]
     starts: usize,
-    /// Seed of the random starts of --learn.
+    /// Seed of the random starts of --learn and of SMC-ABC's simulations (--method abc-smc).
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// KBR variant (--method kbr): a (weights on the prior samples) or b (Fukumizu et al.,
@@ -219,7 +219,7 @@ fn se(lengthscales: &Option<Vec<f64>>, flag: &str) -> anyhow::Result<Option<Kern
 
 fn method(a: &LfiArgs) -> anyhow::Result<Method> {
     let name = a.method.trim().to_ascii_lowercase();
-    if a.learn && name != "dme" {
+    if a.learn && ["kbr", "abc-rejection", "abc-smc"].contains(&name.as_str()) {
         bail!("--learn applies to --method dme only (q̄ is the DME's evidence estimate), not {name}");
     }
     Ok(match name.as_str() {

@@ -37,8 +37,8 @@ enum Command {
     Test(hypothesis::TestCommand),
     /// Deconditional mean embeddings and task-transformed GPs: loglik, fit, predict.
     Dme(dme::DmeArgs),
-    /// Likelihood-free inference from simulations: DME (default) or kernel Bayes' rule posterior,
-    /// herded into samples.
+    /// Likelihood-free inference from simulations: DME (default) or kernel Bayes' rule posterior
+    /// herded into samples, or the rejection / SMC-ABC baselines.
     Lfi(lfi::LfiArgs),
     /// BaNK (seed 001): Bayesian nonparametric kernel learning with random Fourier features.
     #[command(subcommand)]

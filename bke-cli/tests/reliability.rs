@@ -101,6 +101,18 @@ fn lfi_refuses_huge_herds_and_ambiguous_observation_columns() {
     let one = w("obs_one.csv", "value\n3.1\n");
     let (ok, _, err) = common::bke(&[&base[..], &["--observed", &one, "--herd", "5"]].concat());
     assert!(ok && err.contains("by position"), "{err}");
+    // SMC-ABC's particle count is checked against the memory budget before anything is simulated.
+    let lv_obs = w(
+        "obs_lv.csv",
+        &format!(
+            "{}\n{}\n",
+            (1..=9).map(|k| format!("s{k}")).collect::<Vec<_>>().join(","),
+            ["1"; 9].join(",")
+        ),
+    );
+    let smc = ["lfi", "--method", "abc-smc", "--simulator", "lotka-volterra", "--observed", &lv_obs];
+    let huge = ["--particles", "100000000000", "--abc-simulations", "100000000000"];
+    fails_with(&[&smc[..], &huge[..]].concat(), &["particles = 100000000000", "--max-memory"]);
 }
 
 /// Starts `bke args`, sends `signal` after `after`, and returns (exit status, stderr, seconds from the

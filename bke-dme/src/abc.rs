@@ -498,6 +498,10 @@ impl Estimator for SmcAbcParams {
     ) -> Result<SmcAbc, DmeError> {
         data.prior.validate()?;
         bke_core::Points::from_1d("observed statistics", &data.observed)?;
+        // Two generations of particles (θ, statistics, distance, weight) are alive at once.
+        let per_particle = data.prior.marginals.len() + data.observed.len() + 2;
+        let bytes = bke_core::budget::Bytes::f64s(params.particles.saturating_mul(per_particle)).times(4);
+        bke_core::budget::check(&format!("particles = {}", params.particles), bytes)?;
         let (mut current, scales) = params.initial(data)?;
         let (n, budget) = (params.particles, params.max_simulations);
         let mut simulations = n;

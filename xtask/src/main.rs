@@ -136,12 +136,12 @@ fn blas_env(cmd: &mut Command) {
 
 /// Builds the release `bke` binary (the `io` suite runs it end to end).
 fn build_cli() -> anyhow::Result<()> {
-    if !cargo()
-        .args(["build", "--quiet", "--release", "-p", "bke-cli"])
-        .status()
-        .context("building bke-cli")?
-        .success()
-    {
+    let mut build = cargo();
+    build.args(["build", "--release", "-p", "bke-cli"]);
+    if openblas_installed() {
+        build.args(["--features", "bke-cli/openblas"]);
+    }
+    if !build.status().context("building bke-cli")?.success() {
         bail!("building bke-cli failed");
     }
     Ok(())

@@ -195,6 +195,11 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     report(ctx, &dir, &budgets, &truth, &results, reps)
 }
 
+/// `mean ± se` with `prec` decimals; the standard error is left out when one repetition gives none.
+fn pm((mean, se): (f64, f64), prec: usize) -> String {
+    if se.is_finite() { format!("{mean:.prec$} ± {se:.prec$}") } else { format!("{mean:.prec$}") }
+}
+
 /// Writes the tables and the figure.
 fn report(
     ctx: &mut Ctx,
@@ -241,8 +246,8 @@ fn report(
                 method.to_string(),
                 n.to_string(),
                 used.to_string(),
-                format!("{:.3} ± {:.3}", err.0, err.1),
-                format!("{:.2} ± {:.2}", width.0, width.1),
+                pm(err, 3),
+                pm(width, 2),
                 format!("{covered}/{}", 4 * runs.len()),
                 failed.to_string(),
             ]);

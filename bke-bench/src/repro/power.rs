@@ -153,6 +153,22 @@ impl Bench {
         }
     }
 
+    /// Whether `scale` is a valid point of this benchmark (an error names the rule).
+    fn check_scale(self, scale: f64) -> anyhow::Result<()> {
+        let ok = match self {
+            Bench::Uniform(_) => (0.0..=1.0).contains(&scale),
+            Bench::Blobs => scale.is_finite() && scale >= 1.0,
+            Bench::Laplace => scale.fract() == 0.0 && (2.0..=1e6).contains(&scale),
+        };
+        let rule = match self {
+            Bench::Uniform(_) => "a perturbation amplitude in [0, 1]",
+            Bench::Blobs => "an eigenvalue ratio ε ≥ 1",
+            Bench::Laplace => "a whole sample size n in [2, 10⁶]",
+        };
+        anyhow::ensure!(ok, "--scales {scale} for --dims {}: each scale must be {rule}", self.label());
+        Ok(())
+    }
+
     fn draw(self, rng: &mut ChaCha8Rng, scale: f64) -> TwoSamples {
         match self {
             Bench::Uniform(d) => {
@@ -248,6 +264,10 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         .map(|s| s.0)
         .filter(|n| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == *n)))
         .collect();
+    let known: Vec<&str> = selections(0).iter().map(|s| s.0).collect();
+    if let Some(unknown) = only.as_deref().and_then(|o| o.split(',').find(|x| !known.contains(x))) {
+        anyhow::bail!("--selections: unknown selection '{unknown}'; use {}", known.join(", "));
+    }
     anyhow::ensure!(!names.is_empty(), "--selections: none of median, bkl, mmdagg, fuse, bkl-bayes named");
     let mut headers = vec!["d", "scale"];
     headers.extend(names.iter().copied());
@@ -262,6 +282,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     for &bench in &dims {
         let d = bench.label();
         let scales = scale_arg.clone().unwrap_or_else(|| bench.default_scales(smoke));
+        scales.iter().try_for_each(|&s| bench.check_scale(s))?;
         let mut curves = vec![Vec::new(); names.len()];
         for &scale in &scales {
             let reps: Vec<Vec<(bool, f64)>> = (0..opts.reps)
