@@ -123,11 +123,18 @@ enum Method {
     Smc(SmcAbcParams, LotkaVolterra),
 }
 
+/// `bke lfi --method dme|kbr`: a posterior embedding herded into samples.
 struct LfiJob {
     data: LfiData,
-    method: Method,
+    method: LfiMethod,
     candidates: Points,
     herding: HerdingParams,
+}
+
+/// `bke lfi --method abc-rejection`: the simulations nearest the observation.
+struct RejectionJob {
+    data: LfiData,
+    params: RejectionAbcParams,
 }
 
 /// `bke lfi --method abc-smc`: SMC-ABC against a built-in simulator.
@@ -164,21 +171,22 @@ impl WithBackend for LfiJob {
     type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> anyhow::Result<Value> {
         let bar = Bar::new("lfi");
-        let out = match self.method {
-            Method::Kernel(m) => {
-                serde_json::to_value(infer::<B>(&self.data, &m, &self.candidates, &self.herding, &bar)?)?
-            }
-            Method::Rejection(p) => {
-                let r = p.check()?.fit_with_progress::<B>(&self.data, &bar)?;
-                let mut out = abc_json("abc-rejection", &r.posterior);
-                out["threshold"] = json!(r.threshold);
-                out["n_accepted"] = json!(r.posterior.points.len());
-                out["n_simulations"] = json!(self.data.theta.len());
-                out
-            }
-            Method::Smc(..) => unreachable!("abc-smc runs as an SmcJob"),
-        };
+        let report = infer::<B>(&self.data, &self.method, &self.candidates, &self.herding, &bar)?;
         bar.finish();
+        Ok(serde_json::to_value(report)?)
+    }
+}
+
+impl WithBackend for RejectionJob {
+    type Output = anyhow::Result<Value>;
+    fn run<B: Backend>(self) -> anyhow::Result<Value> {
+        let bar = Bar::new("abc-rejection");
+        let r = self.params.check()?.fit_with_progress::<B>(&self.data, &bar)?;
+        bar.finish();
+        let mut out = abc_json("abc-rejection", &r.posterior);
+        out["threshold"] = json!(r.threshold);
+        out["n_accepted"] = json!(r.posterior.points.len());
+        out["n_simulations"] = json!(self.data.theta.len());
         Ok(out)
     }
 }
@@ -263,19 +271,9 @@ fn method(a: &LfiArgs) -> anyhow::Result<Method> {
     })
 }
 
-/// Runs `bke lfi`.
-pub fn run_lfi(a: LfiArgs) -> anyhow::Result<()> {
-    let method = method(&a)?;
-    let obs_t = CsvTable::read(&a.observed)?;
-    if obs_t.rows == 0 {
-        bail!("{}: no data rows; the first row must hold the observed statistics", a.observed.display());
-    }
-    let observed = named_or_all(&obs_t, &a.stat_cols)?.point(0).to_vec();
-    if let Method::Smc(params, simulator) = method {
-        let data =
-            SmcAbcData { prior: LotkaVolterra::prior(), simulator: simulator.as_simulator(), observed };
-        return io::emit(&a.exec.run(SmcJob { params, data })?);
-    }
+/// The simulations, prior samples and observation of the methods that read them from CSV; without
+/// `--prior-samples`, rejection ABC (`theta_as_prior`) takes the simulations' θ as prior draws.
+fn simulation_data(a: &LfiArgs, observed: Vec<f64>, theta_as_prior: bool) -> anyhow::Result<LfiData> {
     let Some(sims_path) = &a.simulations else {
         bail!("--simulations is required for --method {}", a.method);
     };
@@ -285,22 +283,45 @@ pub fn run_lfi(a: LfiArgs) -> anyhow::Result<()> {
     let sims = CsvTable::read(sims_path)?;
     let theta = sims.points(Some(&a.theta_cols))?;
     let stats = sims.points(Some(&a.stat_cols))?;
-    let prior = match (&a.prior_samples, &method) {
-        (Some(p), _) => named_or_all(&CsvTable::read(p)?, &a.theta_cols)?,
-        (None, Method::Rejection(_)) => theta.clone(),
-        (None, _) => bail!("--prior-samples is required for --method {}", a.method),
-    };
-    let candidates = match &a.candidates {
+    let prior = match &a.prior_samples {
         Some(p) => named_or_all(&CsvTable::read(p)?, &a.theta_cols)?,
-        None => prior.clone(),
+        None if theta_as_prior => theta.clone(),
+        None => bail!("--prior-samples is required for --method {}", a.method),
     };
-    let data = LfiData::new(theta, stats, prior, observed)?;
-    let herding = HerdingParams {
-        samples: a.herd,
-        continuous: a.continuous,
-        kernel: se(&a.lengthscale_herding, "--lengthscale-herding")?,
-        ..HerdingParams::default()
+    Ok(LfiData::new(theta, stats, prior, observed)?)
+}
+
+/// Runs `bke lfi`.
+pub fn run_lfi(a: LfiArgs) -> anyhow::Result<()> {
+    let method = method(&a)?;
+    let obs_t = CsvTable::read(&a.observed)?;
+    if obs_t.rows == 0 {
+        bail!("{}: no data rows; the first row must hold the observed statistics", a.observed.display());
+    }
+    let observed = named_or_all(&obs_t, &a.stat_cols)?.point(0).to_vec();
+    let out = match method {
+        Method::Smc(params, simulator) => {
+            let data =
+                SmcAbcData { prior: LotkaVolterra::prior(), simulator: simulator.as_simulator(), observed };
+            a.exec.run(SmcJob { params, data })?
+        }
+        Method::Rejection(params) => {
+            a.exec.run(RejectionJob { data: simulation_data(&a, observed, true)?, params })?
+        }
+        Method::Kernel(method) => {
+            let data = simulation_data(&a, observed, false)?;
+            let candidates = match &a.candidates {
+                Some(p) => named_or_all(&CsvTable::read(p)?, &a.theta_cols)?,
+                None => data.prior.clone(),
+            };
+            let herding = HerdingParams {
+                samples: a.herd,
+                continuous: a.continuous,
+                kernel: se(&a.lengthscale_herding, "--lengthscale-herding")?,
+                ..HerdingParams::default()
+            };
+            a.exec.run(LfiJob { data, method, candidates, herding })?
+        }
     };
-    let out = a.exec.run(LfiJob { data, method, candidates, herding })?;
     io::emit(&out)
 }
