@@ -143,6 +143,26 @@ impl Bench {
         }
     }
 
+    /// What the benchmark is, for titles and captions.
+    fn description(self) -> String {
+        match self {
+            Bench::Uniform(d) => {
+                format!("perturbed uniform, d = {d} (n = m = {N}, {PERTURBATIONS} perturbations)")
+            }
+            Bench::Blobs => "3×3 Gaussian blobs of seed Fig. 2C (450 + 450 points)".into(),
+            Bench::Laplace => "N(0, 1) vs Laplace with equal variance (seed Fig. 3)".into(),
+        }
+    }
+
+    /// What the scale column means.
+    fn scale_name(self) -> &'static str {
+        match self {
+            Bench::Uniform(_) => "perturbation scale",
+            Bench::Blobs => "eigenvalue ratio ε",
+            Bench::Laplace => "sample size n = m",
+        }
+    }
+
     fn default_scales(self, smoke: bool) -> Vec<f64> {
         match (self, smoke) {
             (Bench::Uniform(1), true) => vec![0.0, 0.3, 0.5],
@@ -219,6 +239,21 @@ fn replicate(bench: Bench, scale: f64, rep: usize, permutations: usize) -> anyho
         .collect()
 }
 
+/// The command that reruns this table: `cargo xtask repro power` with the size and selection flags
+/// given on this run's command line.
+fn rerun_command(smoke: bool, args: &[String]) -> String {
+    let mut cmd = String::from("cargo xtask repro power");
+    if smoke {
+        cmd.push_str(" --smoke");
+    }
+    for flag in ["--reps", "--permutations", "--dims", "--scales", "--selections"] {
+        if let Some(v) = args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)) {
+            cmd.push_str(&format!(" {flag} {v}"));
+        }
+    }
+    cmd
+}
+
 /// Published rejection rates quoted in issue 15: `(d, scale, MMDAgg, MMD-FUSE)`.
 const PUBLISHED: [(usize, f64, Option<f64>, f64); 6] = [
     (1, 0.2, Some(0.21), 0.18),
@@ -240,7 +275,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Runs the benchmark (`power.csv`, `power.md`, `power_d1.svg`, `power_d2.svg` under `out`).
+/// Runs the benchmark (`power.csv`, `power.md`, and `power_d{label}.svg` per benchmark — `power_d1.svg`,
+/// `power_dblobs.svg`, … — under `out`).
 pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let smoke = ctx.smoke;
@@ -269,13 +305,16 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         anyhow::bail!("--selections: unknown selection '{unknown}'; use {}", known.join(", "));
     }
     anyhow::ensure!(!names.is_empty(), "--selections: none of median, bkl, mmdagg, fuse, bkl-bayes named");
-    let mut headers = vec!["d", "scale"];
+    let mut headers = vec!["benchmark", "scale"];
     headers.extend(names.iter().copied());
     headers.extend(["published MMDAgg", "published MMD-FUSE", "median θ of the first / second selection"]);
+    let described: Vec<String> = dims.iter().map(|b| b.description()).collect();
     let mut table = Table::new(
         &format!(
-            "MMD power on the perturbed-uniform benchmark (n = m = {N}, {PERTURBATIONS} perturbations, α = 0.05, R = {}, B = {})",
-            opts.reps, opts.permutations
+            "MMD power: {} (α = 0.05, R = {}, B = {})",
+            described.join("; "),
+            opts.reps,
+            opts.permutations
         ),
         &headers,
     );
@@ -290,7 +329,8 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
                 .map(|r| replicate(bench, scale, r, opts.permutations))
                 .collect::<anyhow::Result<_>>()?;
             let r = opts.reps as f64;
-            let mut row = vec![d.clone(), format!("{scale:.1}")];
+            let shown = (scale * 1e6).round() / 1e6;
+            let mut row = vec![d.clone(), format!("{shown}")];
             for (s, curve) in curves.iter_mut().enumerate() {
                 let p = reps.iter().filter(|rep| rep[s].0).count() as f64 / r;
                 row.push(format!("{p:.3} ± {:.3}", (p * (1.0 - p) / r).sqrt()));
@@ -308,25 +348,27 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
                 format!("{:.4}", theta(0))
             });
             ctx.progress(&format!(
-                "d = {d}, scale {scale:.1}: {} [{:.0} s]",
+                "{d}, scale {shown}: {} [{:.0} s]",
                 row[2..2 + names.len()].join(", "),
                 start.elapsed().as_secs_f64()
             ));
             table.push(row);
         }
         let mut plot = Figure::new(
-            &format!("MMD power, benchmark {d} (R = {}, α = 0.05)", opts.reps),
-            "perturbation scale",
+            &format!("MMD power, {} (R = {}, α = 0.05)", bench.description(), opts.reps),
+            bench.scale_name(),
             "rejection rate",
         );
         for (name, curve) in names.iter().zip(curves) {
             plot = plot.with(Series::line(name, curve));
         }
         plot.save(&out.join(format!("power_d{d}.svg")))?;
-        figures.push((d, plot));
+        figures.push((bench, plot));
     }
     table.notes.push(
-        "cells: rejection rate ± binomial standard error; scale 0 is the type-I error (level 0.05)".into(),
+        "cells: rejection rate ± binomial standard error; the null (type-I error, level 0.05) is scale 0 of \
+         perturbed uniform and ε = 1 of the blobs; the scale of normal vs Laplace is n = m"
+            .into(),
     );
     table.notes.push(
         "published: Schrab et al. (JMLR 2023) and Biggs et al. (NeurIPS 2023) figures as quoted in issue 15 (B = 2000, 200 data sets)"
@@ -338,23 +380,32 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         rayon::current_num_threads()
     ));
     table.write_files(out, "power")?;
-    let mut section = ctx
-        .section(
-            "perturbed-uniform",
-            "MMD power of every kernel selection on the perturbed-uniform benchmark",
-        )
-        .intro(format!(
-            "Median heuristic, BKL, MMDAgg, MMD-FUSE and BKL-Bayes on the benchmark of MMDAgg (Schrab et al. \
-             2023) and MMD-FUSE (Biggs et al. 2023): n = m = {N}, α = 0.05, R = {} data sets, B = {} \
-             permutations; scale 0 is the type-I error.",
+    ctx.command = rerun_command(ctx.smoke, &args);
+    let all_uniform = dims.iter().all(|b| matches!(b, Bench::Uniform(_)));
+    let labels: Vec<String> = dims.iter().map(|b| b.label()).collect();
+    let (part, what) = if all_uniform {
+        ("perturbed-uniform".to_string(), "the perturbed-uniform benchmark".to_string())
+    } else {
+        (format!("bench-{}", labels.join("-")), described.join("; "))
+    };
+    let mut section =
+        ctx.section(&part, &format!("MMD power of every kernel selection on {what}")).intro(format!(
+            "Median heuristic, BKL, MMDAgg, MMD-FUSE and BKL-Bayes on {what}: α = 0.05, R = {} data sets, \
+             B = {} permutations; the null is scale 0 of perturbed uniform (the benchmark of MMDAgg, Schrab \
+             et al. 2023, and MMD-FUSE, Biggs et al. 2023) and ε = 1 of the blobs.",
             opts.reps, opts.permutations
-        ))
-        .seed(
+        ));
+    if dims.iter().any(|b| matches!(b, Bench::Uniform(_))) {
+        section = section.seed(
             "Published rejection rates (issue 15): d = 1, scale 0.2 / 0.3 / 0.4: MMDAgg 0.21 / 0.605 / 0.88, \
                MMD-FUSE 0.18 / 0.505 / 0.825; d = 2, scale 0.4 / 0.6 / 0.8: MMD-FUSE 0.17 / 0.485 / 0.885.",
         );
-    for (d, plot) in &figures {
-        section.push_figure(plot, &format!("Rejection rate vs perturbation scale, d = {d}."))?;
+    }
+    for (bench, plot) in &figures {
+        section.push_figure(
+            plot,
+            &format!("Rejection rate vs {}, {}.", bench.scale_name(), bench.description()),
+        )?;
     }
     section.push_table(&table);
     ctx.publish(section)
@@ -383,6 +434,21 @@ mod tests {
             assert!((mean - 1.0).abs() < 1e-6, "d = {d}: ∫f = {mean}");
             assert!(lo >= 0.5 - 1e-9 && hi <= 1.5 + 1e-9 && hi > 1.45, "d = {d}: [{lo}, {hi}]");
         }
+    }
+
+    /// The rerun command repeats every flag that shaped the table.
+    #[test]
+    fn rerun_command_keeps_the_flags() {
+        let args: Vec<String> =
+            ["bke-repro", "power", "--dims", "blobs", "--reps", "20", "--selections", "fuse"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        assert_eq!(
+            rerun_command(false, &args),
+            "cargo xtask repro power --reps 20 --dims blobs --selections fuse"
+        );
+        assert_eq!(rerun_command(true, &args[..2]), "cargo xtask repro power --smoke");
     }
 
     /// The sampler's mean over the first half of `[0, 1]` follows the density.

@@ -1,7 +1,8 @@
 //! Kernel choice for the tests (seed 000 §2.4, §5): a fixed lengthscale, the median heuristic, **BKL**
 //! (ML-II on the BKE marginal pseudolikelihood, seed 000 eq. (15)), the collections of the aggregated
 //! tests (MMDAgg/HSICAgg, MMD-FUSE, [`super::kernels`]), or **BKL-Bayes**: a collection weighted by a
-//! posterior over the lengthscale built from the same pseudolikelihood.
+//! posterior over the lengthscale built from the same pseudolikelihood, contaminated by the aggregated
+//! tests' uniform prior over their collection.
 //!
 //! # The choice depends on the pooled sample only, so the permutation tests are exact
 //! Every rule here is a function of the *multiset* of points it is given: the pooled sample `x ∪ y`
@@ -79,6 +80,23 @@
 //! variable and the collection the product. The weights enter the test through the soft maximum of
 //! [`super::aggregate`] at `λ = 1` on studentised statistics, where a factor `e` of posterior mass is
 //! worth one null standard deviation ([`super::aggregate::STUDENTISED_TEMPERATURE`]).
+//!
+//! ## Robust Bayes: the posterior contaminated by the aggregated tests' prior
+//! The pseudolikelihood describes the pooled sample's density, not the difference between the two
+//! samples: where the difference lives at a scale the density does not single out (the perturbed
+//! uniform benchmark, whose perturbations at ≈ 0.05 are no optimum of `ℓ`), a pure posterior weights
+//! the wrong kernels. BKL-Bayes therefore uses the ε-contaminated posterior of robust Bayesian
+//! analysis (Berger 1985, §4.7): weights `(1 − ε) π(θ | z) + ε u`, `u` the uniform prior over the
+//! collection of the aggregated test — for MMD the MMDAgg collection (Gaussian and Laplace families,
+//! 10 geometrically spaced bandwidths each from the pooled sample's inter-point distances,
+//! [`super::kernels::mmdagg_collection`]: a log-uniform prior over the bandwidth), for HSIC the
+//! variable's 5 HSICAgg bandwidths — with `ε = ½` ([`PRIOR_SHARE`]). The collection is the union of
+//! the two (a kernel in both gets both shares). Since every prior kernel keeps weight `≥ ε/K`, the
+//! statistic `F = log Σ_k w_k e^{S_k}` is within `log(1/ε) = log 2` of the uniformly weighted soft
+//! maximum over the prior collection, `F ≥ F_u + log ε`, whatever the posterior; where the posterior is
+//! informative (the blobs' within-cluster scale, the 2-D landmark scale) its kernels keep
+//! `1 − ε` of their posterior weight. The prior collection is a function of the pooled sample's
+//! distances (order-free), so the proof of exact level above holds.
 //!
 //! # Measured (issue 15; `bke-repro power --reps 200 --permutations 500 --selections …`)
 //! Rejection rates ± binomial SE on the perturbed-uniform benchmark, 200 data sets (MMDAgg and
@@ -209,7 +227,8 @@ pub enum LengthscaleSelection {
     Agg(AggParams),
     /// MMD-FUSE: a collection, soft maximum of normalised statistics (two-sample only).
     Fuse(Families),
-    /// BKL-Bayes: a Gaussian collection weighted by the BKE posterior over the lengthscale.
+    /// BKL-Bayes: Gaussian kernels weighted by the BKE posterior over the lengthscale, mixed half and
+    /// half with the MMDAgg (HSICAgg) collection under uniform weights (module docs).
     BklBayes(BklParams),
 }
 
@@ -418,9 +437,10 @@ pub fn select_kernels<B: Backend>(
         }),
         LengthscaleSelection::BklBayes(p) => {
             let r = p.fit::<B>(&z, progress)?;
-            let kernels = posterior_collection(&r)?;
+            let posterior = posterior_collection(&r)?;
+            let kernels = contaminate(&posterior, &prior_collection(&z, test)?, PRIOR_SHARE);
             let mut summary = summarise(&r, p, resolution_index(&r));
-            let mode = kernels.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).expect("non-empty");
+            let mode = posterior.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).expect("non-empty");
             summary.log_marginal = r
                 .scan
                 .iter()
@@ -491,6 +511,38 @@ fn bkl_choice(r: &FittedEmbedding, limit: usize) -> (f64, f64) {
         .chain(at_limit.filter(|s| s.1.is_finite()))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .unwrap_or((r.params.lengthscales[0], r.log_marginal))
+}
+
+/// The share `ε` of the prior collection in the BKL-Bayes weights (module docs).
+pub const PRIOR_SHARE: f64 = 0.5;
+
+/// The BKL-Bayes prior collection (module docs): the MMDAgg collection (Gaussian and Laplace, 10
+/// bandwidths each, uniform weights) for the two-sample test, the HSICAgg bandwidths of the variable
+/// (5 Gaussian, uniform weights) for the independence test.
+fn prior_collection(z: &Points, test: TestKind) -> Result<Vec<WeightedKernel>, CoreError> {
+    match test {
+        TestKind::TwoSample => mmdagg_collection(z, &Families::Both.list(), 10, BandwidthWeights::Uniform),
+        TestKind::Independence => {
+            let ls = hsicagg_lengthscales(z)?;
+            let w = 1.0 / ls.len() as f64;
+            Ok(ls.iter().map(|&l| WeightedKernel { weight: w, ..WeightedKernel::gaussian(l) }).collect())
+        }
+    }
+}
+
+/// The ε-contaminated weights `(1 − ε) π + ε u` over the union of the posterior collection `π` and the
+/// prior collection `u` (each summing to 1); a kernel in both gets the sum of its two shares.
+fn contaminate(posterior: &[WeightedKernel], prior: &[WeightedKernel], share: f64) -> Vec<WeightedKernel> {
+    let mut out: Vec<WeightedKernel> =
+        posterior.iter().map(|k| WeightedKernel { weight: (1.0 - share) * k.weight, ..*k }).collect();
+    for k in prior {
+        let same = |o: &&mut WeightedKernel| o.family == k.family && o.lengthscale == k.lengthscale;
+        match out.iter_mut().find(same) {
+            Some(o) => o.weight += share * k.weight,
+            None => out.push(WeightedKernel { weight: share * k.weight, ..*k }),
+        }
+    }
+    out
 }
 
 /// Scan points per kernel of the BKL-Bayes collection (every 4th point of the 41-point scan: a factor
@@ -624,12 +676,43 @@ mod tests {
         let largest = mass.iter().copied().fold(0.0, f64::max);
         let kept: Vec<usize> = (0..11).filter(|&c| mass[c] >= 1e-3 * largest).collect();
         let total: f64 = kept.iter().map(|&c| mass[c]).sum();
-        assert_eq!(s.kernels.len(), kept.len());
+        // the posterior kernels first, at (1 − ε) of their mass, then the 20 MMDAgg kernels at ε/20
+        let prior = mmdagg_collection(&x, &Families::Both.list(), 10, BandwidthWeights::Uniform).unwrap();
+        assert_eq!(s.kernels.len(), kept.len() + prior.len());
         for (k, &c) in s.kernels.iter().zip(&kept) {
-            assert_eq!(k.lengthscale, r.scan[4 * c].lengthscale);
-            assert!((k.weight - mass[c] / total).abs() < 1e-12);
+            assert_eq!((k.family, k.lengthscale), (TestFamily::Gaussian, r.scan[4 * c].lengthscale));
+            assert!((k.weight - (1.0 - PRIOR_SHARE) * mass[c] / total).abs() < 1e-12);
+        }
+        for (k, u) in s.kernels[kept.len()..].iter().zip(&prior) {
+            assert_eq!((k.family, k.lengthscale), (u.family, u.lengthscale));
+            assert!((k.weight - PRIOR_SHARE / 20.0).abs() < 1e-15);
         }
         assert!((s.kernels.iter().map(|k| k.weight).sum::<f64>() - 1.0).abs() < 1e-12);
+        // HSIC: the prior is the variable's 5 HSICAgg bandwidths
+        let h = select_kernels::<DefaultBackend>(
+            &x,
+            &LengthscaleSelection::BklBayes(p),
+            TestKind::Independence,
+            &(),
+        )
+        .unwrap();
+        assert_eq!(h.kernels.len(), kept.len() + 5);
+        assert_eq!(h.kernels[kept.len()].lengthscale, hsicagg_lengthscales(&x).unwrap()[0]);
+    }
+
+    /// A kernel in both collections gets both shares.
+    #[test]
+    fn contamination_merges_shared_kernels() {
+        let post = [
+            WeightedKernel { weight: 0.75, ..WeightedKernel::gaussian(1.0) },
+            WeightedKernel { weight: 0.25, ..WeightedKernel::gaussian(2.0) },
+        ];
+        let prior = [
+            WeightedKernel { weight: 0.5, ..WeightedKernel::gaussian(2.0) },
+            WeightedKernel { family: TestFamily::LaplaceL1, lengthscale: 2.0, weight: 0.5 },
+        ];
+        let w: Vec<f64> = contaminate(&post, &prior, 0.5).iter().map(|k| k.weight).collect();
+        assert_eq!(w, vec![0.375, 0.125 + 0.25, 0.25]);
     }
 
     fn uniform(n: usize, d: usize, seed: u64) -> Points {
