@@ -6,8 +6,8 @@
 //! `--select`: `median` (default; `--median-convention muandet` θ = median distance, `mooij` θ =
 //! median/√2, seed 000 §2.4), `bkl` (ML-II on the BKE marginal pseudolikelihood: on the pooled sample
 //! for MMD and the witness, on each variable for HSIC), the aggregated tests `mmdagg` (MMD) /
-//! `hsicagg` (HSIC), `fuse` (MMD-FUSE, MMD only) and `bkl-bayes` (a kernel collection weighted by the
-//! BKE posterior over the lengthscale).
+//! `hsicagg` (HSIC), `fuse` (MMD-FUSE, MMD only) and `bkl-bayes` (a kernel collection weighted half by the
+//! BKE posterior over the lengthscale, half uniformly over the MMDAgg/HSICAgg collection).
 
 use crate::exec::{Bar, ExecArgs};
 use crate::io;
@@ -49,7 +49,8 @@ pub enum Select {
     Hsicagg,
     /// MMD-FUSE (Biggs et al. 2023): soft maximum of normalised MMDs over 20 kernels (MMD only).
     Fuse,
-    /// BKL-Bayes: Gaussian kernels weighted by the BKE posterior over the lengthscale, soft maximum.
+    /// BKL-Bayes: Gaussian kernels weighted by the BKE posterior over the lengthscale, mixed half and half
+    /// with the MMDAgg/HSICAgg collection under uniform weights, soft maximum.
     BklBayes,
 }
 

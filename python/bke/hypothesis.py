@@ -11,7 +11,7 @@ Two shapes:
 Kernel choice (``select``): ``"median"`` (default), ``"bkl"`` (ML-II on the BKE marginal
 pseudolikelihood), the aggregated ``"mmdagg"`` (MMD) / ``"hsicagg"`` (HSIC), ``"fuse"`` (MMD-FUSE,
 MMD only) and ``"bkl-bayes"`` (Gaussian kernels weighted by the BKE posterior over the
-lengthscale). The computation runs in Rust with the GIL released.
+lengthscale, mixed half and half with the MMDAgg/HSICAgg collection under uniform weights). The computation runs in Rust with the GIL released.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ const REPROS: &[Repro] = &[
     ),
     (
         "power",
-        "MMD power of median / bkl / mmdagg / fuse / bkl-bayes on perturbed uniform d = 1, 2 (--reps, --permutations, --dims, --scales)",
+        "MMD power of median / bkl / mmdagg / fuse / bkl-bayes on perturbed uniform d = 1, 2, blobs, normal vs Laplace (--reps, --permutations, --dims 1|2|blobs|laplace, --scales, --selections)",
         bke_bench::repro::power::run,
     ),
     (

@@ -33,7 +33,7 @@
 //!
 //! Aggregated tests: HSICAgg (Schrab et al. 2022; 5 × 5 Gaussian bandwidths around each variable's
 //! median, weighted min-p with the corrected level, `B₁ = B₂ = B`) and BKL-Bayes (the product of the
-//! two variables' posterior collections, studentised statistics, soft maximum with
+//! two variables' collections, each half posterior and half the HSICAgg bandwidths, studentised statistics, soft maximum with
 //! `λ = 1`, [`super::aggregate::STUDENTISED_TEMPERATURE`]). Kernels are chosen on each variable separately, which permuting `y` leaves
 //! unchanged: the tests are exact ([`super::select`]).
 

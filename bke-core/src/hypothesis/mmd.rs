@@ -56,7 +56,8 @@
 //! `S_k = n(n−1) MMD²_k / √N̂_k` with `n = min(#x, #y)` (the reference code's normalisation, which the
 //! paper writes `MMD²_k/√N̂_k` with `N̂_k` scaled by `1/(n(n−1))²`), and aggregate by the soft maximum
 //! `(1/λ) log Σ_k π_k exp(λ S_k)` with `λ = √(n(n−1))` (the paper's default). BKL-Bayes uses the same
-//! soft maximum with its posterior weights `π_k`, of statistics studentised against their own resampled
+//! soft maximum with its weights `π_k` (half BKE posterior, half uniform over the MMDAgg collection,
+//! [`super::select`]), of statistics studentised against their own resampled
 //! null ([`super::aggregate::studentise`]), at `λ = 1`
 //! ([`super::aggregate::STUDENTISED_TEMPERATURE`]). Aggregated tests need the unbiased statistic and a
 //! resampled null.
