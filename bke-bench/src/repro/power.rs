@@ -1,4 +1,4 @@
-//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2] [--scales a,b,…]
+//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2,blobs,laplace] [--scales a,b,…]
 //! [--selections median,bkl,…]`: the power of every
 //! kernel selection of the MMD test (median heuristic, BKL, MMDAgg, MMD-FUSE, BKL-Bayes) on the
 //! perturbed-uniform benchmark of MMDAgg (Schrab et al., JMLR 2023, §6) and MMD-FUSE (Biggs, Schrab &
