@@ -54,7 +54,13 @@ impl WithBackend for Time<'_> {
 }
 
 /// Runs the suite.
-pub fn bench(sizes: &[usize], all: bool, gemm: GemmReference) -> anyhow::Result<Table> {
+/// `backends` empty: every compiled backend.
+pub fn bench(
+    sizes: &[usize],
+    all: bool,
+    backends: &[BackendKind],
+    gemm: GemmReference,
+) -> anyhow::Result<Table> {
     let threads = rayon::current_num_threads();
     let mut table = Table::new(
         "TTGP log marginal likelihood + gradient (seed 004 Thm 5.3)",
@@ -75,6 +81,9 @@ pub fn bench(sizes: &[usize], all: bool, gemm: GemmReference) -> anyhow::Result<
             let hyper =
                 TtgpParams { form, ..TtgpParams::tied(Kernel::se(1.0)?, Kernel::se(1.0)?, 0.3, n, m) };
             for kind in BackendKind::available() {
+                if !backends.is_empty() && !backends.contains(&kind) {
+                    continue;
+                }
                 if kind == BackendKind::Nalgebra && size > 2000 && !all {
                     continue;
                 }
