@@ -147,6 +147,12 @@ fn an_interrupted_run_stops_promptly_and_leaves_no_half_written_file() {
     assert!(err.lines().last().unwrap_or("").starts_with("error: interrupted"), "{err}");
     assert!(secs < 5.0, "took {secs} s to stop");
     assert!(!std::path::Path::new(&draws).exists(), "a draws file was written");
+    let streamed: Vec<_> = std::fs::read_dir(std::path::Path::new(&draws).parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".draws.csv."))
+        .collect();
+    assert!(streamed.is_empty(), "temporary draws files left: {streamed:?}");
     // SIGTERM during a fit: the old model file is kept as it was.
     let r: String = (0..300)
         .map(|i| format!("{},{},{}\n", (i as f64 * 0.7).sin(), (i as f64 * 1.3).cos(), (i as f64).sin()))
