@@ -95,3 +95,20 @@ def test_raw_extension_takes_unaligned_empty_and_strided_arrays_without_panickin
         bad = x.copy()
         bad[2, 1] = np.nan
         _bke.median_distance(bad)
+
+
+@pytest.mark.parametrize("module", ["dask", "dme", "hypothesis"])
+def test_stubs_declare_every_public_name(module):
+    """The .pyi stub beside each module (type checkers read it instead of the module) declares
+    every name of the module's ``__all__``."""
+    import ast
+    import importlib
+    import pathlib
+
+    mod = importlib.import_module(f"bke.{module}")
+    stub = pathlib.Path(mod.__file__).with_suffix(".pyi")
+    tree = ast.parse(stub.read_text())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    declared |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    public = getattr(mod, "__all__", [n for n in declared if not n.startswith("_")])
+    assert set(public) <= declared, f"{stub.name} lacks {set(public) - declared}"
