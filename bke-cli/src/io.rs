@@ -1,9 +1,13 @@
-//! CSV in, JSON out. CSV files have a header row and numeric columns; errors name the file, the
+//! CSV (or NumPy `.npy`, see the `npy` submodule) in, JSON out. CSV files have a header row and numeric columns; errors name the file, the
 //! line (1-based, the header is line 1) and the column (name and 1-based index).
 
 use anyhow::{Context, bail};
 use bke_core::Points;
 use std::path::Path;
+
+// A file of its own, loaded by path so the fuzz targets and tests that include this file get it too.
+#[path = "npy.rs"]
+mod npy;
 
 /// A numeric CSV table: column names and the values, row-major.
 #[derive(Debug, Clone)]
@@ -19,10 +23,17 @@ pub struct CsvTable {
 }
 
 impl CsvTable {
-    /// Reads a CSV file with a header row; every cell must parse as a finite number.
+    /// Reads a CSV file with a header row; every cell must parse as a finite number. A file whose
+    /// name ends in `.npy` is read as a NumPy array instead (columns named `0`, `1`, …; see the
+    /// `npy` submodule).
     pub fn read(path: &Path) -> anyhow::Result<CsvTable> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).with_context(|| format!("cannot open CSV file {shown}"))?;
+        let is_npy = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+        let kind = if is_npy { ".npy" } else { "CSV" };
+        let bytes = std::fs::read(path).with_context(|| format!("cannot open {kind} file {shown}"))?;
+        if is_npy {
+            return npy::parse(&bytes, shown);
+        }
         Self::from_bytes(&bytes, shown)
     }
 

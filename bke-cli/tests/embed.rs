@@ -153,3 +153,74 @@ fn bad_input_is_reported_clearly() {
     ]);
     assert!(!ok && err.contains("prior"), "{err}");
 }
+
+/// A version-1.0 `.npy` file of little-endian float64 values (C order unless `fortran`).
+fn npy_f8(rows: usize, cols: usize, values: &[f64], fortran: bool) -> Vec<u8> {
+    let fo = if fortran { "True" } else { "False" };
+    let mut dict = format!("{{'descr': '<f8', 'fortran_order': {fo}, 'shape': ({rows}, {cols}), }}");
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((dict.len() as u16).to_le_bytes());
+    out.extend(dict.as_bytes());
+    out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    out
+}
+
+#[test]
+fn npy_input_gives_the_csv_result_in_either_memory_order() {
+    let (rows, cols) = (40, 2);
+    let x: Vec<f64> = (0..rows * cols).map(|k| ((k as f64) * 0.61).sin() * 2.0).collect();
+    let mut csv = String::from("0,1\n");
+    for r in x.chunks(cols) {
+        csv.push_str(&format!("{},{}\n", r[0], r[1]));
+    }
+    let csv = write("npy_x.csv", &csv);
+    let z = write("npy_z.csv", "0,1\n0.0,0.0\n1.0,-1.0\n-2.0,1.5\n");
+    let c_order = csv.with_file_name("npy_x_c.npy");
+    std::fs::write(&c_order, npy_f8(rows, cols, &x, false)).unwrap();
+    let f_values: Vec<f64> =
+        (0..cols).flat_map(|j| (0..rows).map(move |i| (i, j))).map(|(i, j)| x[i * cols + j]).collect();
+    let f_order = csv.with_file_name("npy_x_f.npy");
+    std::fs::write(&f_order, npy_f8(rows, cols, &f_values, true)).unwrap();
+    let run = |data: &std::path::Path| {
+        let (ok, j, err) = bke(&[
+            "embed",
+            "loglik",
+            "--data",
+            data.to_str().unwrap(),
+            "--columns=0,1",
+            "--landmarks",
+            z.to_str().unwrap(),
+            "--lengthscale",
+            "0.8",
+            "--tau2",
+            "0.5",
+        ]);
+        assert!(ok, "{err}");
+        ["log_marginal", "log_jacobian", "grad_log_tau2", "grad_log_lengthscale"].map(|f| j[f].clone())
+    };
+    let want = run(&csv);
+    assert!(want[0].is_number(), "{want:?}");
+    assert_eq!(run(&c_order), want);
+    assert_eq!(run(&f_order), want);
+    // An unsupported dtype is an error naming it, not a panic.
+    let bad = csv.with_file_name("npy_bad.npy");
+    let mut bytes = npy_f8(rows, cols, &x, false);
+    let at = bytes.windows(3).position(|w| w == b"<f8").unwrap();
+    bytes[at..at + 3].copy_from_slice(b">f8");
+    std::fs::write(&bad, bytes).unwrap();
+    let (ok, _, err) = bke(&[
+        "embed",
+        "loglik",
+        "--data",
+        bad.to_str().unwrap(),
+        "--landmarks",
+        z.to_str().unwrap(),
+        "--lengthscale",
+        "0.8",
+    ]);
+    assert!(!ok && err.contains("'>f8' is not supported"), "{err}");
+}

@@ -44,7 +44,7 @@ use crate::dme::{DmeForm, DmeOperator};
 use crate::error::{check_finite_vec, check_same_len};
 use crate::herding::PosteriorEmbedding;
 use crate::learn::{MultiStartOptions, best_start, multi_start};
-use crate::ops::{contract_params, mv};
+use crate::ops::{contract_params, contract_params_symmetric, mv};
 use crate::ttgp::transform;
 use bke_core::numeric::dot;
 use bke_core::{CoreError, Estimator, Kernel, KernelFamily, Params, Points, Progress, Valid, check_positive};
@@ -322,7 +322,7 @@ fn scaled_q_bar<B: Backend>(
     let glt = Mat::from_fn(n, m, |i, _| u[i] / mf);
     let gl = Mat::from_fn(n, n, |i, j| -u[i] * v[j] / mf);
     let mut grad = contract_params(kt, &data.theta, &data.prior, &glt);
-    let g2 = contract_params(kt, &data.theta, &data.theta, &gl);
+    let g2 = contract_params_symmetric(kt, &data.theta, &gl);
     grad.iter_mut().zip(&g2).for_each(|(a, b)| *a += b);
     grad.push(-(n as f64) * hyper.lambda * dot(&u, &v) / mf);
     grad.extend(dkappa.iter().map(|dk| dot(dk, &v) / mf));

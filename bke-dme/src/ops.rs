@@ -91,6 +91,38 @@ pub(crate) fn contract_params(kernel: &Kernel, xs: &Points, ys: &Points, g: &Mat
     out
 }
 
+/// [`contract_params`] for a symmetric pair set (`ys = xs`): `Σ_ij G_ij ∂k(x_i, x_j)/∂ log θ_p` for
+/// a square `G` (not necessarily symmetric), evaluating each unordered pair once with weight
+/// `G_ij + G_ji` since `k(x_i, x_j) = k(x_j, x_i)`: half the kernel evaluations.
+pub(crate) fn contract_params_symmetric(kernel: &Kernel, xs: &Points, g: &Mat) -> Vec<f64> {
+    let np = kernel.n_params();
+    let n = xs.len();
+    let partials: Vec<Vec<f64>> = (0..n)
+        .into_par_iter()
+        .map(|j| {
+            let mut acc = vec![0.0; np];
+            let mut buf = vec![0.0; np];
+            let y = xs.point(j);
+            let col = g.col(j);
+            for (i, &gij) in col.iter().enumerate().skip(j) {
+                let w = if i == j { gij } else { gij + g[(j, i)] };
+                if w != 0.0 {
+                    kernel.eval_grad_params(xs.point(i), y, &mut buf);
+                    for (a, b) in acc.iter_mut().zip(&buf) {
+                        *a += w * b;
+                    }
+                }
+            }
+            acc
+        })
+        .collect();
+    let mut out = vec![0.0; np];
+    for p in partials {
+        out.iter_mut().zip(&p).for_each(|(a, b)| *a += b);
+    }
+    out
+}
+
 /// `∂/∂u_a Σ_ij G_ij k(u_i, v_j)` with respect to the first argument only: row `a` of the result
 /// (`|us| × D`, row-major) is `Σ_j G_aj ∂₁k(u_a, v_j)`. When `symmetric` (then `vs = us`), both
 /// arguments move: `Σ_j (G_aj + G_ja) ∂₁k(u_a, u_j)`.

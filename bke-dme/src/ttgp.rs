@@ -32,15 +32,18 @@
 //! mean is exactly the nonparametric DME of seed 004 Def. 4.4 with these `λ, ε`.
 
 pub(crate) mod fitted;
+mod marginal;
 
 pub use fitted::{StartResult, Ttgp};
+pub use marginal::flops;
+pub(crate) use marginal::{Grams, Mode, Scalars, evaluate, sqrt_factor, transform};
 
 use crate::DmeError;
 use crate::data::TaskData;
 use crate::learn::{Learn, MultiStartOptions};
-use crate::ops::{add_diag, chol, chol_inverse, contract_params, frob, mm, mv, trace};
+use crate::ops::{add_diag, contract_params, contract_params_symmetric, mm};
 use bke_core::budget::Bytes;
-use bke_core::numeric::{LN_2PI, LogParams, dot};
+use bke_core::numeric::LogParams;
 use bke_core::{CoreError, Kernel, KernelFamily, check_positive};
 use bke_linalg::{Backend, Mat, Trans};
 use serde::{Deserialize, Serialize};
@@ -329,263 +332,6 @@ pub struct LogMarginal {
     pub gradient: Vec<f64>,
 }
 
-/// Gram matrices of a TTGP (`K`, `L`, `L̃` and, for the full form, `Ľ`).
-#[derive(Debug, Clone)]
-pub(crate) struct Grams {
-    pub k: Mat,
-    pub l: Mat,
-    pub lt: Mat,
-    pub ltt: Option<Mat>,
-}
-
-impl Grams {
-    pub(crate) fn new(data: &TaskData, h: &TtgpParams, form: MarginalForm) -> Result<Self, DmeError> {
-        Ok(Self {
-            k: h.kernel_x.gram(&data.x)?,
-            l: h.kernel_y.gram(&data.y)?,
-            lt: h.kernel_y.cross_gram(&data.y, &data.y_tilde)?,
-            ltt: if form == MarginalForm::Full { Some(h.kernel_y.gram(&data.y_tilde)?) } else { None },
-        })
-    }
-}
-
-/// What [`evaluate`] computes beyond the value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Value,
-    Predictive,
-    Gradient,
-}
-
-/// Adjoints `∂ log p/∂(K, L, L̃, Ľ)` and the scalar log-parameter derivatives.
-#[derive(Debug, Clone)]
-pub(crate) struct Adjoints {
-    pub gk: Mat,
-    pub gl: Mat,
-    pub glt: Mat,
-    pub gltt: Option<Mat>,
-    pub d_log_sigma: f64,
-    pub d_log_lambda: f64,
-    pub d_log_epsilon: f64,
-}
-
-/// The result of [`evaluate`]: value, and (unless `Mode::Value`) `a = Aα`, `M = A C⁻¹ Aᵀ`,
-/// and (with `Mode::Gradient`) the adjoints.
-#[derive(Debug, Clone)]
-pub(crate) struct Evaluation {
-    pub value: f64,
-    pub a: Vec<f64>,
-    pub m: Mat,
-    pub adj: Option<Adjoints>,
-}
-
-/// The regularisers as a tuple `(σ, λ, ε)`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Scalars {
-    pub sigma: f64,
-    pub lambda: f64,
-    pub epsilon: f64,
-}
-
-const ADVICE_P: &str = "increase λ (the CME regulariser) or check y for duplicated points";
-const ADVICE_C: &str = "increase σ or ε, or rescale the targets z̃";
-
-/// `A = (L + nλI)⁻¹ L̃` and the factor of `P = L + nλI`.
-pub(crate) fn transform<B: Backend>(l: &Mat, lt: &Mat, lambda: f64) -> Result<(Mat, Mat), DmeError> {
-    let n = l.nrows();
-    let mut p = l.clone();
-    add_diag(&mut p, n as f64 * lambda);
-    let rp = chol::<B>(p, "L + nλI", ADVICE_P)?;
-    let mut a = lt.clone();
-    B::cholesky_solve_in_place(rp.as_ref(), a.as_mut())?;
-    Ok((rp, a))
-}
-
-/// Evaluates the chosen marginal likelihood on Gram matrices.
-pub(crate) fn evaluate<B: Backend>(
-    g: &Grams,
-    z: &[f64],
-    s: Scalars,
-    form: MarginalForm,
-    mode: Mode,
-) -> Result<Evaluation, DmeError> {
-    match form {
-        MarginalForm::Full | MarginalForm::Map => dense::<B>(g, z, s, form == MarginalForm::Full, mode),
-        MarginalForm::Alternative => alternative::<B>(g, z, s, mode),
-    }
-}
-
-fn dense<B: Backend>(
-    g: &Grams,
-    z: &[f64],
-    s: Scalars,
-    full: bool,
-    mode: Mode,
-) -> Result<Evaluation, DmeError> {
-    let (n, m) = (g.lt.nrows(), g.lt.ncols());
-    let (nf, mf) = (n as f64, m as f64);
-    let s2 = s.sigma * s.sigma;
-    let gamma2 = s2 / (mf * s.epsilon);
-    let beta2 = s2 / (nf * s.lambda);
-    let (rp, a) = transform::<B>(&g.l, &g.lt, s.lambda)?;
-    let ka = mm::<B>(&g.k, Trans::No, &a, Trans::No)?;
-    let mut c = Mat::zeros(m, m);
-    B::gemm(gamma2, a.as_ref(), Trans::Yes, ka.as_ref(), Trans::No, 0.0, c.as_mut())?;
-    if full {
-        let ltt = g.ltt.as_ref().expect("full form needs Ľ");
-        for (cv, lv) in c.as_mut_slice().iter_mut().zip(ltt.as_slice()) {
-            *cv += beta2 * lv;
-        }
-        B::gemm(-beta2, g.lt.as_ref(), Trans::Yes, a.as_ref(), Trans::No, 1.0, c.as_mut())?;
-    }
-    add_diag(&mut c, s2);
-    for j in 0..m {
-        for i in j + 1..m {
-            let v = 0.5 * (c[(i, j)] + c[(j, i)]);
-            c[(i, j)] = v;
-            c[(j, i)] = v;
-        }
-    }
-    let rc = chol::<B>(c, "the TTGP marginal covariance", ADVICE_C)?;
-    let mut alpha = z.to_vec();
-    B::cholesky_solve_vec_in_place(rc.as_ref(), &mut alpha)?;
-    let value = -0.5 * dot(z, &alpha) - 0.5 * B::cholesky_logdet(rc.as_ref()) - 0.5 * mf * LN_2PI;
-    if mode == Mode::Value {
-        return Ok(Evaluation { value, a: Vec::new(), m: Mat::zeros(0, 0), adj: None });
-    }
-    let av = mv::<B>(&a, Trans::No, &alpha)?;
-    // X = R_C⁻¹ Aᵀ: M = A C⁻¹ Aᵀ = XᵀX and A C⁻¹ = (R_C⁻ᵀ X)ᵀ, without forming C⁻¹.
-    let mut x = a.transpose();
-    B::solve_lower_in_place(rc.as_ref(), x.as_mut())?;
-    let m1 = B::gram(x.as_ref());
-    if mode == Mode::Predictive {
-        return Ok(Evaluation { value, a: av, m: m1, adj: None });
-    }
-    B::solve_lower_transpose_in_place(rc.as_ref(), x.as_mut())?; // (A C⁻¹)ᵀ, m × n
-    // AW = a αᵀ − A C⁻¹ (n × m); A W Aᵀ = a aᵀ − M.
-    let aw = Mat::from_fn(n, m, |i, j| av[i] * alpha[j] - x[(j, i)]);
-    drop(x);
-    let awa = Mat::from_fn(n, n, |i, j| av[i] * av[j] - m1[(i, j)]);
-    let mut gk = awa.clone();
-    gk.as_mut_slice().iter_mut().for_each(|v| *v *= 0.5 * gamma2);
-    let mut h = Mat::zeros(n, m);
-    B::gemm(gamma2, g.k.as_ref(), Trans::No, aw.as_ref(), Trans::No, 0.0, h.as_mut())?;
-    B::cholesky_solve_in_place(rp.as_ref(), h.as_mut())?; // R = P⁻¹ H
-    let mut gl = Mat::zeros(n, n);
-    B::gemm(-1.0, h.as_ref(), Trans::No, a.as_ref(), Trans::Yes, 0.0, gl.as_mut())?;
-    let mut glt = h;
-    let mut gltt = None;
-    let mut d_log_lambda_beta = 0.0;
-    if full {
-        let ltt = g.ltt.as_ref().expect("full form needs Ľ");
-        let cinv = chol_inverse::<B>(&rc)?;
-        // W = ααᵀ − C⁻¹.
-        let w = Mat::from_fn(m, m, |i, j| alpha[i] * alpha[j] - cinv[(i, j)]);
-        for (gv, av_) in glt.as_mut_slice().iter_mut().zip(aw.as_slice()) {
-            *gv -= beta2 * av_;
-        }
-        for (gv, v) in gl.as_mut_slice().iter_mut().zip(awa.as_slice()) {
-            *gv += 0.5 * beta2 * v;
-        }
-        d_log_lambda_beta = -0.5 * beta2 * (frob(&w, ltt) - frob(&aw, &g.lt));
-        let mut gw = w;
-        gw.as_mut_slice().iter_mut().for_each(|v| *v *= 0.5 * beta2);
-        gltt = Some(gw);
-    }
-    let adj = Adjoints {
-        d_log_sigma: dot(z, &alpha) - mf,
-        d_log_lambda: nf * s.lambda * trace(&gl) + d_log_lambda_beta,
-        d_log_epsilon: -frob(&gk, &g.k),
-        gk,
-        gl,
-        glt,
-        gltt,
-    };
-    Ok(Evaluation { value, a: av, m: m1, adj: Some(adj) })
-}
-
-/// A factor `U` with `K = UUᵀ`: the Cholesky factor when `K` is numerically positive definite
-/// (`n³/3` flops), else from the symmetric eigendecomposition with round-off negative eigenvalues
-/// clamped at 0 (exact for a singular `K`, e.g. duplicated inputs). No inverse of `U` is ever used.
-pub(crate) fn sqrt_factor<B: Backend>(k: &Mat) -> Result<Mat, DmeError> {
-    if let Ok(l) = B::cholesky(k.as_ref()) {
-        return Ok(l);
-    }
-    let e = B::sym_eigen(k.as_ref())?;
-    let mut u = e.vectors;
-    for (j, &v) in e.values.iter().enumerate() {
-        let s = v.max(0.0).sqrt();
-        u.col_mut(j).iter_mut().for_each(|x| *x *= s);
-    }
-    Ok(u)
-}
-
-fn alternative<B: Backend>(g: &Grams, z: &[f64], s: Scalars, mode: Mode) -> Result<Evaluation, DmeError> {
-    let (n, m) = (g.lt.nrows(), g.lt.ncols());
-    let (nf, mf) = (n as f64, m as f64);
-    let s2 = s.sigma * s.sigma;
-    let gamma2 = s2 / (mf * s.epsilon);
-    let c = mf * s.epsilon;
-    let (rp, a) = transform::<B>(&g.l, &g.lt, s.lambda)?;
-    let sm = mm::<B>(&a, Trans::No, &a, Trans::Yes)?; // S = AAᵀ
-    let u = sqrt_factor::<B>(&g.k)?;
-    let su = mm::<B>(&sm, Trans::No, &u, Trans::No)?;
-    let mut bm = mm::<B>(&u, Trans::Yes, &su, Trans::No)?;
-    add_diag(&mut bm, c);
-    let rb = chol::<B>(bm, "UᵀSU + mεI", ADVICE_C)?;
-    // Q = U B⁻¹ Uᵀ = XᵀX, X = R_B⁻¹ Uᵀ.
-    let mut x = u.transpose();
-    B::solve_lower_in_place(rb.as_ref(), x.as_mut())?;
-    let q = B::gram(x.as_ref());
-    let b = mv::<B>(&a, Trans::No, z)?;
-    let qb = mv::<B>(&q, Trans::No, &b)?;
-    let zcz = (dot(z, z) - dot(&b, &qb)) / s2;
-    let logdet = mf * s2.ln() + B::cholesky_logdet(rb.as_ref()) - nf * c.ln();
-    let value = -0.5 * zcz - 0.5 * logdet - 0.5 * mf * LN_2PI;
-    if mode == Mode::Value {
-        return Ok(Evaluation { value, a: Vec::new(), m: Mat::zeros(0, 0), adj: None });
-    }
-    // α = C⁻¹ z̃ = σ⁻²(z̃ − Aᵀ Q A z̃).
-    let atqb = mv::<B>(&a, Trans::Yes, &qb)?;
-    let alpha: Vec<f64> = z.iter().zip(&atqb).map(|(zv, t)| (zv - t) / s2).collect();
-    let av = mv::<B>(&a, Trans::No, &alpha)?;
-    // M = A C⁻¹ Aᵀ = σ⁻²(S − SQS).
-    let sq = mm::<B>(&sm, Trans::No, &q, Trans::No)?;
-    let mut m1 = sm.clone();
-    B::gemm(-1.0 / s2, sq.as_ref(), Trans::No, sm.as_ref(), Trans::No, 1.0 / s2, m1.as_mut())?;
-    if mode == Mode::Predictive {
-        return Ok(Evaluation { value, a: av, m: m1, adj: None });
-    }
-    let awa = Mat::from_fn(n, n, |i, j| av[i] * av[j] - m1[(i, j)]);
-    let mut gk = awa;
-    gk.as_mut_slice().iter_mut().for_each(|v| *v *= 0.5 * gamma2);
-    // H = γ²(K a αᵀ − σ⁻² K(I − SQ) A).
-    let mut nmat = g.k.clone();
-    B::gemm(-1.0, g.k.as_ref(), Trans::No, sq.as_ref(), Trans::No, 1.0, nmat.as_mut())?;
-    let ka = mv::<B>(&g.k, Trans::No, &av)?;
-    let mut h = Mat::zeros(n, m);
-    B::gemm(-gamma2 / s2, nmat.as_ref(), Trans::No, a.as_ref(), Trans::No, 0.0, h.as_mut())?;
-    for j in 0..m {
-        let col = h.col_mut(j);
-        for i in 0..n {
-            col[i] += gamma2 * ka[i] * alpha[j];
-        }
-    }
-    B::cholesky_solve_in_place(rp.as_ref(), h.as_mut())?;
-    let mut gl = Mat::zeros(n, n);
-    B::gemm(-1.0, h.as_ref(), Trans::No, a.as_ref(), Trans::Yes, 0.0, gl.as_mut())?;
-    let adj = Adjoints {
-        d_log_sigma: dot(z, &alpha) - mf,
-        d_log_lambda: nf * s.lambda * trace(&gl),
-        d_log_epsilon: -frob(&gk, &g.k),
-        gk,
-        gl,
-        glt: h,
-        gltt: None,
-    };
-    Ok(Evaluation { value, a: av, m: m1, adj: Some(adj) })
-}
-
 fn scalars(h: &TtgpParams) -> Scalars {
     Scalars { sigma: h.sigma, lambda: h.lambda, epsilon: h.epsilon }
 }
@@ -621,12 +367,12 @@ pub fn log_marginal<B: Backend>(data: &TaskData, hyper: &TtgpParams) -> Result<L
     let g = Grams::new(data, hyper, form)?;
     let e = evaluate::<B>(&g, &data.z_tilde, scalars(hyper), form, Mode::Gradient)?;
     let adj = e.adj.expect("gradient mode");
-    let mut grad = contract_params(&hyper.kernel_x, &data.x, &data.x, &adj.gk);
-    let mut gy = contract_params(&hyper.kernel_y, &data.y, &data.y, &adj.gl);
+    let mut grad = contract_params_symmetric(&hyper.kernel_x, &data.x, &adj.gk);
+    let mut gy = contract_params_symmetric(&hyper.kernel_y, &data.y, &adj.gl);
     let gyt = contract_params(&hyper.kernel_y, &data.y, &data.y_tilde, &adj.glt);
     gy.iter_mut().zip(&gyt).for_each(|(a, b)| *a += b);
     if let Some(gltt) = &adj.gltt {
-        let g3 = contract_params(&hyper.kernel_y, &data.y_tilde, &data.y_tilde, gltt);
+        let g3 = contract_params_symmetric(&hyper.kernel_y, &data.y_tilde, gltt);
         gy.iter_mut().zip(&g3).for_each(|(a, b)| *a += b);
     }
     grad.extend(gy);

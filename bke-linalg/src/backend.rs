@@ -88,6 +88,24 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
         g
     }
 
+    /// `C ← α op(A) op(B) + β C` for a product known to be symmetric (`op(A) op(B) = (op(A) op(B))ᵀ`,
+    /// e.g. `AᵀKA` with symmetric `K` given as `Aᵀ(KA)`), with `C` symmetric on entry: only the lower
+    /// triangle is computed (half the flops of [`Backend::gemm`] where the backend supports it) and
+    /// mirrored into the upper one, so `C` comes out exactly symmetric.
+    fn gemm_symmetric(
+        alpha: f64,
+        a: MatRef<'_>,
+        ta: Trans,
+        b: MatRef<'_>,
+        tb: Trans,
+        beta: f64,
+        mut c: MatMut<'_>,
+    ) -> Result<(), LinalgError> {
+        Self::gemm(alpha, a, ta, b, tb, beta, c.rb_mut())?;
+        c.mirror_lower();
+        Ok(())
+    }
+
     /// Lower Cholesky factor in place: reads the lower triangle of `A`, leaves `L` there and zeros the
     /// strict upper triangle. Errors name the failing pivot; non-finite input is an error.
     fn cholesky_in_place(a: MatMut<'_>) -> Result<(), LinalgError>;

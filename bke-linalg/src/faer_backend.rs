@@ -118,23 +118,50 @@ impl Backend for Faer {
     fn gram(a: MatRef<'_>) -> Mat {
         let n = a.ncols();
         let mut g = Mat::zeros(n, n);
-        faer::linalg::matmul::triangular::matmul(
-            view_mut(g.as_mut()),
-            faer::linalg::matmul::triangular::BlockStructure::TriangularLower,
-            Accum::Replace,
-            view(a).transpose(),
-            faer::linalg::matmul::triangular::BlockStructure::Rectangular,
-            view(a),
-            faer::linalg::matmul::triangular::BlockStructure::Rectangular,
-            1.0,
-            par(),
-        );
-        for j in 0..n {
-            for i in 0..j {
-                g[(i, j)] = g[(j, i)];
-            }
-        }
+        Self::gemm_symmetric(1.0, a, Trans::Yes, a, Trans::No, 0.0, g.as_mut())
+            .expect("shapes agree by construction");
         g
+    }
+
+    fn gemm_symmetric(
+        alpha: f64,
+        a: MatRef<'_>,
+        ta: Trans,
+        b: MatRef<'_>,
+        tb: Trans,
+        beta: f64,
+        mut c: MatMut<'_>,
+    ) -> Result<(), LinalgError> {
+        use faer::linalg::matmul::triangular::{BlockStructure, matmul as tri_matmul};
+        check_square("gemm_symmetric", c.as_ref())?;
+        if prepare_gemm(a, ta, b, tb, beta, &mut c)? {
+            return Ok(());
+        }
+        let accum = if beta == 0.0 {
+            Accum::Replace
+        } else {
+            if beta != 1.0 {
+                for j in 0..c.ncols() {
+                    c.col_mut(j)[j..].iter_mut().for_each(|v| *v *= beta);
+                }
+            }
+            Accum::Add
+        };
+        // A single output column is a matrix–vector product: keep it thread-invariant (see matmul).
+        let par = if c.ncols() == 1 { Par::Seq } else { par() };
+        tri_matmul(
+            view_mut(c.rb_mut()),
+            BlockStructure::TriangularLower,
+            accum,
+            op(view(a), ta),
+            BlockStructure::Rectangular,
+            op(view(b), tb),
+            BlockStructure::Rectangular,
+            alpha,
+            par,
+        );
+        c.mirror_lower();
+        Ok(())
     }
 
     fn cholesky_in_place(mut a: MatMut<'_>) -> Result<(), LinalgError> {

@@ -347,6 +347,18 @@ impl<'a> MatMut<'a> {
         Ok(())
     }
 
+    /// Copies the strict lower triangle onto the strict upper one (square views), making the matrix
+    /// exactly symmetric.
+    pub fn mirror_lower(&mut self) {
+        let n = self.nrows.min(self.ncols);
+        for j in 1..n {
+            for i in 0..j {
+                let v = self.at(j, i);
+                *self.at_mut(i, j) = v;
+            }
+        }
+    }
+
     /// Sets the strict upper triangle to zero (Cholesky factors are returned lower-triangular).
     pub fn zero_strict_upper(&mut self) {
         for j in 1..self.ncols {

@@ -178,6 +178,19 @@ fn check_products<B: Backend>(m: usize, k: usize, n: usize, seed: u64) {
         "{} gram",
         B::NAME
     );
+    // A symmetric product AᵀSA (S symmetric), as Aᵀ(SA), onto a symmetric C: exactly symmetric.
+    let s = B::gram(gaussian(k + 1, m, &mut rng).as_ref());
+    let sa = naive_mul(s.as_ref(), Trans::No, a.as_ref(), Trans::No);
+    for beta in [0.0, 1.0, -0.5] {
+        let c0 = B::gram(gaussian(3, k, &mut rng).as_ref());
+        let mut c = c0.clone();
+        B::gemm_symmetric(0.7, a.as_ref(), Trans::Yes, sa.as_ref(), Trans::No, beta, c.as_mut()).unwrap();
+        let asa = naive_mul(a.as_ref(), Trans::Yes, sa.as_ref(), Trans::No);
+        let want = Mat::from_fn(k, k, |i, j| 0.7 * asa[(i, j)] + beta * c0[(i, j)]);
+        let tol = 1e-12 * (1.0 + want.norm_fro()) * (m * m).max(1) as f64;
+        assert!(sub(&c, &want).norm_fro() <= tol, "{} gemm_symmetric", B::NAME);
+        assert!(sub(&c, &c.transpose()).norm_fro() == 0.0, "{} gemm_symmetric symmetry", B::NAME);
+    }
     for ta in [Trans::No, Trans::Yes] {
         let (xl, yl) = if ta == Trans::No { (k, m) } else { (m, k) };
         let x = gaussian(xl, 1, &mut rng).into_vec();

@@ -54,7 +54,8 @@ fn main() -> anyhow::Result<()> {
                     .collect::<Result<_, _>>()?,
                 None => vec![500, 1000, 2000, 4000],
             };
-            bke_bench::dme::bench(&sizes, args.iter().any(|a| a == "--all"), gemm)?.emit(&out, "dme")
+            let all = args.iter().any(|a| a == "--all");
+            bke_bench::dme::bench(&sizes, all, &backends_flag(&args)?, gemm)?.emit(&out, "dme")
         }
         "bank" => {
             let list = |name: &str, default: Vec<usize>| -> anyhow::Result<Vec<usize>> {
@@ -65,15 +66,7 @@ fn main() -> anyhow::Result<()> {
             };
             let ns = list("--n", vec![1000, 10000, 100000])?;
             let ms = list("--m", vec![24, 48, 96, 192, 384])?;
-            let backends = match flag(&args, "--backends") {
-                Some(s) => s
-                    .split(',')
-                    .map(BackendKind::parse)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(anyhow::Error::msg)?,
-                None => Vec::new(),
-            };
-            let (table, rows) = bke_bench::bank::bench(&ns, &ms, &backends, 3.0, 30.0)?;
+            let (table, rows) = bke_bench::bank::bench(&ns, &ms, &backends_flag(&args)?, 3.0, 30.0)?;
             table.emit(&out, "bank")?;
             bke_bench::bank::plot(&rows, &out)
         }
@@ -182,4 +175,14 @@ fn bench_linalg(sizes: &[usize], gemm: GemmReference) -> anyhow::Result<Table> {
         table.notes.push(format!("rank-1 update vs refactorising, n = {n}, {kind}: {ratio:.1}x faster"));
     }
     Ok(table)
+}
+
+/// The backends named by `--backends a,b` (empty: every compiled backend).
+fn backends_flag(args: &[String]) -> anyhow::Result<Vec<BackendKind>> {
+    match flag(args, "--backends") {
+        Some(s) => {
+            s.split(',').map(BackendKind::parse).collect::<Result<Vec<_>, _>>().map_err(anyhow::Error::msg)
+        }
+        None => Ok(Vec::new()),
+    }
 }
