@@ -37,7 +37,7 @@ fn row_major<D: Dimension>(a: &PyReadonlyArray<'_, f64, D>) -> PyResult<Vec<f64>
     if a.len() == 0 {
         return Ok(Vec::new());
     }
-    if !(a.data() as usize).is_multiple_of(std::mem::align_of::<f64>()) {
+    if (a.data() as usize) % std::mem::align_of::<f64>() != 0 {
         let copy = a.as_any().call_method0("copy")?.cast_into::<PyArray<f64, D>>()?;
         return Ok(copy.readonly().as_array().iter().copied().collect());
     }
