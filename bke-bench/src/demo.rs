@@ -16,6 +16,7 @@ use crate::html::{Report, Section, utc_now};
 use crate::plot::{Figure, Series};
 use crate::repro::Progress;
 use crate::repro::density::read_columns;
+use crate::stats::mean_sd;
 use anyhow::{Context, bail};
 use bke_bank::Task;
 use bke_bank::baselines::{Baseline, BaselineParams};
@@ -164,11 +165,6 @@ fn f64s(v: &Value, key: &str) -> anyhow::Result<Vec<f64>> {
 
 fn num(v: &Value, key: &str) -> anyhow::Result<f64> {
     v[key].as_f64().with_context(|| format!("`{key}` missing from bke's JSON"))
-}
-
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    (m, (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0)).sqrt())
 }
 
 fn linspace(a: f64, b: f64, n: usize) -> Vec<f64> {

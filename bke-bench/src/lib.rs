@@ -16,6 +16,7 @@ pub mod linalg;
 pub mod plot;
 pub mod report;
 pub mod repro;
+pub mod stats;
 
 /// The README's library examples, run as doc tests.
 #[cfg(doctest)]

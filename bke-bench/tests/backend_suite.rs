@@ -144,6 +144,7 @@ macro_rules! backend_suite {
             fn core_gp_regression() {
                 check_core_gp::<B>()
             }
+            // ==== ABC baselines of bke-dme (lv; append below) ====
             #[test]
             fn abc_rejection_and_smc() {
                 check_abc::<B>()
@@ -720,6 +721,8 @@ fn check_core_gp<B: Backend>() {
         assert!((u - v).abs() < 1e-6, "GP residuals: {u} vs {v}");
     }
 }
+
+// ==== check functions: ABC baselines of bke-dme (lv; append below) ====
 
 /// Rejection ABC and SMC-ABC (whose perturbation kernel is factorised by the backend) on the
 /// conjugate model.

@@ -166,6 +166,8 @@ struct Loaded {
     x: Option<Points>,
     y: Option<Points>,
     y_tilde: Points,
+    /// The column names of `y_tilde`.
+    y_tilde_names: Vec<String>,
     z_tilde: Vec<f64>,
 }
 
@@ -215,7 +217,7 @@ fn load(d: &DataArgs, need_xy: bool) -> anyhow::Result<Loaded> {
     } else {
         (None, None)
     };
-    Ok(Loaded { x, y, y_tilde, z_tilde })
+    Ok(Loaded { x, y, y_tilde, y_tilde_names, z_tilde })
 }
 
 impl Loaded {
@@ -301,10 +303,11 @@ fn loglik(a: LoglikArgs) -> anyhow::Result<Value> {
     let d = load(&a.data, a.inducing_points.is_none())?;
     let m = d.y_tilde.len();
     let problem = match &a.inducing_points {
-        Some(path) => Problem::Sparse {
-            u: read_cols(path, a.data.y_cols.as_deref())?,
-            tasks: Dataset::new(d.y_tilde, d.z_tilde)?,
-        },
+        Some(path) => {
+            let (u, u_names) = io::read_named(path, a.data.y_cols.as_deref())?;
+            io::check_same_columns(("--ytilde", &d.y_tilde_names), ("--inducing-points", path, &u_names))?;
+            Problem::Sparse { u, tasks: Dataset::new(d.y_tilde, d.z_tilde)? }
+        }
         None => Problem::Dense(d.task_data()?),
     };
     let n = match &problem {

@@ -8,6 +8,8 @@
 //! Every output file is written atomically (a temporary file renamed into place), so a stopped run
 //! leaves the old file or none, never half of one.
 
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -31,6 +33,16 @@ extern "C" fn on_signal(_: libc::c_int) {
     }
 }
 
+/// Temporary files the watchdog removes before it exits (see [`remove_on_exit`]).
+static TEMPORARY: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Registers a temporary file (e.g. of `bke_core::model_file::AtomicFile`) for removal when the
+/// watchdog ends the process, which runs no destructors. Files already renamed or removed are
+/// skipped then.
+pub fn remove_on_exit(path: &Path) {
+    TEMPORARY.lock().unwrap_or_else(|e| e.into_inner()).push(path.to_path_buf());
+}
+
 /// Whether SIGINT or SIGTERM arrived.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
@@ -51,6 +63,9 @@ pub fn install() {
                 std::thread::sleep(Duration::from_millis(50));
             }
             std::thread::sleep(GRACE);
+            for p in TEMPORARY.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                let _ = std::fs::remove_file(p);
+            }
             eprintln!("{MESSAGE}");
             std::process::exit(EXIT_STATUS);
         });

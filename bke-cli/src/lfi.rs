@@ -8,7 +8,8 @@
 use crate::exec::{Bar, ExecArgs};
 use crate::io::{self, CsvTable};
 use anyhow::{Context, bail};
-use bke_core::{Kernel, Params, Points};
+use bke_core::{CoreError, Kernel, Params, Points};
+use bke_dme::DmeError;
 use bke_dme::abc::{RejectionAbcParams, SmcAbcData, SmcAbcParams, WeightedSamples};
 use bke_dme::herding::HerdingParams;
 use bke_dme::infer::{LfiMethod, LfiSpec, infer};
@@ -158,7 +159,8 @@ impl WithBackend for SmcJob {
     type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> anyhow::Result<Value> {
         let bar = Bar::new("abc-smc");
-        let r = self.params.check()?.fit_with_progress::<B>(&self.data, &bar)?;
+        let fitted = self.params.check().and_then(|p| p.fit_with_progress::<B>(&self.data, &bar));
+        let r = fitted.map_err(|e| name_flags(e, SMC_FLAGS))?;
         bar.finish();
         let mut out = abc_json("abc-smc", &r.posterior);
         out["epsilons"] = json!(r.epsilons.iter().map(|e| e.is_finite().then_some(*e)).collect::<Vec<_>>());
@@ -181,7 +183,8 @@ impl WithBackend for RejectionJob {
     type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> anyhow::Result<Value> {
         let bar = Bar::new("abc-rejection");
-        let r = self.params.check()?.fit_with_progress::<B>(&self.data, &bar)?;
+        let fitted = self.params.check().and_then(|p| p.fit_with_progress::<B>(&self.data, &bar));
+        let r = fitted.map_err(|e| name_flags(e, REJECTION_FLAGS))?;
         bar.finish();
         let mut out = abc_json("abc-rejection", &r.posterior);
         out["threshold"] = json!(r.threshold);
@@ -189,6 +192,26 @@ impl WithBackend for RejectionJob {
         out["n_simulations"] = json!(self.data.theta.len());
         Ok(out)
     }
+}
+
+/// The flags of the settings of rejection ABC, by the library's parameter names.
+const REJECTION_FLAGS: &[(&str, &str)] = &[("epsilon", "--abc-epsilon"), ("quantile", "--abc-quantile")];
+
+/// The flags of the settings of SMC-ABC, by the library's parameter names.
+const SMC_FLAGS: &[(&str, &str)] = &[("max_simulations", "--abc-simulations"), ("particles", "--particles")];
+
+/// An error of the ABC library with its parameter names replaced by the flags users type
+/// (`epsilon` → `--abc-epsilon`, …), in the name and in the reason.
+fn name_flags(e: DmeError, flags: &[(&str, &str)]) -> anyhow::Error {
+    let DmeError::Core(CoreError::InvalidParameter { name, value, reason }) = &e else {
+        return e.into();
+    };
+    let flag = |text: &str| {
+        let found = flags.iter().find(|(lib, _)| *lib == text.trim_matches('`'));
+        found.map_or_else(|| text.to_string(), |(_, f)| f.to_string())
+    };
+    let reason = reason.split(' ').map(flag).collect::<Vec<_>>().join(" ");
+    CoreError::InvalidParameter { name: flag(name), value: *value, reason }.into()
 }
 
 /// All columns when no names are given; columns `names` if the table has all of them; all columns, by position, if it has none of them
@@ -245,11 +268,15 @@ fn method(a: &LfiArgs) -> anyhow::Result<Method> {
             kbr_variant: &a.kbr_variant,
             kbr_inverse: &a.kbr_inverse,
         })?),
-        "abc-rejection" => Method::Rejection(RejectionAbcParams {
-            quantile: a.abc_quantile,
-            epsilon: a.abc_epsilon,
-            ..RejectionAbcParams::default()
-        }),
+        "abc-rejection" => {
+            let params = RejectionAbcParams {
+                quantile: a.abc_quantile,
+                epsilon: a.abc_epsilon,
+                ..RejectionAbcParams::default()
+            };
+            params.validate().map_err(|e| name_flags(e, REJECTION_FLAGS))?;
+            Method::Rejection(params)
+        }
         "abc-smc" => {
             let simulator = match a.simulator.as_deref().map(|s| s.trim().to_ascii_lowercase()) {
                 Some(s) if s == "lotka-volterra" => LotkaVolterra::default(),
@@ -265,6 +292,7 @@ fn method(a: &LfiArgs) -> anyhow::Result<Method> {
                 seed: a.seed,
                 ..SmcAbcParams::default()
             };
+            params.validate().map_err(|e| name_flags(e, SMC_FLAGS))?;
             Method::Smc(params, simulator)
         }
         other => bail!("unknown --method '{other}'; use dme, kbr, abc-rejection or abc-smc"),

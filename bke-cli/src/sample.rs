@@ -3,17 +3,21 @@
 //! witness of `bke witness`.
 
 use crate::exec::{Bar, ExecArgs};
-use crate::io;
+use crate::{interrupt, io};
 use anyhow::{Context, bail};
-use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams, witness_posterior};
+use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams, sample_hyperparameters, witness_posterior};
+use bke_core::budget::{Bytes, human};
 use bke_core::embedding::{EmbeddingPrior, default_num_landmarks};
-use bke_core::nuts::NutsParams;
-use bke_core::{Params, Points};
+use bke_core::model_file::AtomicFile;
+use bke_core::nuts::{Draw, DrawSink, NutsParams};
+use bke_core::{CoreError, Params, Points};
 use bke_linalg::{Backend, BackendKind, WithBackend};
 use clap::Args;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// `bke embed sample`.
 #[derive(Args)]
@@ -42,7 +46,9 @@ pub struct SampleArgs {
     /// Seed of the landmark selection and of the sampler (chain c uses stream c).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Write every draw (chain, draw, lengthscale(s), tau2, sampler statistics) to this CSV.
+    /// Write every draw (chain, draw, lengthscale(s), tau2, sampler statistics) to this CSV, as the
+    /// sampler makes them (then only the lengthscale/tau2 draws are kept in memory, for the summary);
+    /// the file appears, whole, when sampling ends.
     #[arg(long)]
     draws_out: Option<PathBuf>,
     /// Prior on the lengthscale(s): gamma:SHAPE,RATE or lognormal:MU,SIGMA.
@@ -73,53 +79,145 @@ pub struct SampleArgs {
     exec: ExecArgs,
 }
 
-/// Samples the hyperparameter posterior of `params` given `x` with the progress bar of `NUTS`.
-struct SampleJob {
+/// Samples the hyperparameter posterior of `params` given `x` with the progress bar of `NUTS`,
+/// streaming the draws to `sink` if given.
+struct SampleJob<'a> {
     x: Points,
     params: SampleParams,
+    sink: Option<&'a DrawsCsv>,
 }
 
-impl WithBackend for SampleJob {
+impl WithBackend for SampleJob<'_> {
     type Output = anyhow::Result<HyperDraws>;
     fn run<B: Backend>(self) -> Self::Output {
         let bar = Bar::new("NUTS");
-        let draws = self.params.check()?.fit_with_progress::<B>(&self.x, &bar)?;
+        let sink = self.sink.map(|s| s as &dyn DrawSink);
+        let draws = sample_hyperparameters::<B>(&self.params.check()?, &self.x, &bar, sink)?;
         bar.finish();
         Ok(draws)
     }
 }
 
-/// The draws as CSV: chain, draw, lengthscale(s), tau2 and the sampler statistics.
-fn draws_csv(d: &HyperDraws) -> String {
-    let k = d.num_lengthscales;
-    let ls_names: Vec<String> = if k == 1 {
-        vec!["lengthscale".into()]
-    } else {
-        (1..=k).map(|i| format!("lengthscale_{i}")).collect()
-    };
-    let mut out = format!(
-        "chain,draw,{},tau2,log_density,accept_stat,tree_depth,n_leapfrog,divergent,energy\n",
-        ls_names.join(",")
-    );
-    let tau2 = d.tau2();
-    for (c, chain) in d.nuts.chains.iter().enumerate() {
-        for (t, u) in chain.draws.chunks(d.nuts.dim).enumerate() {
-            let ls: Vec<String> = u[..k].iter().map(|v| format!("{}", v.exp())).collect();
-            let _ = writeln!(
-                out,
-                "{c},{t},{},{},{},{},{},{},{},{}",
-                ls.join(","),
-                tau2[c][t],
-                chain.log_density[t],
-                chain.accept_stat[t],
-                chain.tree_depth[t],
-                chain.n_leapfrog[t],
-                u8::from(chain.divergent[t]),
-                chain.energy[t]
-            );
-        }
+/// `--draws-out`: every draw (chain, draw, lengthscale(s), tau2 and the sampler statistics) as CSV,
+/// written as the sampler makes it, so the number of draws is bounded by the disk rather than the
+/// memory. Chain `c` writes its rows to its own temporary file beside the target (chains run in
+/// parallel); [`DrawsCsv::finish`] joins them in chain order into one more temporary file and
+/// renames it over the target. An error or an interrupt removes the temporary files and leaves the
+/// target as it was.
+struct DrawsCsv {
+    target: PathBuf,
+    num_lengthscales: usize,
+    fixed_tau2: Option<f64>,
+    chains: Vec<Mutex<AtomicFile>>,
+}
+
+impl DrawsCsv {
+    /// Opens one temporary file per chain, after checking that the disk has room for the CSV.
+    fn create(target: &Path, params: &SampleParams, dim: usize) -> anyhow::Result<Self> {
+        let k = params.num_lengthscales(dim);
+        check_disk(target, &params.nuts, k)?;
+        let chains = (0..params.nuts.chains)
+            .map(|c| {
+                let f = AtomicFile::create_tagged(target, &format!("chain-{c}"))?;
+                interrupt::remove_on_exit(f.temp_path());
+                Ok(Mutex::new(f))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self { target: target.to_path_buf(), num_lengthscales: k, fixed_tau2: params.fixed_tau2, chains })
     }
-    out
+
+    /// The header row.
+    fn header(&self) -> String {
+        let k = self.num_lengthscales;
+        let ls: Vec<String> = if k == 1 {
+            vec!["lengthscale".into()]
+        } else {
+            (1..=k).map(|i| format!("lengthscale_{i}")).collect()
+        };
+        format!(
+            "chain,draw,{},tau2,log_density,accept_stat,tree_depth,n_leapfrog,divergent,energy\n",
+            ls.join(",")
+        )
+    }
+
+    /// Joins the chains' files under the header and renames the result over the target.
+    fn finish(self) -> anyhow::Result<()> {
+        let mut out = AtomicFile::create(&self.target)?;
+        interrupt::remove_on_exit(out.temp_path());
+        out.write_all(self.header().as_bytes()).map_err(|e| out.error("write", e))?;
+        for chain in self.chains {
+            let mut chain = chain.into_inner().unwrap_or_else(|e| e.into_inner());
+            std::io::copy(&mut chain.reader()?, &mut out).map_err(|e| out.error("write", e))?;
+        }
+        Ok(out.commit()?)
+    }
+}
+
+impl DrawSink for DrawsCsv {
+    fn record(&self, d: &Draw<'_>) -> Result<(), CoreError> {
+        let k = self.num_lengthscales;
+        let mut row = format!("{},{}", d.chain, d.index);
+        for u in &d.q[..k] {
+            let _ = write!(row, ",{}", u.exp());
+        }
+        let tau2 = self.fixed_tau2.unwrap_or_else(|| d.q[k].exp());
+        let _ = writeln!(
+            row,
+            ",{tau2},{},{},{},{},{},{}",
+            d.log_density,
+            d.accept_stat,
+            d.tree_depth,
+            d.n_leapfrog,
+            u8::from(d.divergent),
+            d.energy
+        );
+        let mut f = self.chains[d.chain].lock().unwrap_or_else(|e| e.into_inner());
+        f.write_all(row.as_bytes()).map_err(|e| f.error("write", e))
+    }
+}
+
+/// Refuses `--draws` when the draws CSV (held twice while the chains' files are joined) would not
+/// fit on the target's file system; the estimate allows 25 bytes per number.
+fn check_disk(target: &Path, nuts: &NutsParams, num_lengthscales: usize) -> anyhow::Result<()> {
+    let row = Bytes(25 * (num_lengthscales as u64 + 9));
+    let needed = row.times(nuts.chains).times(nuts.draws).times(2);
+    let Some(free) = free_disk(target) else { return Ok(()) };
+    if needed.0 > free {
+        bail!(
+            "--draws {}: the draws CSV of {} chains would take about {} (twice while its chains are \
+             joined) but {} is free where {} goes; lower --draws or --chains, or write it elsewhere",
+            nuts.draws,
+            nuts.chains,
+            human(needed.0),
+            human(free),
+            target.display()
+        );
+    }
+    Ok(())
+}
+
+/// Free bytes on the file system holding `target` (None where unknown).
+fn free_disk(target: &Path) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: `c` is a NUL-terminated path and `st` a zeroed statvfs the call fills in.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+            return None;
+        }
+        Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = target;
+        None
+    }
 }
 
 /// Runs `bke embed sample`.
@@ -148,11 +246,12 @@ pub fn run(a: SampleArgs) -> anyhow::Result<()> {
         },
     };
     params.validate()?;
+    let sink = a.draws_out.as_deref().map(|p| DrawsCsv::create(p, &params, x.dim())).transpose()?;
     let started = std::time::Instant::now();
-    let draws = a.exec.run(SampleJob { x, params })?;
+    let draws = a.exec.run(SampleJob { x, params, sink: sink.as_ref() })?;
     let seconds = started.elapsed().as_secs_f64();
-    if let Some(p) = &a.draws_out {
-        bke_core::model_file::write_atomic(p, draws_csv(&draws).as_bytes())?;
+    if let Some(sink) = sink {
+        sink.finish()?;
     }
     io::emit(&io::merge(&draws, json!({"backend": a.exec.kind()?.name(), "seconds": seconds}))?)
 }
@@ -202,7 +301,7 @@ struct WitnessJob {
 impl WithBackend for WitnessJob {
     type Output = anyhow::Result<Value>;
     fn run<B: Backend>(self) -> Self::Output {
-        let draws = SampleJob { x: self.x.concat(&self.y)?, params: self.params }.run::<B>()?;
+        let draws = SampleJob { x: self.x.concat(&self.y)?, params: self.params, sink: None }.run::<B>()?;
         let w = witness_posterior::<B>(
             &self.x,
             &self.y,

@@ -116,7 +116,20 @@ fn rejection_abc_accepts_the_nearest_prior_simulations() {
     assert!((m - 0.8).abs() < 0.15 && (sd / 0.2f64.sqrt() - 1.0).abs() < 0.35, "mean {m}, sd {sd}");
     assert!(j["threshold"].as_f64().unwrap() > 0.0);
     let (ok, _, err) = run(&["--method", "abc-rejection", "--abc-epsilon", "1e-12"]);
-    assert!(!ok && err.contains("accepts no simulation"), "{err}");
+    assert!(!ok && err.contains("--abc-epsilon = ") && err.contains("accepts no simulation"), "{err}");
+    // Errors name the flags users type, not the library's parameter names.
+    for (flags, needle) in [
+        (["--abc-epsilon", "0"], "invalid --abc-epsilon = 0"),
+        (["--abc-quantile", "1.5"], "invalid --abc-quantile = 1.5"),
+    ] {
+        let (ok, _, err) = run(&[&["--method", "abc-rejection"][..], &flags[..]].concat());
+        assert!(!ok && err.contains(needle), "{err}");
+    }
+    let smc = ["--method", "abc-smc", "--simulator", "lotka-volterra"];
+    let (ok, _, err) = run(&[&smc[..], &["--particles", "1"]].concat());
+    assert!(!ok && err.contains("invalid --particles = 1"), "{err}");
+    let (ok, _, err) = run(&[&smc[..], &["--particles", "50", "--abc-simulations", "10"]].concat());
+    assert!(!ok && err.contains("invalid --abc-simulations = 10: must be at least --particles"), "{err}");
 }
 
 #[test]

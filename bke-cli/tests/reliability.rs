@@ -63,6 +63,25 @@ fn dme_task_inputs_must_have_the_columns_of_y() {
     let other = w("yt_other.csv", &column("w", (0..9).map(|j| j as f64 * 0.4)));
     let args = ["dme", "loglik", "--x", &x, "--y", &y, "--ytilde", &other, "--ztilde", &zt];
     fails_with(&args, &["--ytilde", "(w)", "(y)", "--y-cols"]);
+    // Inducing points stand in for y: they must have the columns of --ytilde, too.
+    let [_, _, yt, _] = dme_files();
+    let two = w("yt_two.csv", "y,w\n0.1,1\n0.5,2\n0.9,3\n1.3,4\n-0.2,5\n-0.6,6\n1.7,7\n-1.1,8\n0.3,9\n");
+    let u_other = w("u_other.csv", &column("w", (0..3).map(|j| j as f64 - 1.0)));
+    let u_swapped = w("u_swapped.csv", "w,y\n1,0.1\n2,0.5\n3,0.9\n");
+    let u_good = w("u_good.csv", &column("y", (0..3).map(|j| j as f64 - 1.0)));
+    let sparse = |yt: &'_ str, u: &'_ str| -> Vec<String> {
+        ["dme", "loglik", "--ytilde", yt, "--ztilde", &zt, "--inducing-points", u].map(String::from).to_vec()
+    };
+    let run = |v: Vec<String>| common::bke(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    let (ok, _, err) = run(sparse(&yt, &u_other));
+    assert!(!ok && err.contains("--inducing-points") && err.contains("(w)") && err.contains("(y)"), "{err}");
+    let (ok, _, err) = run(sparse(&two, &u_swapped));
+    assert!(!ok && err.contains("(w, y)") && err.contains("(y, w)") && !err.contains("panicked"), "{err}");
+    let (ok, j, err) = run(sparse(&yt, &u_good));
+    assert!(ok && j["log_marginal"].is_number(), "{err}");
+    // --y-cols picks the same columns from both.
+    let (ok, j, err) = run([sparse(&two, &u_swapped), vec!["--y-cols".into(), "y".into()]].concat());
+    assert!(ok && j["log_marginal"].is_number(), "{err}");
 }
 
 fn lfi_files() -> [String; 2] {
@@ -147,6 +166,12 @@ fn an_interrupted_run_stops_promptly_and_leaves_no_half_written_file() {
     assert!(err.lines().last().unwrap_or("").starts_with("error: interrupted"), "{err}");
     assert!(secs < 5.0, "took {secs} s to stop");
     assert!(!std::path::Path::new(&draws).exists(), "a draws file was written");
+    let streamed: Vec<_> = std::fs::read_dir(std::path::Path::new(&draws).parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".draws.csv."))
+        .collect();
+    assert!(streamed.is_empty(), "temporary draws files left: {streamed:?}");
     // SIGTERM during a fit: the old model file is kept as it was.
     let r: String = (0..300)
         .map(|i| format!("{},{},{}\n", (i as f64 * 0.7).sin(), (i as f64 * 1.3).cos(), (i as f64).sin()))

@@ -58,13 +58,72 @@ fn sample_emits_the_contracted_fields_and_draws() {
     let csv = std::fs::read_to_string(&out).unwrap();
     let mut lines = csv.lines();
     assert!(lines.next().unwrap().starts_with("chain,draw,lengthscale,tau2,log_density"));
-    assert_eq!(lines.count(), 4 * 150);
-    // Same numbers with another thread count.
+    assert_eq!(lines.clone().count(), 4 * 150);
+    // The streamed file holds the draws the summary was computed from, in chain order (oracle: the
+    // mean of its lengthscale column and its divergence count against the JSON).
+    let rows: Vec<Vec<f64>> =
+        lines.map(|l| l.split(',').map(|v| v.parse::<f64>().unwrap()).collect()).collect();
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!((r[0] as usize, r[1] as usize), (i / 150, i % 150), "row {i} out of order");
+    }
+    let mean = rows.iter().map(|r| r[2]).sum::<f64>() / rows.len() as f64;
+    let want = j["lengthscale"]["mean"].as_f64().unwrap();
+    assert!((mean - want).abs() <= 1e-12 * want.abs(), "{mean} vs {want}");
+    let divergent = rows.iter().filter(|r| r[8] == 1.0).count();
+    assert_eq!(divergent as u64, j["divergences"].as_u64().unwrap());
+    // Same numbers with another thread count, and the same file byte for byte.
     let a2 = args("2");
     let (ok, j2, err) = bke(&a2.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(ok, "{err}");
     assert_eq!(j["lengthscale"], j2["lengthscale"]);
     assert_eq!(j["tau2"], j2["tau2"]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), csv);
+    // No temporary file of the streamed chains is left beside it.
+    let name = out.file_name().unwrap().to_string_lossy().to_string();
+    let litter: Vec<_> = std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&format!(".{name}.")))
+        .collect();
+    assert!(litter.is_empty(), "{litter:?}");
+    std::fs::remove_file(&out).unwrap();
+}
+
+/// With --draws-out only the lengthscale/tau2 draws stay in memory: a run the memory budget refuses
+/// when every sampler statistic is kept goes through when they are streamed to disk.
+#[test]
+fn streamed_draws_count_less_against_the_memory_budget() {
+    let x = data("x4.csv");
+    let dir = x.parent().unwrap();
+    let out = dir.join("budget-draws.csv");
+    let base = [
+        "embed",
+        "sample",
+        "--data",
+        x.to_str().unwrap(),
+        "--columns=x",
+        "--num-landmarks=2",
+        "--tau2=1",
+        "--chains=1",
+        "--warmup=20",
+        "--draws=6000",
+        "--max-memory=256K",
+    ];
+    let (ok, _, err) = bke(&base);
+    assert!(!ok && err.contains("draws = 6000"), "{err}");
+    let mut streamed = base.to_vec();
+    streamed.extend(["--draws-out", out.to_str().unwrap()]);
+    let (ok, j, err) = bke(&streamed);
+    assert!(ok, "{err}");
+    assert_eq!(j["draws"], 6000);
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 6001);
+    // An output folder that does not exist: a clean error before any sampling, nothing written.
+    let missing = dir.join("missing/draws.csv");
+    let mut bad = base.to_vec();
+    bad.extend(["--draws-out", missing.to_str().unwrap()]);
+    let (ok, _, err) = bke(&bad);
+    assert!(!ok && err.contains("missing/draws.csv"), "{err}");
+    assert!(!dir.join("missing").exists());
 }
 
 #[test]

@@ -216,6 +216,19 @@ fn every_model_variant_gives_identical_json_on_one_and_two_threads() {
         &[&lfi[..], &["--method", "kbr", "--kbr-variant", "a", "--kbr-inverse", "tikhonov"]].concat(),
     );
     same_on_one_and_two(&[&lfi[..], &["--learn", "--starts", "2"]].concat());
+    // The ABC baselines: rejection on the same simulations, SMC-ABC (parallel simulation batches)
+    // against the built-in Lotka-Volterra simulator.
+    same_on_one_and_two(&[&lfi[..], &["--method", "abc-rejection", "--abc-quantile", "0.3"]].concat());
+    let lv_obs = common::write_in(
+        "threads",
+        "lv_obs.csv",
+        "s1,s2,s3,s4,s5,s6,s7,s8,s9\n83.0,106.0,8.5,8.9,0.93,0.80,0.93,0.80,-0.2\n",
+    );
+    let lv_obs = lv_obs.display().to_string();
+    let smc = ["lfi", "--method", "abc-smc", "--simulator", "lotka-volterra", "--observed", &lv_obs];
+    same_on_one_and_two(
+        &[&smc[..], &["--abc-simulations", "400", "--particles", "50", "--seed", "3"]].concat(),
+    );
 }
 
 #[test]

@@ -154,31 +154,91 @@ pub fn load<M: ModelFile>(path: &Path) -> Result<Saved<M>, CoreError> {
 /// A process killed between the write and the rename (SIGKILL, power loss) may leave the
 /// temporary file `.NAME.tmp-PID-N` beside the target, never a partial target.
 pub fn write_atomic(path: impl AsRef<Path>, bytes: impl AsRef<[u8]>) -> Result<(), CoreError> {
-    let (path, bytes) = (path.as_ref(), bytes.as_ref());
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let shown = path.display();
-    let fail = |what: &str, e: std::io::Error| CoreError::ModelFile(format!("cannot {what} {shown}: {e}"));
-    let name = path.file_name().ok_or_else(|| CoreError::ModelFile(format!("{shown} is not a file path")))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}-{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail("write", e)
-    })
+    let mut f = AtomicFile::create(path.as_ref())?;
+    f.write_all(bytes.as_ref()).map_err(|e| f.error("write", e))?;
+    f.commit()
+}
+
+/// A file written in pieces (e.g. draws as a sampler makes them) that appears at its path only
+/// when complete: the bytes go to a temporary file `.NAME.tmp-PID-N` in the target's directory,
+/// [`AtomicFile::commit`] syncs it and renames it over the target; dropped without a commit (an
+/// error, an interrupt), the temporary file is removed and the target is untouched. Buffered.
+pub struct AtomicFile {
+    target: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file for `target` (the directory must exist and be writable).
+    pub fn create(target: &Path) -> Result<Self, CoreError> {
+        Self::create_tagged(target, "tmp")
+    }
+
+    /// Like [`AtomicFile::create`], with `tag` in the temporary name (`.NAME.TAG-PID-N`), to tell
+    /// apart several temporary files of one target.
+    pub fn create_tagged(target: &Path, tag: &str) -> Result<Self, CoreError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let shown = target.display();
+        let name =
+            target.file_name().ok_or_else(|| CoreError::ModelFile(format!("{shown} is not a file path")))?;
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let tmp = dir.join(format!(
+            ".{}.{tag}-{}-{}",
+            name.to_string_lossy(),
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = std::fs::File::create(&tmp)
+            .map_err(|e| CoreError::ModelFile(format!("cannot write {shown}: {e}")))?;
+        Ok(Self { target: target.to_path_buf(), tmp, file: Some(std::io::BufWriter::new(file)) })
+    }
+
+    /// The temporary file's path (removed on drop unless committed).
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// An error naming the target: `cannot WHAT TARGET: E`.
+    pub fn error(&self, what: &str, e: std::io::Error) -> CoreError {
+        CoreError::ModelFile(format!("cannot {what} {}: {e}", self.target.display()))
+    }
+
+    /// Flushes and syncs the temporary file and renames it over the target.
+    pub fn commit(mut self) -> Result<(), CoreError> {
+        let file = self.file.take().expect("an uncommitted AtomicFile holds its file");
+        let result = file.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all());
+        result.and_then(|()| std::fs::rename(&self.tmp, &self.target)).map_err(|e| self.error("write", e))
+    }
+
+    /// Reopens the finished temporary file for reading (e.g. to copy it into another file), after
+    /// flushing what was written.
+    pub fn reader(&mut self) -> Result<std::fs::File, CoreError> {
+        self.flush().map_err(|e| self.error("write", e))?;
+        std::fs::File::open(&self.tmp).map_err(|e| self.error("read back", e))
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.as_mut().expect("an uncommitted AtomicFile holds its file").write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().expect("an uncommitted AtomicFile holds its file").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        // Committed: the temporary file was renamed (removing it fails harmlessly). Otherwise it
+        // is removed and the target stays as it was.
+        self.file.take();
+        let _ = std::fs::remove_file(&self.tmp);
+    }
 }
 
 fn kinds_phrase(kinds: &[&str]) -> String {
@@ -285,6 +345,32 @@ mod tests {
         assert!(target.join("inside").is_dir());
         let litter: Vec<_> = std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()).collect();
         assert_eq!(litter.len(), 2, "{litter:?}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_file_written_in_pieces_appears_only_on_commit() {
+        let d = std::env::temp_dir().join(format!("bke-atomic-pieces-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let target = d.join("draws.csv");
+        std::fs::write(&target, "old").unwrap();
+        let mut f = AtomicFile::create(&target).unwrap();
+        f.write_all(b"a,b\n").unwrap();
+        f.write_all(b"1,2\n").unwrap();
+        let mut copy = String::new();
+        std::io::Read::read_to_string(&mut f.reader().unwrap(), &mut copy).unwrap();
+        assert_eq!(copy, "a,b\n1,2\n");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old", "visible before the commit");
+        // Dropped without a commit (an error or an interrupt): the old file stays, no litter.
+        drop(f);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        let mut f = AtomicFile::create_tagged(&target, "chain-0").unwrap();
+        assert!(f.temp_path().file_name().unwrap().to_string_lossy().starts_with(".draws.csv.chain-0-"));
+        f.write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

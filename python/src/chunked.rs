@@ -61,7 +61,7 @@ fn embedding_partial<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let exec = Exec::new("faer", n_jobs)?;
     let params = BkeParams {
-        lengthscales: values(&lengthscales),
+        lengthscales: values(&lengthscales)?,
         tau2,
         prior: EmbeddingPrior::parse(prior).map_err(Failure::from)?,
         jacobian,

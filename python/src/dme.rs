@@ -77,8 +77,9 @@ fn ttgp_fit(
     let ky = Kernel::new(family, lengthscale_y).map_err(|e| value(format!("lengthscale_y: {e}")))?;
     let form: MarginalForm = form.parse().map_err(|e: bke_dme::DmeError| value(format!("form: {e}")))?;
     bke_core::check_positive("sigma", sigma).map_err(Failure::from)?;
-    let data = TaskData::new(points("X", &x)?, points("Y", &y)?, points("Ytilde", &ytilde)?, values(&ztilde))
-        .map_err(Failure::from)?;
+    let data =
+        TaskData::new(points("X", &x)?, points("Y", &y)?, points("Ytilde", &ytilde)?, values(&ztilde)?)
+            .map_err(Failure::from)?;
     let mut params = TtgpParams { form, ..TtgpParams::tied(kx, ky, sigma, data.n(), data.m()) };
     params.lambda = lambda_.unwrap_or(params.lambda);
     params.epsilon = epsilon.unwrap_or(params.epsilon);
@@ -171,7 +172,7 @@ fn lfi(
     let prior = points("prior_samples", &prior_samples)?;
     let candidates =
         candidates.map(|c| points("candidates", &c)).transpose()?.unwrap_or_else(|| prior.clone());
-    let data = LfiData::new(points("theta", &theta)?, points("stats", &stats)?, prior, values(&observed))
+    let data = LfiData::new(points("theta", &theta)?, points("stats", &stats)?, prior, values(&observed)?)
         .map_err(Failure::from)?;
     let kernel = lengthscale_herding
         .map(|l| Kernel::se_ard(l).map_err(|e| Failure::Value(format!("lengthscale_herding: {e}"))))

@@ -160,7 +160,7 @@ fn embedding_log_marginal<'py>(
     n_jobs: Option<i64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let exec = Exec::new(backend, n_jobs)?;
-    let params = bke_params(crate::convert::values(&lengthscales), tau2, prior, jacobian)?;
+    let params = bke_params(crate::convert::values(&lengthscales)?, tau2, prior, jacobian)?;
     let job = LogMarginalJob { x: points("X", &x)?, z: points("landmarks", &z)?, params };
     let ml = exec.run(py, job)?;
     let d = PyDict::new(py);
@@ -209,7 +209,7 @@ fn embedding_posterior<'py>(
     n_jobs: Option<i64>,
 ) -> PyResult<ArrayPair<'py>> {
     let exec = Exec::new(backend, n_jobs)?;
-    let params = bke_params(crate::convert::values(&lengthscales), tau2, prior, jacobian)?;
+    let params = bke_params(crate::convert::values(&lengthscales)?, tau2, prior, jacobian)?;
     let job = PosteriorJob {
         x: points("X", &x)?,
         conditioning: conditioning.map(|c| points("conditioning points", &c)).transpose()?,

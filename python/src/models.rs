@@ -290,7 +290,7 @@ fn dataset(
     y: &PyReadonlyArray1<'_, f64>,
     task: Task,
 ) -> Result<Dataset, Failure> {
-    let y = values(y);
+    let y = values(y).map_err(Failure::Python)?;
     if task == Task::Classification {
         if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| **v != 0.0 && **v != 1.0) {
             return Err(Failure::Value(format!(

@@ -67,3 +67,48 @@ def test_results_do_not_depend_on_n_jobs(backend):
     fits = [bke.KernelEmbedding(num_landmarks=25, backend=backend, n_jobs=j).fit(x) for j in (1, 2, None)]
     assert fits[0].lengthscale_ == fits[1].lengthscale_ == fits[2].lengthscale_
     assert fits[0].log_marginal_ == fits[1].log_marginal_ == fits[2].log_marginal_
+
+
+def test_raw_extension_takes_unaligned_empty_and_strided_arrays_without_panicking():
+    """`bke._bke` called directly (bypassing the Python layer's checks) with arrays rust-numpy cannot
+    view in place: misaligned data, empty arrays, zero columns, reversed and strided views."""
+    from bke import _bke
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(20, 3))
+    ref = _bke.median_distance(x)
+    # float64 data at an odd byte offset: not aligned for f64.
+    buf = np.zeros(x.nbytes + 1, dtype=np.uint8)
+    unaligned = np.ndarray(shape=x.shape, dtype=np.float64, buffer=buf, offset=1)
+    unaligned[...] = x
+    assert not unaligned.flags.aligned
+    assert _bke.median_distance(unaligned) == ref
+    assert _bke.median_distance(x[::-1]) == ref
+    assert _bke.median_distance(np.asfortranarray(x)) == ref
+    wide = np.zeros((20, 6))
+    wide[:, ::2] = x
+    assert _bke.median_distance(wide[:, ::2]) == ref
+    for empty in (np.zeros((0, 3)), np.zeros((3, 0)), np.zeros((0, 0))):
+        with pytest.raises((ValueError, RuntimeError)):
+            _bke.median_distance(empty)
+    with pytest.raises(ValueError, match="row 2"):
+        bad = x.copy()
+        bad[2, 1] = np.nan
+        _bke.median_distance(bad)
+
+
+@pytest.mark.parametrize("module", ["dask", "dme", "hypothesis"])
+def test_stubs_declare_every_public_name(module):
+    """The .pyi stub beside each module (type checkers read it instead of the module) declares
+    every name of the module's ``__all__``."""
+    import ast
+    import importlib
+    import pathlib
+
+    mod = importlib.import_module(f"bke.{module}")
+    stub = pathlib.Path(mod.__file__).with_suffix(".pyi")
+    tree = ast.parse(stub.read_text())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    declared |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    public = getattr(mod, "__all__", [n for n in declared if not n.startswith("_")])
+    assert set(public) <= declared, f"{stub.name} lacks {set(public) - declared}"

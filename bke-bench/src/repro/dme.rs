@@ -5,6 +5,7 @@
 
 use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
+use crate::stats::mean_sd;
 use anyhow::Context;
 use bke_core::optim::{LbfgsOptions, minimize};
 use bke_core::{Dataset, Kernel, Params, Points, Predict, Prediction};
@@ -398,10 +399,6 @@ fn lfi_exponential_gamma(ctx: &mut Ctx, dir: &Path) -> anyhow::Result<()> {
         Points::from_1d("log θ̃", &log(&prior_s))?,
         vec![obs_mean.ln()],
     )?;
-    let mean_sd = |v: &[f64]| {
-        let mu = v.iter().sum::<f64>() / v.len() as f64;
-        (mu, (v.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / v.len() as f64).sqrt())
-    };
     let (pm, psd) = mean_sd(&exact);
 
     let learn = LfiLearnParams {

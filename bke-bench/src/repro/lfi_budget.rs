@@ -19,6 +19,7 @@
 use super::Ctx;
 use crate::plot::{Figure, Series};
 use crate::report::Table;
+use crate::stats::{mean_sd, mean_se};
 use bke_core::hypothesis::mmd::mmd_statistic;
 use bke_core::hypothesis::{MmdStatistic, WeightedKernel};
 use bke_core::{Params, Points};
@@ -134,11 +135,6 @@ fn column(p: &Points, k: usize) -> Vec<f64> {
     p.iter().map(|r| r[k]).collect()
 }
 
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    (m, (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt())
-}
-
 /// Errors of `samples` against `exact` (both on θ).
 pub fn errors(samples: &Points, exact: &Points) -> anyhow::Result<Errors> {
     let d = exact.dim();
@@ -170,13 +166,6 @@ fn embedding(method: &str, data: &LfiData) -> anyhow::Result<PosteriorEmbedding>
         }
         _ => KbrParams::default().check()?.fit::<Faer>(data)?.embedding().clone(),
     })
-}
-
-/// Mean and standard error.
-pub(crate) fn mean_se(v: &[f64]) -> (f64, f64) {
-    let (m, sd) = mean_sd(v);
-    let n = v.len() as f64;
-    (m, if v.len() > 1 { sd * (n / (n - 1.0)).sqrt() / n.sqrt() } else { f64::NAN })
 }
 
 /// Runs the study.

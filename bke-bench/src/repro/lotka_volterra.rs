@@ -31,7 +31,7 @@
 use super::Ctx;
 use crate::plot::{Figure, Series};
 use crate::report::Table;
-use crate::repro::lfi_budget::mean_se;
+use crate::stats::mean_se;
 use anyhow::Context;
 use bke_core::{Params, Points};
 use bke_dme::abc::{RejectionAbcParams, SmcAbcData, SmcAbcParams, WeightedSamples, stream};

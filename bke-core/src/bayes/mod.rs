@@ -266,27 +266,48 @@ impl Estimator for SampleParams {
         x: &Points,
         progress: &dyn Progress,
     ) -> Result<HyperDraws, CoreError> {
-        crate::embedding::check_data_scale(x, params.jacobian)?;
-        let (data, landmarks, landmark_indices) = match &params.landmarks {
-            Some(z) => (x.clone(), z.clone(), None),
-            None => {
-                x.check_len("data", 2)?;
-                let (d, z, idx) = hold_out_landmarks(x, params.num_landmarks, params.nuts.seed)?;
-                (d, z, Some(idx))
-            }
-        };
-        let target = HyperPosterior::<B>::new(&data, &landmarks, params)?;
-        let out = nuts::sample_with(&target, &params.nuts, None, progress)?;
-        Ok(HyperDraws {
-            nuts: out,
-            num_lengthscales: target.k,
-            settings: (**params).clone(),
-            n_data: data.len(),
-            dim: data.dim(),
-            landmarks,
-            landmark_indices,
-        })
+        sample_hyperparameters::<B>(params, x, progress, None)
     }
+}
+
+impl SampleParams {
+    /// Number of lengthscales `k` for data of dimension `dim`: `dim` with ARD, else 1. The draws
+    /// are `u = (log θ_1..k, [log τ²])`.
+    pub fn num_lengthscales(&self, dim: usize) -> usize {
+        if self.ard { dim } else { 1 }
+    }
+}
+
+/// Fits [`SampleParams`] like [`Estimator::fit_valid`], handing every draw after warmup to `sink`
+/// as it is made (on the log scale `u`, see [`SampleParams::num_lengthscales`]); the returned
+/// [`HyperDraws`] then hold the draws' coordinates but not the per-draw sampler statistics
+/// ([`nuts::DrawSink`]), so only the coordinates count against the memory budget.
+pub fn sample_hyperparameters<B: Backend>(
+    params: &Valid<SampleParams>,
+    x: &Points,
+    progress: &dyn Progress,
+    sink: Option<&dyn nuts::DrawSink>,
+) -> Result<HyperDraws, CoreError> {
+    crate::embedding::check_data_scale(x, params.jacobian)?;
+    let (data, landmarks, landmark_indices) = match &params.landmarks {
+        Some(z) => (x.clone(), z.clone(), None),
+        None => {
+            x.check_len("data", 2)?;
+            let (d, z, idx) = hold_out_landmarks(x, params.num_landmarks, params.nuts.seed)?;
+            (d, z, Some(idx))
+        }
+    };
+    let target = HyperPosterior::<B>::new(&data, &landmarks, params)?;
+    let out = nuts::sample_with(&target, &params.nuts, None, progress, sink)?;
+    Ok(HyperDraws {
+        nuts: out,
+        num_lengthscales: target.k,
+        settings: (**params).clone(),
+        n_data: data.len(),
+        dim: data.dim(),
+        landmarks,
+        landmark_indices,
+    })
 }
 
 /// The log posterior of the BKE hyperparameters on the log scale, `u = (log θ_1..k, [log τ²])`:
@@ -306,7 +327,7 @@ impl<'a, B: Backend> HyperPosterior<'a, B> {
     pub fn new(x: &'a Points, z: &'a Points, opts: &'a SampleParams) -> Result<Self, CoreError> {
         crate::embedding::validate_data_landmarks(x, z)?;
         opts.validate()?;
-        let k = if opts.ard { x.dim() } else { 1 };
+        let k = opts.num_lengthscales(x.dim());
         Ok(Self { x, z, opts, k, _backend: PhantomData })
     }
 
@@ -464,8 +485,7 @@ impl HyperDraws {
 
     /// Mean acceptance statistic over every draw of every chain.
     pub fn mean_accept_stat(&self) -> f64 {
-        let acc: Vec<f64> = self.nuts.chains.iter().flat_map(|c| c.accept_stat.iter().copied()).collect();
-        acc.iter().sum::<f64>() / acc.len() as f64
+        self.nuts.mean_accept_stat()
     }
 }
 

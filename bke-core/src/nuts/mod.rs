@@ -154,23 +154,107 @@ impl Params for NutsParams {
         if self.init_attempts == 0 {
             return bad("init_attempts", 0.0, "at least one attempt is needed");
         }
-        self.check_memory(1)
+        self.check_memory(1, true)
     }
 }
 
 impl NutsParams {
     /// Refuses (naming the setting) when the draws of all chains of a `dim`-dimensional target would
-    /// not fit in memory ([`crate::budget`]): each kept draw stores `dim` values and 6 statistics,
-    /// each chain a few working vectors.
-    pub fn check_memory(&self, dim: usize) -> Result<(), CoreError> {
-        let per_draw = Bytes::f64s(dim.saturating_add(6));
+    /// not fit in memory ([`crate::budget`]): each kept draw stores `dim` values and, unless the
+    /// draws are `streamed` to a [`DrawSink`] (which then receives the 6 sampler statistics of each
+    /// draw instead), 6 statistics; each chain a few working vectors.
+    pub fn check_memory(&self, dim: usize, streamed: bool) -> Result<(), CoreError> {
+        let stats = if streamed { 0 } else { 6 };
+        let per_draw = Bytes::f64s(dim.saturating_add(stats));
         let per_chain = per_draw.times(self.draws).plus(Bytes::f64s(dim.saturating_mul(16)));
         let setting = format!("chains = {}, draws = {} (dimension {dim})", self.chains, self.draws);
         crate::budget::check(&setting, per_chain.times(self.chains))
     }
 }
 
-/// The draws and sampler statistics of one chain (after warmup).
+/// One draw after warmup, as handed to a [`DrawSink`] when it is made.
+#[derive(Debug, Clone, Copy)]
+pub struct Draw<'a> {
+    /// The chain (0-based).
+    pub chain: usize,
+    /// The draw's index within its chain (0-based, after warmup).
+    pub index: usize,
+    /// The draw (on the target's scale).
+    pub q: &'a [f64],
+    /// `log π(q)`.
+    pub log_density: f64,
+    /// Mean Metropolis acceptance statistic of the transition.
+    pub accept_stat: f64,
+    /// Tree depth of the transition.
+    pub tree_depth: usize,
+    /// Leapfrog steps of the transition.
+    pub n_leapfrog: usize,
+    /// Whether the transition diverged.
+    pub divergent: bool,
+    /// Hamiltonian `H(q, p)` of the draw.
+    pub energy: f64,
+}
+
+/// Receives every draw after warmup as it is made (e.g. to write it to disk, `bke embed sample
+/// --draws-out`). With a sink, [`sample_with`] keeps in memory only the draws' coordinates and the
+/// running aggregates of [`ChainStats`], not the per-draw statistics, so the sink bounds their
+/// storage by the disk instead of the memory. Draws of one chain arrive in order, from one thread;
+/// chains run in parallel. An error stops the sampler and is returned by [`sample_with`].
+pub trait DrawSink: Sync {
+    /// Takes one draw.
+    fn record(&self, draw: &Draw<'_>) -> Result<(), CoreError>;
+}
+
+/// Running aggregates of the sampler statistics of one chain after warmup, kept whether or not the
+/// per-draw statistics are: the diagnostics of [`NutsOutput`] come from these.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChainStats {
+    /// Draws seen.
+    pub draws: usize,
+    /// Divergent transitions.
+    pub divergences: usize,
+    /// `depth_counts[d]`: transitions of tree depth `d`.
+    pub depth_counts: Vec<usize>,
+    /// Sum of the acceptance statistics.
+    pub accept_sum: f64,
+    /// Mean energy (Welford).
+    pub energy_mean: f64,
+    /// Sum of squared deviations of the energy from its mean (Welford).
+    pub energy_m2: f64,
+    /// `Σ (E_t − E_{t−1})²`.
+    pub energy_step_sq: f64,
+    /// The last energy.
+    pub energy_last: f64,
+}
+
+impl ChainStats {
+    /// Adds one transition.
+    fn push(&mut self, depth: usize, accept_stat: f64, divergent: bool, energy: f64) {
+        if self.draws > 0 {
+            self.energy_step_sq += (energy - self.energy_last) * (energy - self.energy_last);
+        }
+        self.draws += 1;
+        self.divergences += usize::from(divergent);
+        if self.depth_counts.len() <= depth {
+            self.depth_counts.resize(depth + 1, 0);
+        }
+        self.depth_counts[depth] += 1;
+        self.accept_sum += accept_stat;
+        let delta = energy - self.energy_mean;
+        self.energy_mean += delta / self.draws as f64;
+        self.energy_m2 += delta * (energy - self.energy_mean);
+        self.energy_last = energy;
+    }
+
+    /// E-BFMI of the chain: `Σ (E_t − E_{t−1})² / Σ (E_t − Ē)²`.
+    pub fn e_bfmi(&self) -> f64 {
+        self.energy_step_sq / self.energy_m2
+    }
+}
+
+/// The draws and sampler statistics of one chain (after warmup). When the draws were streamed to a
+/// [`DrawSink`], the per-draw statistics (`log_density` … `energy`) are empty; `stats` is always
+/// filled.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chain {
     /// Draws, row-major `draws × dim`.
@@ -187,6 +271,8 @@ pub struct Chain {
     pub divergent: Vec<bool>,
     /// Hamiltonian `H(q, p)` of each draw (for the E-BFMI diagnostic).
     pub energy: Vec<f64>,
+    /// Running aggregates of the statistics above.
+    pub stats: ChainStats,
     /// Divergent transitions during warmup.
     pub warmup_divergences: usize,
     /// Step size after adaptation.
@@ -209,7 +295,7 @@ pub struct NutsOutput {
 impl NutsOutput {
     /// Draws per chain.
     pub fn draws_per_chain(&self) -> usize {
-        self.chains.first().map_or(0, |c| c.log_density.len())
+        self.chains.first().map_or(0, |c| c.stats.draws)
     }
 
     /// Coordinate `j` of every draw, one vector per chain.
@@ -231,48 +317,48 @@ impl NutsOutput {
 
     /// Divergent transitions after warmup, over all chains.
     pub fn divergences(&self) -> usize {
-        self.chains.iter().map(|c| c.divergent.iter().filter(|&&d| d).count()).sum()
+        self.chains.iter().map(|c| c.stats.divergences).sum()
     }
 
     /// Energy Bayesian fraction of missing information of each chain (Betancourt 2016):
     /// `Σ (E_t − E_{t−1})² / Σ (E_t − Ē)²`; values below 0.3 suggest the momentum resampling
     /// cannot explore the energy distribution (heavy tails, funnels).
     pub fn e_bfmi(&self) -> Vec<f64> {
-        self.chains
-            .iter()
-            .map(|c| {
-                let e = &c.energy;
-                let mean = e.iter().sum::<f64>() / e.len() as f64;
-                let num: f64 = e.windows(2).map(|w| (w[1] - w[0]) * (w[1] - w[0])).sum();
-                let den: f64 = e.iter().map(|v| (v - mean) * (v - mean)).sum();
-                num / den
-            })
-            .collect()
+        self.chains.iter().map(|c| c.stats.e_bfmi()).collect()
     }
 
     /// Transitions after warmup that stopped at the maximum tree depth `max_depth`.
     pub fn max_depth_hits(&self, max_depth: usize) -> usize {
-        self.chains.iter().map(|c| c.tree_depth.iter().filter(|&&d| d >= max_depth).count()).sum()
+        self.chains.iter().flat_map(|c| c.stats.depth_counts.iter().skip(max_depth)).sum()
+    }
+
+    /// Mean acceptance statistic over every draw of every chain.
+    pub fn mean_accept_stat(&self) -> f64 {
+        let sum: f64 = self.chains.iter().map(|c| c.stats.accept_sum).sum();
+        sum / self.chains.iter().map(|c| c.stats.draws).sum::<usize>() as f64
     }
 }
 
 /// Runs NUTS on `model` with `params` (no progress reporting, random initial values).
 pub fn sample<M: Target + ?Sized>(model: &M, params: &NutsParams) -> Result<NutsOutput, CoreError> {
-    sample_with(model, params, None, &())
+    sample_with(model, params, None, &(), None)
 }
 
 /// Runs NUTS: `inits` (one point per chain) replaces the random initial values; `progress` hears
 /// of every iteration (warmup and sampling) of every chain as stage `NUTS`, `done` of
-/// `chains × (warmup + draws)`, and is polled for cancellation once per iteration.
+/// `chains × (warmup + draws)`, and is polled for cancellation once per iteration; `sink`, if any,
+/// receives every draw after warmup as it is made (then the per-draw statistics are not kept, see
+/// [`DrawSink`]).
 pub fn sample_with<M: Target + ?Sized>(
     model: &M,
     params: &NutsParams,
     inits: Option<&[Vec<f64>]>,
     progress: &dyn Progress,
+    sink: Option<&dyn DrawSink>,
 ) -> Result<NutsOutput, CoreError> {
     params.validate()?;
     let dim = model.dim();
-    params.check_memory(dim)?;
+    params.check_memory(dim, sink.is_some())?;
     if dim == 0 {
         return Err(CoreError::InvalidParameter {
             name: "dimension of the target".into(),
@@ -307,7 +393,7 @@ pub fn sample_with<M: Target + ?Sized>(
     };
     let chains = (0..params.chains)
         .into_par_iter()
-        .map(|c| run_chain(model, params, c, inits.map(|i| i[c].as_slice()), &tick))
+        .map(|c| run_chain(model, params, c, inits.map(|i| i[c].as_slice()), &tick, sink))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(NutsOutput { dim, chains })
 }
@@ -357,6 +443,7 @@ fn run_chain<M: Target + ?Sized>(
     chain: usize,
     init: Option<&[f64]>,
     tick: &(dyn Fn() -> Result<(), CoreError> + Sync),
+    sink: Option<&dyn DrawSink>,
 ) -> Result<Chain, CoreError> {
     let dim = model.dim();
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
@@ -387,28 +474,46 @@ fn run_chain<M: Target + ?Sized>(
         s.tree.eps = dual.final_step_size();
     }
     let n = params.draws;
+    let kept = if sink.is_some() { 0 } else { n };
     let mut out = Chain {
         draws: Vec::with_capacity(n * dim),
-        log_density: Vec::with_capacity(n),
-        accept_stat: Vec::with_capacity(n),
-        tree_depth: Vec::with_capacity(n),
-        n_leapfrog: Vec::with_capacity(n),
-        divergent: Vec::with_capacity(n),
-        energy: Vec::with_capacity(n),
+        log_density: Vec::with_capacity(kept),
+        accept_stat: Vec::with_capacity(kept),
+        tree_depth: Vec::with_capacity(kept),
+        n_leapfrog: Vec::with_capacity(kept),
+        divergent: Vec::with_capacity(kept),
+        energy: Vec::with_capacity(kept),
+        stats: ChainStats::default(),
         warmup_divergences,
         step_size: s.tree.eps,
         inv_metric: s.tree.inv_metric.clone(),
         init: start.q,
     };
-    for _ in 0..n {
+    for index in 0..n {
         let st = s.transition();
         out.draws.extend_from_slice(&s.z_sample.q);
-        out.log_density.push(s.z_sample.logp);
-        out.accept_stat.push(st.accept_stat);
-        out.tree_depth.push(st.depth);
-        out.n_leapfrog.push(st.n_leapfrog);
-        out.divergent.push(st.divergent);
-        out.energy.push(st.energy);
+        out.stats.push(st.depth, st.accept_stat, st.divergent, st.energy);
+        match sink {
+            Some(sink) => sink.record(&Draw {
+                chain,
+                index,
+                q: &s.z_sample.q,
+                log_density: s.z_sample.logp,
+                accept_stat: st.accept_stat,
+                tree_depth: st.depth,
+                n_leapfrog: st.n_leapfrog,
+                divergent: st.divergent,
+                energy: st.energy,
+            })?,
+            None => {
+                out.log_density.push(s.z_sample.logp);
+                out.accept_stat.push(st.accept_stat);
+                out.tree_depth.push(st.depth);
+                out.n_leapfrog.push(st.n_leapfrog);
+                out.divergent.push(st.divergent);
+                out.energy.push(st.energy);
+            }
+        }
         tick()?;
     }
     Ok(out)
