@@ -13,7 +13,7 @@
 //! `ΦᵀΦ`) for regression, and MAP logistic regression (Newton/IRLS, prior variance chosen by the
 //! Laplace-approximate evidence on a log-grid) for classification.
 
-use crate::classification::{sigmoid, softplus};
+use crate::classification::sigmoid;
 use crate::error::{BankError, check_count, check_labels, invalid, mismatch};
 use crate::evidence::NigParams;
 use crate::features::{Standardizer, feature_matrix, target_moments};
@@ -275,8 +275,8 @@ fn bayes_ridge<B: Backend>(
     Ok((beta, lam))
 }
 
-/// MAP logistic regression with weights `N(0, s² I)` (intercept included, last) by damped Newton;
-/// returns the weights and the Laplace-approximate log evidence
+/// MAP logistic regression with weights and intercept `N(0, s² I)` (intercept last) by damped Newton
+/// ([`crate::logistic::weight_laplace`]); returns the weights and the Laplace-approximate log evidence
 /// `ℓ(β̂) − ‖β̂‖²/(2s²) − (F/2) log s² − ½ log|H|`.
 pub fn logistic_map<B: Backend>(
     phi: &Mat,
@@ -284,88 +284,10 @@ pub fn logistic_map<B: Backend>(
     s2: f64,
     iters: usize,
 ) -> Result<(Vec<f64>, f64), BankError> {
-    let (n, f) = (phi.nrows(), phi.ncols());
-    let f1 = f + 1;
-    let mut beta = vec![0.0; f1];
-    let mut eta = vec![0.0; n];
-    let objective = |eta: &[f64], beta: &[f64]| -> f64 {
-        y.iter().zip(eta).map(|(yi, e)| yi * e - softplus(*e)).sum::<f64>()
-            - beta.iter().map(|b| b * b).sum::<f64>() / (2.0 * s2)
-    };
-    let mut obj = objective(&eta, &beta);
-    let mut design = Mat::zeros(n, f1);
-    let mut h = Mat::zeros(f1, f1);
-    let mut l = Mat::zeros(f1, f1);
-    for it in 0..=iters {
-        // gradient and Hessian of the negative log posterior
-        let mut r = vec![0.0; n];
-        for i in 0..n {
-            let p = sigmoid(eta[i]);
-            r[i] = y[i] - p;
-            let sw = (p * (1.0 - p)).sqrt();
-            for c in 0..f {
-                design[(i, c)] = phi[(i, c)] * sw;
-            }
-            design[(i, f)] = sw;
-        }
-        let mut grad = vec![0.0; f1];
-        B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f])?;
-        grad[f] = r.iter().sum();
-        for c in 0..f1 {
-            grad[c] -= beta[c] / s2;
-        }
-        B::gemm(1.0, design.as_ref(), Trans::Yes, design.as_ref(), Trans::No, 0.0, h.as_mut())?;
-        for c in 0..f1 {
-            h[(c, c)] += 1.0 / s2;
-        }
-        l = B::cholesky(h.as_ref())?;
-        if it == iters {
-            break;
-        }
-        let mut step = grad.clone();
-        B::cholesky_solve_vec_in_place(l.as_ref(), &mut step)?;
-        let mut t = 1.0;
-        let mut moved = false;
-        let mut cand_eta = vec![0.0; n];
-        for _ in 0..30 {
-            let cand: Vec<f64> = beta.iter().zip(&step).map(|(b, s)| b + t * s).collect();
-            B::gemv(1.0, phi.as_ref(), Trans::No, &cand[..f], 0.0, &mut cand_eta)?;
-            for e in &mut cand_eta {
-                *e += cand[f];
-            }
-            let o = objective(&cand_eta, &cand);
-            if o >= obj {
-                let gain = o - obj;
-                beta = cand;
-                eta.copy_from_slice(&cand_eta);
-                obj = o;
-                moved = gain > 1e-10 * obj.abs().max(1.0);
-                break;
-            }
-            t *= 0.5;
-        }
-        if !moved {
-            // converged: one more pass refreshes H at the final β.
-            let mut r2 = vec![0.0; n];
-            for i in 0..n {
-                let p = sigmoid(eta[i]);
-                r2[i] = y[i] - p;
-                let sw = (p * (1.0 - p)).sqrt();
-                for c in 0..f {
-                    design[(i, c)] = phi[(i, c)] * sw;
-                }
-                design[(i, f)] = sw;
-            }
-            B::gemm(1.0, design.as_ref(), Trans::Yes, design.as_ref(), Trans::No, 0.0, h.as_mut())?;
-            for c in 0..f1 {
-                h[(c, c)] += 1.0 / s2;
-            }
-            l = B::cholesky(h.as_ref())?;
-            break;
-        }
-    }
-    let ev = obj - 0.5 * f1 as f64 * s2.ln() - 0.5 * B::cholesky_logdet(l.as_ref());
-    Ok((beta, ev))
+    let f1 = phi.ncols() + 1;
+    let lap = crate::logistic::weight_laplace::<B>(phi, y, s2, s2, &vec![0.0; f1], iters)?;
+    let ev = lap.log_posterior - 0.5 * f1 as f64 * s2.ln() - 0.5 * B::cholesky_logdet(lap.chol.as_ref());
+    Ok((lap.mode, ev))
 }
 
 impl Predict for BaselineModel {

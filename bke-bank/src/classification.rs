@@ -12,6 +12,17 @@
 //! The intercept is refreshed by the same move in one dimension each sweep. Cost per sweep
 //! `O(MN(d + Newton iterations))`, linear in `M` (seed 001 §3.4).
 //!
+//! **Joint weight move** (an addition to the seed): after the frequency moves, every sweep proposes
+//! all weights and the intercept at once from the Laplace approximation of their posterior given
+//! `W` ([`ClassificationState::joint_weight_move`], an independence MH step). The seed's moves
+//! change two weights at a time; on large `N` the weights' posterior is narrow and strongly
+//! correlated (the Gram matrix `ΦᵀDΦ` of the features is far from diagonal), so those moves crawl:
+//! on magic (19,020 rows, M = 128, 100 sweeps) the two-at-a-time chain had not reached the weights'
+//! posterior and BaNK's 5-fold error was 0.1368 ± 0.0012 against RKS's 0.1323; with the joint move
+//! it is 0.1308 ± 0.0011. The Laplace approximation of a logistic posterior sharpens as `N` grows,
+//! so the move is accepted most of the time exactly where it is needed; its cost is a few Newton
+//! iterations of `O(N(2M)²)` (one GEMM each) per sweep.
+//!
 //! **Learning `s²`** (an extension of the seed, which fixes it): with `s² ~ IG(a, b)`,
 //! [`ClassificationState::resample_weight_variance`] makes a Gibbs draw
 //! `s² | β ~ IG(a + 2M/2, b + ½‖β‖²)` followed by Metropolis–Hastings *rescaling* moves
@@ -21,11 +32,12 @@
 //! `p(y | √cβ) / p(y | β) · IG(cs²) / IG(s²) · c`.
 
 use crate::error::{BankError, mismatch};
-use crate::features::fill_features;
+use crate::features::{feature_matrix, fill_features};
+use crate::logistic::{linear_predictor, log_posterior, weight_laplace};
 use crate::priors::InvGammaPrior;
 use crate::regression::SweepStats;
 use bke_core::numeric::LN_2PI;
-use bke_linalg::Mat;
+use bke_linalg::{Backend, Mat};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
@@ -271,6 +283,35 @@ impl ClassificationState {
             }
         }
         self.s2
+    }
+
+    /// The joint weight move: an independence Metropolis–Hastings step on all weights and the
+    /// intercept `b = (β, β₀)` given the frequencies, with proposal the Laplace approximation
+    /// `N(b̂, H⁻¹)` of `p(b | y, W, s², v₀)` ([`crate::logistic::weight_laplace`]). The mode is found
+    /// by Newton from the current `b` to a tolerance at round-off level, so the proposal is a function
+    /// of `(W, s², v₀)` only and the acceptance ratio is
+    /// `π(b′) q(b) / (π(b) q(b′))`. The per-frequency moves of §3.3.2 change two weights at a
+    /// time, which crawls along the posterior's correlated directions when `N` is large (the
+    /// features' Gram matrix `ΦᵀDΦ` is far from diagonal); this move decorrelates the weights in one
+    /// step at `O(N(2M)²)` per Newton iteration. Returns whether it was accepted.
+    pub fn joint_weight_move<B: Backend, R: Rng>(&mut self, rng: &mut R) -> Result<bool, BankError> {
+        let phi = feature_matrix(&self.x, &self.w);
+        let lap = weight_laplace::<B>(&phi, &self.y, self.s2, self.v0, &self.beta, self.newton.max(30))?;
+        let mut xi: Vec<f64> = (0..self.beta.len()).map(|_| rng.sample(StandardNormal)).collect();
+        let cand = lap.draw::<B>(&mut xi)?;
+        let mut cand_eta = vec![0.0; self.eta.len()];
+        linear_predictor::<B>(&phi, &cand, &mut cand_eta)?;
+        let target = |eta: &[f64], b: &[f64]| log_posterior(&self.y, eta, b, self.s2, self.v0);
+        let lr = target(&cand_eta, &cand) - target(&self.eta, &self.beta)
+            + lap.log_density::<B>(&self.beta)?
+            - lap.log_density::<B>(&cand)?;
+        let accept = rng.random::<f64>().ln() < lr;
+        if accept {
+            self.beta = cand;
+            self.eta = cand_eta;
+            self.stats.weight_moves_accepted += 1;
+        }
+        Ok(accept)
     }
 
     /// Replaces the labels (same length, 0/1); `η` does not depend on them.

@@ -35,6 +35,8 @@
 //!   Cholesky update + downdate on acceptance, drift-checked refactorisation) and its refactorising
 //!   reference;
 //! * [`classification`]: the logistic model and its Laplace-proposal moves;
+//! * [`logistic`]: the posterior mode and Laplace approximation of logistic regression on fixed
+//!   features (the baselines' MAP fit, BaNK's joint weight move);
 //! * [`params`]: the parameters, which hyperparameters are learned, their data-driven defaults, and
 //!   what the prior on `f` is as `M` grows;
 //! * [`priors`]: the hyperpriors of the learned hyperparameters;
@@ -59,6 +61,7 @@ pub mod evidence;
 pub mod features;
 pub mod gbdt;
 pub mod gp;
+pub mod logistic;
 pub mod model;
 pub mod params;
 pub mod priors;

@@ -62,6 +62,9 @@ pub struct SweepStats {
     pub max_factor_drift: f64,
     /// Largest absolute drift of the log evidence seen at a refactorisation.
     pub max_evidence_drift: f64,
+    /// Classification: joint weight moves accepted (one proposed per sweep).
+    #[serde(default)]
+    pub weight_moves_accepted: usize,
 }
 
 /// The eigenvalues of `ΦᵀΦ` (or of `ΦΦᵀ` when `N < 2M`, `dual`) and the weights that make the

@@ -5,7 +5,7 @@
 //! Gibbs draw of the base scale `ψ₀` when it is learned ([`crate::dpmix`]), then one MH pass over the
 //! frequencies — regression: seed 001 eq. (12) with the evidence of seed 001 eq. (11) ([`crate::regression`]), followed by
 //! a slice update of `log λ₀`; classification: the joint `(W_j, β_j)` moves of §3.3.2
-//! ([`crate::classification`]), followed by the update of `s²`. Everything is driven by one seeded
+//! ([`crate::classification`]) and the joint weight move, followed by the update of `s²`. Everything is driven by one seeded
 //! ChaCha8 stream; parallel parts draw no random numbers, so results do not depend on the thread
 //! count.
 
@@ -165,7 +165,7 @@ fn fit<B: Backend>(
             for it in 0..params.iterations {
                 progress.checkpoint()?;
                 chain.learn = it >= warmup;
-                chain.classification(&mut st)?;
+                chain.classification::<B>(&mut st)?;
                 if retained.contains(&it) {
                     samples.push(ClassificationSample {
                         spectral: chain.spectral(st.w()),
@@ -239,9 +239,9 @@ impl Chain {
         })
     }
 
-    fn classification(&mut self, st: &mut ClassificationState) -> Result<(), BankError> {
+    fn classification<B: Backend>(&mut self, st: &mut ClassificationState) -> Result<(), BankError> {
         let hyper = self.hyper();
-        classification_sweep(st, &mut self.mixture, &mut self.mix, &hyper, &mut self.rng)?;
+        classification_sweep::<B, _>(st, &mut self.mixture, &mut self.mix, &hyper, &mut self.rng)?;
         self.stats.components.push(self.mixture.components.len());
         self.stats.log_target.push(st.log_joint());
         self.stats.psi0.push(self.mix.psi0);
@@ -304,9 +304,10 @@ pub fn regression_sweep<B: Backend, R: Rng>(
     Ok(accepted)
 }
 
-/// One classification iteration: the mixture moves, the joint `(W_j, β_j)` moves (§3.3.2), then the
-/// update of `s²` when it is learned. Returns the number of accepted frequency moves.
-pub fn classification_sweep<R: Rng>(
+/// One classification iteration: the mixture moves, the joint `(W_j, β_j)` moves (§3.3.2), the joint
+/// weight move ([`ClassificationState::joint_weight_move`]), then the update of `s²` when it is
+/// learned. Returns the number of accepted frequency moves.
+pub fn classification_sweep<B: Backend, R: Rng>(
     st: &mut ClassificationState,
     mixture: &mut Mixture,
     mix: &mut MixtureParams,
@@ -315,6 +316,7 @@ pub fn classification_sweep<R: Rng>(
 ) -> Result<usize, BankError> {
     let props = mixture_moves(mixture, mix, hyper.psi0.as_ref(), st.w(), rng)?;
     let accepted = st.sweep(&props, rng)?;
+    st.joint_weight_move::<B, R>(rng)?;
     if let Some(prior) = &hyper.weight_variance {
         st.resample_weight_variance(prior, rng);
     }

@@ -234,7 +234,9 @@ fn geweke_classification_sampler() {
     let mut accepted = 0;
     let mut y = vec![0.0; n];
     for _ in 0..iters {
-        accepted += classification_sweep(&mut st, &mut mixture, &mut mix, &hyper, &mut rng).unwrap();
+        accepted +=
+            classification_sweep::<DefaultBackend, _>(&mut st, &mut mixture, &mut mix, &hyper, &mut rng)
+                .unwrap();
         let w = st.w();
         let beta = st.beta();
         stats[0].push(w.iter().map(|v| v * v).sum::<f64>() / m as f64);
@@ -252,6 +254,8 @@ fn geweke_classification_sampler() {
     }
     let rate = accepted as f64 / (iters * m) as f64;
     assert!(rate > 0.05 && rate < 0.99, "acceptance rate {rate}");
+    let joint = st.stats.weight_moves_accepted as f64 / iters as f64;
+    assert!(joint > 0.05 && joint < 0.99, "joint weight move acceptance rate {joint}");
     let e_psi0 = PSI0.shape / PSI0.rate;
     let e_sigma = e_psi0 / (mix.nu0(1) - 2.0);
     let e_s2 = s2_prior.scale / (s2_prior.shape - 1.0);

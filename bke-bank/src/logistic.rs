@@ -1,0 +1,246 @@
+//! Bayesian logistic regression on a fixed feature matrix: the posterior mode and its Laplace
+//! approximation, shared by the RKS/MKL classification baselines ([`crate::baselines`]) and BaNK's
+//! joint weight move ([`crate::classification::ClassificationState::joint_weight_move`]).
+//!
+//! With features `Φ` (`N × F`), weights `β ~ N(0, s² I)`, intercept `β₀ ~ N(0, v₀)` and
+//! `η = Φβ + β₀`, the log posterior is, up to a constant,
+//! `L(β, β₀) = Σ_i [y_i η_i − log(1 + e^{η_i})] − ‖β‖²/(2s²) − β₀²/(2v₀)` (seed 001 §3.3.2). It is
+//! strictly concave; its gradient is `Φ̃ᵀ(y − σ(η)) − P b` and its negative Hessian
+//! `H = Φ̃ᵀ D Φ̃ + P` with `Φ̃ = [Φ, 1]`, `D = diag(σ(η_i)(1 − σ(η_i)))`, `P = diag(s⁻², …, s⁻², v₀⁻¹)`
+//! and `b = (β, β₀)`. Damped Newton from a given start reaches the unique mode `b̂`; the Laplace
+//! approximation is `N(b̂, H(b̂)⁻¹)`.
+
+use crate::classification::{sigmoid, softplus};
+use crate::error::BankError;
+use bke_linalg::{Backend, Mat, MatMut, Trans};
+
+/// The Laplace approximation `N(mode, H⁻¹)` of the posterior of `(β, β₀)` (module docs).
+#[derive(Debug, Clone)]
+pub struct WeightLaplace {
+    /// The posterior mode `(β̂, β̂₀)` (intercept last, length `F + 1`).
+    pub mode: Vec<f64>,
+    /// Lower Cholesky factor `L` of the negative Hessian `H = L Lᵀ` at the mode.
+    pub chol: Mat,
+    /// The log posterior `L(b̂)` at the mode (without the normalising constants of the priors).
+    pub log_posterior: f64,
+}
+
+/// `L(b)` (module docs) given `η`.
+pub fn log_posterior(y: &[f64], eta: &[f64], b: &[f64], s2: f64, v0: f64) -> f64 {
+    let f = b.len() - 1;
+    let ll: f64 = y.iter().zip(eta).map(|(yi, e)| yi * e - softplus(*e)).sum();
+    ll - b[..f].iter().map(|v| v * v).sum::<f64>() / (2.0 * s2) - b[f] * b[f] / (2.0 * v0)
+}
+
+/// `η = Φβ + β₀` into `eta`.
+pub fn linear_predictor<B: Backend>(phi: &Mat, b: &[f64], eta: &mut [f64]) -> Result<(), BankError> {
+    let f = phi.ncols();
+    B::gemv(1.0, phi.as_ref(), Trans::No, &b[..f], 0.0, eta)?;
+    for e in eta.iter_mut() {
+        *e += b[f];
+    }
+    Ok(())
+}
+
+/// The negative Hessian's Cholesky factor and the gradient of `L` at `b` (with `η` given).
+fn newton_terms<B: Backend>(
+    phi: &Mat,
+    y: &[f64],
+    eta: &[f64],
+    b: &[f64],
+    prior: (f64, f64),
+    design: &mut Mat,
+) -> Result<(Mat, Vec<f64>), BankError> {
+    let (n, f) = (phi.nrows(), phi.ncols());
+    let mut r = vec![0.0; n];
+    let mut sw = vec![0.0; n];
+    for i in 0..n {
+        let p = sigmoid(eta[i]);
+        r[i] = y[i] - p;
+        sw[i] = (p * (1.0 - p)).sqrt();
+    }
+    for c in 0..f {
+        let (src, dst) = (phi.col(c), design.col_mut(c));
+        for i in 0..n {
+            dst[i] = src[i] * sw[i];
+        }
+    }
+    design.col_mut(f).copy_from_slice(&sw);
+    let mut grad = vec![0.0; f + 1];
+    B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f])?;
+    grad[f] = r.iter().sum();
+    let mut h = Mat::zeros(f + 1, f + 1);
+    B::gemm(1.0, design.as_ref(), Trans::Yes, design.as_ref(), Trans::No, 0.0, h.as_mut())?;
+    for c in 0..=f {
+        let precision = if c < f { 1.0 / prior.0 } else { 1.0 / prior.1 };
+        grad[c] -= b[c] * precision;
+        h[(c, c)] += precision;
+    }
+    Ok((B::cholesky(h.as_ref())?, grad))
+}
+
+/// The Laplace approximation of the posterior of `(β, β₀)` given features `phi`, labels `y`, weight
+/// prior variance `s2` and intercept prior variance `v0`, by damped Newton from `start` (length
+/// `F + 1`; at most `iters` steps, stopping once the Newton decrement `gᵀH⁻¹g` falls below `1e-20`
+/// relative to `max(1, |L|)` — one Newton step past the usual tolerance, so the mode does not depend
+/// on the start beyond round-off — or the line search can no longer raise `L`).
+pub fn weight_laplace<B: Backend>(
+    phi: &Mat,
+    y: &[f64],
+    s2: f64,
+    v0: f64,
+    start: &[f64],
+    iters: usize,
+) -> Result<WeightLaplace, BankError> {
+    let (n, f) = (phi.nrows(), phi.ncols());
+    let mut b = start.to_vec();
+    let mut eta = vec![0.0; n];
+    linear_predictor::<B>(phi, &b, &mut eta)?;
+    let mut obj = log_posterior(y, &eta, &b, s2, v0);
+    let mut design = Mat::zeros(n, f + 1);
+    let mut cand_eta = vec![0.0; n];
+    let mut it = 0;
+    loop {
+        let (l, grad) = newton_terms::<B>(phi, y, &eta, &b, (s2, v0), &mut design)?;
+        let mut step = grad.clone();
+        B::cholesky_solve_vec_in_place(l.as_ref(), &mut step)?;
+        let decrement: f64 = step.iter().zip(&grad).map(|(s, g)| s * g).sum();
+        if it == iters || decrement < 1e-20 * obj.abs().max(1.0) {
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj });
+        }
+        it += 1;
+        let mut t = 1.0;
+        let mut moved = false;
+        for _ in 0..30 {
+            let cand: Vec<f64> = b.iter().zip(&step).map(|(v, s)| v + t * s).collect();
+            linear_predictor::<B>(phi, &cand, &mut cand_eta)?;
+            let o = log_posterior(y, &cand_eta, &cand, s2, v0);
+            if o >= obj {
+                b = cand;
+                std::mem::swap(&mut eta, &mut cand_eta);
+                obj = o;
+                moved = true;
+                break;
+            }
+            t *= 0.5;
+        }
+        if !moved {
+            // round-off level: H at the current b is the answer
+            let (l, _) = newton_terms::<B>(phi, y, &eta, &b, (s2, v0), &mut design)?;
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj });
+        }
+    }
+}
+
+impl WeightLaplace {
+    /// `log N(b | mode, H⁻¹)` up to the constant `−(F + 1)/2 · log 2π`:
+    /// `Σ log L_kk − ½‖Lᵀ(b − mode)‖²`.
+    pub fn log_density<B: Backend>(&self, b: &[f64]) -> Result<f64, BankError> {
+        let r: Vec<f64> = b.iter().zip(&self.mode).map(|(v, m)| v - m).collect();
+        let mut q = vec![0.0; r.len()];
+        B::gemv(1.0, self.chol.as_ref(), Trans::Yes, &r, 0.0, &mut q)?;
+        Ok(0.5 * B::cholesky_logdet(self.chol.as_ref()) - 0.5 * q.iter().map(|v| v * v).sum::<f64>())
+    }
+
+    /// `b = mode + L⁻ᵀ ξ` for standard normal `ξ` (a draw from `N(mode, H⁻¹)`).
+    pub fn draw<B: Backend>(&self, xi: &mut [f64]) -> Result<Vec<f64>, BankError> {
+        B::solve_lower_transpose_in_place(self.chol.as_ref(), MatMut::col_vector(xi))?;
+        Ok(self.mode.iter().zip(xi.iter()).map(|(m, z)| m + z).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bke_linalg::DefaultBackend as B;
+
+    fn problem() -> (Mat, Vec<f64>) {
+        let n = 80;
+        let phi = Mat::from_fn(n, 3, |i, c| ((i * (c + 2)) as f64 * 0.37).cos());
+        let y = (0..n)
+            .map(|i| if ((i as f64) * 0.61).sin() + 0.3 * phi[(i, 0)] > 0.0 { 1.0 } else { 0.0 })
+            .collect();
+        (phi, y)
+    }
+
+    /// The mode is stationary (central differences of `L`), `H` is the finite-difference Hessian, and
+    /// two different starts reach the same mode.
+    #[test]
+    fn mode_is_stationary_and_hessian_matches_finite_differences() {
+        let (phi, y) = problem();
+        let (s2, v0) = (2.0, 5.0);
+        let lap = weight_laplace::<B>(&phi, &y, s2, v0, &[0.0; 4], 50).unwrap();
+        let other = weight_laplace::<B>(&phi, &y, s2, v0, &[1.0, -2.0, 0.5, 3.0], 50).unwrap();
+        let obj = |b: &[f64]| {
+            let mut eta = vec![0.0; y.len()];
+            linear_predictor::<B>(&phi, b, &mut eta).unwrap();
+            log_posterior(&y, &eta, b, s2, v0)
+        };
+        assert!((obj(&lap.mode) - lap.log_posterior).abs() < 1e-12);
+        let h = 1e-4;
+        let mut hess = Mat::zeros(4, 4);
+        let mut hl = lap.chol.clone();
+        B::gemm(1.0, lap.chol.as_ref(), Trans::No, lap.chol.as_ref(), Trans::Yes, 0.0, hl.as_mut()).unwrap();
+        for a in 0..4 {
+            assert!((lap.mode[a] - other.mode[a]).abs() < 1e-8, "start dependence");
+            let mut bp = lap.mode.clone();
+            let mut bm = lap.mode.clone();
+            bp[a] += h;
+            bm[a] -= h;
+            let g = (obj(&bp) - obj(&bm)) / (2.0 * h);
+            assert!(g.abs() < 1e-6, "gradient {a} = {g}");
+            for c in 0..4 {
+                let mut pp = lap.mode.clone();
+                let mut pm = lap.mode.clone();
+                let mut mp = lap.mode.clone();
+                let mut mm = lap.mode.clone();
+                pp[a] += h;
+                pp[c] += h;
+                pm[a] += h;
+                pm[c] -= h;
+                mp[a] -= h;
+                mp[c] += h;
+                mm[a] -= h;
+                mm[c] -= h;
+                hess[(a, c)] = -(obj(&pp) - obj(&pm) - obj(&mp) + obj(&mm)) / (4.0 * h * h);
+                assert!((hess[(a, c)] - hl[(a, c)]).abs() < 1e-4 * hl[(a, a)].max(1.0), "H[{a},{c}]");
+            }
+        }
+    }
+
+    /// Draws from the approximation have its mean and covariance `H⁻¹`, and `log_density` is the
+    /// Gaussian log density (difference between two points against the dense quadratic form).
+    #[test]
+    fn draws_and_density_match_the_gaussian() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, StandardNormal};
+        let (phi, y) = problem();
+        let lap = weight_laplace::<B>(&phi, &y, 1.0, 1.0, &[0.0; 4], 50).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let k = 20_000;
+        let mut sum = [0.0; 4];
+        let mut sq = [0.0; 4];
+        for _ in 0..k {
+            let mut xi: Vec<f64> = (0..4).map(|_| StandardNormal.sample(&mut rng)).collect();
+            let b = lap.draw::<B>(&mut xi).unwrap();
+            for a in 0..4 {
+                sum[a] += b[a] - lap.mode[a];
+                sq[a] += (b[a] - lap.mode[a]).powi(2);
+            }
+        }
+        let mut cov = Mat::identity(4);
+        B::cholesky_solve_in_place(lap.chol.as_ref(), cov.as_mut()).unwrap();
+        for a in 0..4 {
+            let sd = cov[(a, a)].sqrt();
+            assert!((sum[a] / k as f64).abs() < 5.0 * sd / (k as f64).sqrt());
+            assert!((sq[a] / k as f64 / cov[(a, a)] - 1.0).abs() < 5.0 * (2.0 / k as f64).sqrt());
+        }
+        let b = [0.3, -0.2, 0.1, 0.4];
+        let r: Vec<f64> = b.iter().zip(&lap.mode).map(|(v, m)| v - m).collect();
+        let mut hl = Mat::zeros(4, 4);
+        B::gemm(1.0, lap.chol.as_ref(), Trans::No, lap.chol.as_ref(), Trans::Yes, 0.0, hl.as_mut()).unwrap();
+        let quad: f64 = (0..4).map(|a| (0..4).map(|c| r[a] * hl[(a, c)] * r[c]).sum::<f64>()).sum();
+        let diff = lap.log_density::<B>(&b).unwrap() - lap.log_density::<B>(&lap.mode).unwrap();
+        assert!((diff + 0.5 * quad).abs() < 1e-10);
+    }
+}
