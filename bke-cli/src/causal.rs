@@ -20,7 +20,9 @@ use std::path::PathBuf;
 #[derive(Subcommand)]
 pub enum CausalCommand {
     /// The PC algorithm (stable version) with kernel conditional-independence tests: prints the
-    /// CPDAG, every test and its p-value.
+    /// CPDAG, every test and its p-value. Here --select defaults to bkl-bayes (single-kernel bkl
+    /// picks its resolution limit on one-dimensional residuals and loses power; see
+    /// bke_core::causal::ci).
     Pc(Box<PcArgs>),
 }
 
@@ -115,7 +117,7 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     let data = CausalData::new(names, values, time).with_context(|| table.path.clone())?;
 
     let mut selection = a.selection.clone();
-    selection.select.get_or_insert(Select::Bkl);
+    selection.select.get_or_insert(Select::BklBayes);
     let mut params = PcParams { alpha: a.alpha, max_condition: a.max_condition, ..PcParams::default() };
     params.prewhiten = Prewhitening::parse(&a.prewhiten)?;
     params.ci.selection = selection.rule(a.lengthscale, a.seed, false)?;

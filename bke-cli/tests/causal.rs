@@ -90,3 +90,16 @@ fn pc_errors_name_the_problem() {
     let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--columns", "a"]);
     assert!(!ok && err.contains("at least 2 variables"), "{err}");
 }
+
+#[test]
+fn pc_defaults_to_bkl_bayes_and_still_offers_bkl() {
+    let f = write_in("causal", "default.csv", &collider_csv());
+    let base = ["causal", "pc", "--data", f.to_str().unwrap(), "--columns", "a,c", "--permutations", "50"];
+    let (ok, json, err) = bke(&base);
+    assert!(ok, "{err}");
+    assert_eq!(json["selection"], "bkl-bayes");
+    assert_eq!(json["edges"].as_array().unwrap().len(), 1, "a → c is strong: {json}");
+    let (ok, json, err) = bke(&[&base[..], &["--select", "bkl"]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(json["selection"], "bkl");
+}

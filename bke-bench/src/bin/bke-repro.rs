@@ -88,7 +88,7 @@ const REPROS: &[Repro] = &[
     ),
     (
         "fig4",
-        "seed 000 Fig. 4: PC causal discovery on ozone, BKL vs median heuristic; CI-test level/power; random-DAG SHD",
+        "seed 000 Fig. 4: PC causal discovery on ozone, BKL / BKL-Bayes / HSICAgg vs median heuristic; CI-test level/power; random-DAG SHD",
         bke_bench::repro::fig4::run,
     ),
     (

@@ -134,7 +134,7 @@ pub struct PcResult {
     pub tests: Vec<TestRecord>,
     /// The level α of the tests.
     pub alpha: f64,
-    /// The kernel selection: "bkl", "median" or "fixed".
+    /// The kernel selection: "bkl-bayes", "bkl", "hsicagg", "median" or "fixed".
     pub selection: String,
     /// The pre-whitening applied.
     pub prewhitening: WhiteningRecord,
