@@ -12,6 +12,13 @@
 //! `∂/∂μ_k = Σ_{j∈k} ∂/∂ω_j`. `λ = 1/s²` with `s²` chosen by the Laplace evidence of the logistic
 //! model at the starting frequencies (as for RKS); the start is `M_k = (k+1)/ℓ · I`, `μ_k = 0`,
 //! `a_k = 1` and that model's MAP weights; L-BFGS runs from there.
+//!
+//! Early stopping: the joint optimum over weights and frequencies overfits small data (on pima,
+//! 5-fold error .24 after one L-BFGS iteration, .30 after 30, .36 after 100). As the seed picks
+//! parameters on validation sets (§4.2), the number of iterations is chosen from
+//! [`ITERATION_GRID`] (capped at `max_iterations`) by the held-out log-loss of a fit on a random
+//! 80 % of the training rows, started the same way; the final fit runs that many iterations on all
+//! rows.
 
 use crate::baselines::{Baseline, BaselineModel, logistic_map};
 use crate::classification::{sigmoid, softplus};
@@ -34,7 +41,8 @@ pub struct RfoParams {
     pub components: usize,
     /// Candidate weight prior variances `s²` (`λ = 1/s²`). Default `[0.1, 1, 10, 100]`.
     pub prior_variances: Vec<f64>,
-    /// L-BFGS iterations. Default 100.
+    /// Largest number of L-BFGS iterations; the count is chosen by validation (module docs).
+    /// Default 100.
     pub max_iterations: usize,
     /// Seed of the base draws.
     pub seed: u64,
@@ -84,6 +92,13 @@ impl RfoProblem {
         let d = x.ncols();
         let w = (0..m * d).map(|_| rng.sample(StandardNormal)).collect();
         Self { x, y, w, owner: (0..m).map(|j| j % k).collect(), k, lambda }
+    }
+
+    /// The same problem (base draws, components, penalty) on the rows `rows` only.
+    fn restricted(&self, rows: &[usize]) -> Self {
+        let x = Mat::from_fn(rows.len(), self.x.ncols(), |i, a| self.x[(rows[i], a)]);
+        let y = rows.iter().map(|&i| self.y[i]).collect();
+        Self { x, y, w: self.w.clone(), owner: self.owner.clone(), k: self.k, lambda: self.lambda }
     }
 
     fn m(&self) -> usize {
@@ -192,35 +207,13 @@ fn fit<B: Backend>(p: &RfoParams, data: &Dataset) -> Result<BaselineModel, BankE
     check_labels(data.y())?;
     let inputs = Standardizer::fit(data.x());
     let xs = inputs.apply(data.x());
-    let d = xs.ncols();
     let ell = crate::baselines::median_or_one(&xs);
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
     let mut prob = RfoProblem::new(xs, data.y().to_vec(), p.frequencies, p.components, 1.0, &mut rng);
+    let iterations = validated_iterations::<B>(&prob, p, ell, &mut rng)?;
+    let (u, s2) = start::<B>(&mut prob, p, ell)?;
+    let u = optimise::<B>(&prob, u, iterations);
     let (f, m) = (2 * p.frequencies, p.frequencies);
-    let (v, mm, _, _) = prob.offsets();
-    let mut u = vec![0.0; prob.n_params()];
-    for k in 0..p.components {
-        for a in 0..d {
-            u[mm + k * d * d + a * d + a] = (k + 1) as f64 / ell;
-        }
-    }
-    // λ and the starting weights: the Laplace-evidence choice of the logistic model at the start
-    let om = prob.frequencies(&u);
-    let mut phi = Mat::zeros(prob.x.nrows(), f);
-    fill_features(&prob.x, &om, m, &mut phi);
-    let mut best: Option<(f64, Vec<f64>, f64)> = None;
-    for &s2 in &p.prior_variances {
-        let (beta, ev) = logistic_map::<B>(&phi, &prob.y, s2, 25)?;
-        if best.as_ref().is_none_or(|b| ev > b.0) {
-            best = Some((ev, beta, s2));
-        }
-    }
-    let (_, beta, s2) = best.expect("at least one prior variance");
-    u[..=f].copy_from_slice(&beta);
-    prob.lambda = 1.0 / s2;
-    let _ = v;
-    let opts = LbfgsOptions { max_iter: p.max_iterations, ..Default::default() };
-    let u = minimize(|u| prob.objective::<B>(u), u.clone(), opts).map(|r| r.x).unwrap_or(u);
     let w = prob.frequencies(&u);
     let (vo, _, _, _) = prob.offsets();
     let mut out = u[..=f].to_vec();
@@ -239,6 +232,76 @@ fn fit<B: Backend>(p: &RfoParams, data: &Dataset) -> Result<BaselineModel, BankE
         y_scale: 1.0,
         chosen_prior: s2,
     })
+}
+
+/// Candidate L-BFGS iteration counts of the early-stopping choice (module docs).
+pub const ITERATION_GRID: [usize; 6] = [1, 3, 10, 30, 100, 300];
+
+/// The starting point (module docs) and its prior variance `s²`; sets `prob.lambda = 1/s²`.
+fn start<B: Backend>(prob: &mut RfoProblem, p: &RfoParams, ell: f64) -> Result<(Vec<f64>, f64), BankError> {
+    let (d, f, m) = (prob.x.ncols(), 2 * p.frequencies, p.frequencies);
+    let (_, mm, _, _) = prob.offsets();
+    let mut u = vec![0.0; prob.n_params()];
+    for k in 0..p.components {
+        for a in 0..d {
+            u[mm + k * d * d + a * d + a] = (k + 1) as f64 / ell;
+        }
+    }
+    let om = prob.frequencies(&u);
+    let mut phi = Mat::zeros(prob.x.nrows(), f);
+    fill_features(&prob.x, &om, m, &mut phi);
+    let mut best: Option<(f64, Vec<f64>, f64)> = None;
+    for &s2 in &p.prior_variances {
+        let (beta, ev) = logistic_map::<B>(&phi, &prob.y, s2, 25)?;
+        if best.as_ref().is_none_or(|b| ev > b.0) {
+            best = Some((ev, beta, s2));
+        }
+    }
+    let (_, beta, s2) = best.expect("at least one prior variance");
+    u[..=f].copy_from_slice(&beta);
+    prob.lambda = 1.0 / s2;
+    Ok((u, s2))
+}
+
+/// `iterations` L-BFGS iterations from `u` (the start itself when the objective cannot be evaluated).
+fn optimise<B: Backend>(prob: &RfoProblem, u: Vec<f64>, iterations: usize) -> Vec<f64> {
+    let opts = LbfgsOptions { max_iter: iterations, ..Default::default() };
+    minimize(|u| prob.objective::<B>(u), u.clone(), opts).map(|r| r.x).unwrap_or(u)
+}
+
+/// The iteration count of [`ITERATION_GRID`] (capped at `max_iterations`) with the lowest held-out
+/// log-loss when fitted on a random 80 % of the rows; `max_iterations` when there are too few rows
+/// (fewer than 10 in either part) to hold any out.
+fn validated_iterations<B: Backend>(
+    prob: &RfoProblem,
+    p: &RfoParams,
+    ell: f64,
+    rng: &mut impl Rng,
+) -> Result<usize, BankError> {
+    let n = prob.x.nrows();
+    let mut grid: Vec<usize> = ITERATION_GRID.iter().map(|&t| t.min(p.max_iterations)).collect();
+    grid.dedup();
+    let held = n / 5;
+    if held < 10 || grid.len() == 1 {
+        return Ok(p.max_iterations);
+    }
+    let mut rows: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        rows.swap(i, rng.random_range(0..=i));
+    }
+    let mut train = prob.restricted(&rows[held..]);
+    let mut valid = prob.restricted(&rows[..held]);
+    let (u0, _) = start::<B>(&mut train, p, ell)?;
+    valid.lambda = 0.0;
+    let mut best = (f64::INFINITY, p.max_iterations);
+    for &t in &grid {
+        let u = optimise::<B>(&train, u0.clone(), t);
+        let loss = valid.objective::<B>(&u).map_or(f64::INFINITY, |(v, _)| v);
+        if loss < best.0 {
+            best = (loss, t);
+        }
+    }
+    Ok(best.1)
 }
 
 #[cfg(test)]
@@ -265,5 +328,20 @@ mod tests {
                 / (2.0 * h);
             assert!((fd - g[k]).abs() < 1e-6 * fd.abs().max(1.0), "parameter {k}: {fd} vs {}", g[k]);
         }
+    }
+
+    /// On labels independent of the inputs every iteration fits noise, so the held-out log-loss
+    /// must choose one of the shortest runs; on too few rows nothing is held out.
+    #[test]
+    fn early_stopping_stops_early_on_noise() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let x = Mat::from_fn(200, 2, |_, _| rng.sample::<f64, _>(StandardNormal));
+        let y: Vec<f64> = (0..200).map(|_| if rng.random::<bool>() { 1.0 } else { 0.0 }).collect();
+        let p = RfoParams { frequencies: 32, ..Default::default() };
+        let prob = RfoProblem::new(x.clone(), y.clone(), 32, 2, 1.0, &mut rng);
+        let t = validated_iterations::<DefaultBackend>(&prob, &p, 1.0, &mut rng).unwrap();
+        assert!(t <= 10, "chose {t} iterations on pure noise");
+        let small = prob.restricted(&(0..40).collect::<Vec<_>>());
+        assert_eq!(validated_iterations::<DefaultBackend>(&small, &p, 1.0, &mut rng).unwrap(), 100);
     }
 }

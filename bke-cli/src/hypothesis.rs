@@ -77,7 +77,7 @@ pub enum AggKernels {
 /// How the lengthscale is chosen (shared by the tests and the witness).
 #[derive(Args, Clone, Debug)]
 pub struct Selection {
-    /// How to choose the kernel(s) when no lengthscale is given [default: median].
+    /// How to choose the kernel(s) when no lengthscale is given [default: median; `causal pc`: bkl-bayes].
     #[arg(long, value_enum)]
     pub select: Option<Select>,
     /// Median-heuristic convention.
