@@ -1,0 +1,169 @@
+//! Tests of [`super`]: kernel selection for the tests.
+use super::*;
+use bke_linalg::DefaultBackend;
+
+fn select(x: &Points, s: &LengthscaleSelection) -> SelectedKernels {
+    select_kernels::<DefaultBackend>(x, s, TestKind::TwoSample, &()).unwrap()
+}
+
+#[test]
+fn fixed_and_median() {
+    let x = Points::from_1d("x", &[0.0, 1.0, 3.0, 7.0]).unwrap();
+    let f = select(&x, &LengthscaleSelection::Fixed(0.3));
+    assert_eq!(f.kernels, vec![WeightedKernel::gaussian(0.3)]);
+    assert!(
+        select_kernels::<DefaultBackend>(&x, &LengthscaleSelection::Fixed(-1.0), TestKind::TwoSample, &())
+            .is_err()
+    );
+    let m = select(&x, &LengthscaleSelection::default());
+    assert_eq!((m.kernels[0].lengthscale, m.median_convention), (3.5, Some(MedianConvention::Muandet)));
+    assert!(LengthscaleSelection::Fuse(Families::Both).validate(TestKind::Independence).is_err());
+}
+
+/// Every selection is a function of the multiset: shuffling the points changes nothing.
+#[test]
+fn selections_ignore_the_order_of_the_points() {
+    let data: Vec<f64> =
+        (0..300).map(|i| ((i * 7919 % 601) as f64 / 60.0).sin() * 2.0 + (i % 3) as f64).collect();
+    let x = Points::new("x", data, 2).unwrap();
+    let shuffled = x.select(&(0..150).map(|i| (i * 37) % 150).collect::<Vec<_>>());
+    for s in [
+        LengthscaleSelection::default(),
+        LengthscaleSelection::bkl(3),
+        LengthscaleSelection::Agg(AggParams::default()),
+        LengthscaleSelection::Fuse(Families::Both),
+        LengthscaleSelection::BklBayes(BklParams::default()),
+    ] {
+        assert_eq!(select(&x, &s), select(&shuffled, &s), "{s:?}");
+    }
+}
+
+/// BKL picks the within-cluster scale on well-separated tight clusters, where the median heuristic
+/// picks the between-cluster distance; the choice is the best optimum it reports.
+#[test]
+fn bkl_finds_the_cluster_scale() {
+    let mut data = Vec::new();
+    for c in 0..4 {
+        for i in 0..40 {
+            let u = ((i * 37 + c * 11) % 41) as f64 / 40.0 - 0.5;
+            let v = ((i * 17 + c * 5) % 43) as f64 / 42.0 - 0.5;
+            data.push(10.0 * (c % 2) as f64 + 0.6 * u);
+            data.push(10.0 * (c / 2) as f64 + 0.6 * v);
+        }
+    }
+    let x = Points::new("x", data, 2).unwrap();
+    let s = select(&x, &LengthscaleSelection::bkl(0));
+    let med = select(&x, &LengthscaleSelection::default());
+    let b = s.bkl.as_ref().unwrap();
+    let theta = s.kernels[0].lengthscale;
+    assert!(
+        theta < 2.0 && med.kernels[0].lengthscale > 5.0,
+        "bkl {theta} median {}",
+        med.kernels[0].lengthscale
+    );
+    assert_eq!(b.local_optima[0].0, theta);
+    assert!(theta >= b.resolution && b.resolution > 0.0, "{b:?}");
+    assert_eq!(b.landmarks, 100);
+    let small = x.select(&(0..60).map(|i| i * 2).collect::<Vec<_>>());
+    assert_eq!(select(&small, &LengthscaleSelection::bkl(0)).bkl.unwrap().landmarks, 12);
+}
+
+/// The BKL-Bayes weights are the tempered posterior masses of the scan cells: recomputed here from
+/// the scan of an independent ML-II fit.
+#[test]
+fn bkl_bayes_weights_are_the_tempered_posterior() {
+    let data: Vec<f64> =
+        (0..200).map(|i| (i as f64 * 0.61803).fract() * if i % 2 == 0 { 1.0 } else { 3.0 }).collect();
+    let x = Points::from_1d("x", &data).unwrap();
+    let p = BklParams::default();
+    let s = select(&x, &LengthscaleSelection::BklBayes(p.clone()));
+    let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
+    let top = r.scan.iter().map(|v| v.log_marginal).fold(f64::NEG_INFINITY, f64::max);
+    let mut mass = [0.0; 11];
+    for (j, l) in r.scan.iter().map(|v| v.log_marginal).enumerate() {
+        mass[(j + 2) / 4] += ((l - top) / r.n_data as f64).exp();
+    }
+    let largest = mass.iter().copied().fold(0.0, f64::max);
+    let kept: Vec<usize> = (0..11).filter(|&c| mass[c] >= 1e-3 * largest).collect();
+    let total: f64 = kept.iter().map(|&c| mass[c]).sum();
+    // the posterior kernels first, at (1 − ε) of their mass, then the 20 MMDAgg kernels at ε/20
+    let prior = mmdagg_collection(&x, &Families::Both.list(), 10, BandwidthWeights::Uniform).unwrap();
+    assert_eq!(s.kernels.len(), kept.len() + prior.len());
+    for (k, &c) in s.kernels.iter().zip(&kept) {
+        assert_eq!((k.family, k.lengthscale), (TestFamily::Gaussian, r.scan[4 * c].lengthscale));
+        assert!((k.weight - (1.0 - PRIOR_SHARE) * mass[c] / total).abs() < 1e-12);
+    }
+    for (k, u) in s.kernels[kept.len()..].iter().zip(&prior) {
+        assert_eq!((k.family, k.lengthscale), (u.family, u.lengthscale));
+        assert!((k.weight - PRIOR_SHARE / 20.0).abs() < 1e-15);
+    }
+    assert!((s.kernels.iter().map(|k| k.weight).sum::<f64>() - 1.0).abs() < 1e-12);
+    // HSIC: the prior is the variable's 5 HSICAgg bandwidths
+    let h =
+        select_kernels::<DefaultBackend>(&x, &LengthscaleSelection::BklBayes(p), TestKind::Independence, &())
+            .unwrap();
+    assert_eq!(h.kernels.len(), kept.len() + 5);
+    assert_eq!(h.kernels[kept.len()].lengthscale, hsicagg_lengthscales(&x).unwrap()[0]);
+}
+
+/// A kernel in both collections gets both shares.
+#[test]
+fn contamination_merges_shared_kernels() {
+    let post = [
+        WeightedKernel { weight: 0.75, ..WeightedKernel::gaussian(1.0) },
+        WeightedKernel { weight: 0.25, ..WeightedKernel::gaussian(2.0) },
+    ];
+    let prior = [
+        WeightedKernel { weight: 0.5, ..WeightedKernel::gaussian(2.0) },
+        WeightedKernel { family: TestFamily::LaplaceL1, lengthscale: 2.0, weight: 0.5 },
+    ];
+    let w: Vec<f64> = contaminate(&post, &prior, 0.5).iter().map(|k| k.weight).collect();
+    assert_eq!(w, vec![0.375, 0.125 + 0.25, 0.25]);
+}
+
+fn uniform(n: usize, d: usize, seed: u64) -> Points {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    Points::new("u", (0..n * d).map(|_| rng.random::<f64>()).collect(), d).unwrap()
+}
+
+/// For a Poisson sample of intensity `h^{−D}` the spacing estimate is `h`: uniform landmarks on the
+/// unit interval and square, `h = m^{−1/D}`, within the estimate's sampling error.
+#[test]
+fn landmark_spacing_of_a_uniform_sample() {
+    for (d, m) in [(1, 2000), (2, 2000), (3, 3000)] {
+        let h = landmark_spacing(&uniform(m, d, 7));
+        let expect = (m as f64).powf(-1.0 / d as f64);
+        // boundary effects lengthen nearest-neighbour distances a little in d = 3
+        assert!((h / expect - 1.0).abs() < 0.08, "d = {d}: {h} vs {expect}");
+    }
+    assert_eq!(landmark_spacing(&uniform(1, 2, 0)), 0.0);
+}
+
+/// On uniform 1-D data the global optimum of the pseudolikelihood lies below the landmark spacing
+/// (the degenerate optimum, module docs): BKL rejects it and takes the best resolved value,
+/// recomputed here from the fit's scan and optima.
+#[test]
+fn bkl_rejects_the_sub_resolution_optimum() {
+    let x = uniform(600, 1, 3);
+    let p = BklParams::default();
+    let s = select(&x, &LengthscaleSelection::Bkl(p.clone()));
+    let b = s.bkl.as_ref().unwrap();
+    let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
+    let h = landmark_spacing(&r.landmarks);
+    // 100 landmarks on [0, 1]: h ≈ 0.01; the degenerate optimum sits near 0.6 h
+    assert!((h - 0.01).abs() < 0.004, "{h}");
+    assert!(r.local_optima[0].lengthscales[0] < h, "{:?}", r.local_optima);
+    let limit = r.scan.iter().find(|v| v.lengthscale >= h).unwrap();
+    assert_eq!(b.resolution, limit.lengthscale);
+    let best = r
+        .local_optima
+        .iter()
+        .filter(|o| !o.at_boundary && o.lengthscales[0] >= limit.lengthscale)
+        .map(|o| (o.lengthscales[0], o.log_marginal))
+        .chain([(limit.lengthscale, limit.log_marginal)])
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap();
+    assert_eq!((s.kernels[0].lengthscale, b.log_marginal), best);
+    assert!(s.kernels[0].lengthscale >= h && s.kernels[0].lengthscale < 0.1 * b.median_distance);
+}
