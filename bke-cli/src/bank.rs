@@ -110,6 +110,8 @@ pub struct PredictArgs {
     #[arg(long)]
     data: PathBuf,
     #[command(flatten)]
+    out: crate::table_out::OutArgs,
+    #[command(flatten)]
     exec: ExecArgs,
 }
 
@@ -246,7 +248,10 @@ fn run_fit(a: FitArgs) -> anyhow::Result<()> {
 fn run_predict(a: PredictArgs) -> anyhow::Result<()> {
     let saved = model_file::load::<BankModel>(&a.model)?;
     let x = io::read_points(&a.data, Some(&saved.columns))?;
-    io::emit(&a.exec.run(Job::Predict(saved.model, x))?)
+    let rows = x.len();
+    let mut out = a.exec.run(Job::Predict(saved.model, x))?;
+    a.out.divert(&mut out, rows, &["mean", "variance", "probability"])?;
+    io::emit(&out)
 }
 
 fn run_cv(a: CvArgs) -> anyhow::Result<()> {

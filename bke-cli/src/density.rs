@@ -86,6 +86,8 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
     #[command(flatten)]
+    out: crate::table_out::OutArgs,
+    #[command(flatten)]
     exec: ExecArgs,
 }
 
@@ -226,7 +228,10 @@ pub fn run(cmd: DensityCommand) -> anyhow::Result<()> {
         DensityCommand::Eval(a) => {
             let saved = model_file::load::<KernelStudentT>(&a.model)?;
             let q = query_points(&a, &saved.columns, saved.model.dim())?;
-            a.exec.run(UseJob::Eval { model: saved.model, q })?
+            let rows = q.len();
+            let mut v = a.exec.run(UseJob::Eval { model: saved.model, q })?;
+            a.out.divert(&mut v, rows, &["log_density"])?;
+            v
         }
         DensityCommand::Sample(a) => {
             let saved = model_file::load::<KernelStudentT>(&a.model)?;

@@ -159,6 +159,8 @@ struct PredictArgs {
     #[arg(long, value_delimiter = ',')]
     at_cols: Option<Vec<String>>,
     #[command(flatten)]
+    out: crate::table_out::OutArgs,
+    #[command(flatten)]
     exec: ExecArgs,
 }
 
@@ -501,7 +503,10 @@ fn predict(a: PredictArgs) -> anyhow::Result<Value> {
             at.dim(),
         );
     }
-    a.exec.run(PredictJob { model, at })
+    let rows = at.len();
+    let mut out = a.exec.run(PredictJob { model, at })?;
+    a.out.divert(&mut out, rows, &["mean", "variance"])?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -616,6 +621,11 @@ mod tests {
         }
     }
 
+    fn predict_at(model: PathBuf, at: PathBuf) -> Value {
+        predict(PredictArgs { model, at, at_cols: None, out: Default::default(), exec: ExecArgs::default() })
+            .unwrap()
+    }
+
     #[test]
     fn fit_writes_a_model_that_predict_reads_back() {
         const T: &str = "fit";
@@ -623,9 +633,7 @@ mod tests {
         let out = fit_cmd(fit_args(T, Some(model.clone()), None)).unwrap();
         assert_eq!(out["start_log_marginals"].as_array().unwrap().len(), 2);
         let at = write(T, "at.csv", "x", &[-0.5, 0.0, 0.5]);
-        let pred =
-            predict(PredictArgs { model: model.clone(), at, at_cols: None, exec: ExecArgs::default() })
-                .unwrap();
+        let pred = predict_at(model.clone(), at);
         assert!(
             (pred["log_marginal"].as_f64().unwrap() - out["log_marginal"].as_f64().unwrap()).abs() < 1e-8,
             "{pred} {out}"
@@ -649,7 +657,7 @@ mod tests {
         let model = dir(T).join("old.json");
         std::fs::write(&model, legacy.to_string()).unwrap();
         let at = write(T, "at.csv", "x", &[0.0]);
-        let pred = predict(PredictArgs { model, at, at_cols: None, exec: ExecArgs::default() }).unwrap();
+        let pred = predict_at(model, at);
         assert!(pred["mean"][0].as_f64().unwrap().is_finite() && pred["log_marginal"].as_f64().is_some());
     }
 
@@ -663,9 +671,7 @@ mod tests {
         assert_eq!(out["model"], "parametric");
         assert_eq!(out["start_log_marginals"].as_array().unwrap().len(), 2);
         let at = write(T, "at.csv", "x", &[-0.5, 0.5]);
-        let pred =
-            predict(PredictArgs { model: model.clone(), at, at_cols: None, exec: ExecArgs::default() })
-                .unwrap();
+        let pred = predict_at(model.clone(), at);
         assert!(
             (pred["log_marginal"].as_f64().unwrap() - out["log_marginal"].as_f64().unwrap()).abs() < 1e-9
         );

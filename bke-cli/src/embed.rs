@@ -1,12 +1,14 @@
 //! `bke embed …`: the Bayesian Kernel Embedding model (bke-core `embedding`): the marginal
 //! pseudolikelihood and its gradient, ML-II kernel learning, and the posterior of the embedding.
 
+use crate::chunks::PointChunks;
 use crate::exec::{Bar, ExecArgs};
 use crate::io;
+use crate::table_out::OutArgs;
 use anyhow::{Context, bail};
 use bke_core::embedding::{
-    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, LengthscaleGrid, default_num_landmarks,
-    marginal_pseudolikelihood,
+    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, LengthscaleGrid, PseudolikelihoodPlan,
+    default_num_landmarks,
 };
 use bke_core::{Params, Points, Predict};
 use bke_linalg::{Backend, WithBackend};
@@ -18,7 +20,8 @@ use std::path::{Path, PathBuf};
 #[derive(Subcommand)]
 pub enum EmbedCommand {
     /// Log marginal pseudolikelihood (seed 000 eq. (15) via eq. (33), with the log-Jacobian) and its gradient
-    /// w.r.t. log lengthscale(s) and log tau2.
+    /// w.r.t. log lengthscale(s) and log tau2. The data file is read in chunks and streamed through the
+    /// fused pass, so memory stays flat in the number of rows.
     Loglik(Box<LoglikArgs>),
     /// ML-II kernel learning: log-grid scan plus L-BFGS polishing; reports every local optimum and the
     /// median heuristic.
@@ -49,6 +52,11 @@ pub struct Common {
 impl Common {
     fn read(&self, path: &Path) -> anyhow::Result<Points> {
         io::read_points(path, self.columns.as_deref())
+    }
+
+    /// The data (`--data`) in chunks ([`PointChunks`]).
+    fn stream_data(&self) -> anyhow::Result<PointChunks> {
+        PointChunks::open(&self.data, self.columns.as_deref())
     }
 
     /// The data (`--data`), with a note on integer-valued columns.
@@ -134,6 +142,8 @@ pub struct PosteriorArgs {
     /// Condition on μ̂ at these points instead of at the data (O(p³) instead of O(n³)).
     #[arg(long)]
     landmarks: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutArgs,
 }
 
 /// The numbers of a `--lengthscale` list (their validity is the library's to check).
@@ -144,9 +154,9 @@ fn parse_lengthscale(s: &str) -> anyhow::Result<Vec<f64>> {
 }
 
 enum Job {
-    Loglik { x: Points, z: Points, params: BkeParams },
+    Loglik { x: PointChunks, z: Points, params: BkeParams },
     Fit { x: Points, params: EmbeddingParams },
-    Posterior { x: Points, q: Points, w: Option<Points>, params: BkeParams },
+    Posterior { x: Points, q: Points, w: Option<Points>, params: BkeParams, out: OutArgs },
 }
 
 impl WithBackend for Job {
@@ -154,10 +164,10 @@ impl WithBackend for Job {
     fn run<B: Backend>(self) -> Self::Output {
         match self {
             Job::Loglik { x, z, params } => {
-                let ml = marginal_pseudolikelihood::<B>(&x, &z, &params)?.finite()?;
-                let extra = json!({"n": x.len(), "m": z.len(), "prior": params.prior,
+                let (ml, n) = streamed_loglik::<B>(x, &z, &params)?;
+                let extra = json!({"n": n, "m": z.len(), "prior": params.prior,
                                    "jacobian": params.jacobian, "backend": B::NAME});
-                io::merge(&ml, extra)
+                io::merge(&ml.finite()?, extra)
             }
             Job::Fit { x, params } => {
                 let bar = Bar::new("ML-II");
@@ -165,17 +175,45 @@ impl WithBackend for Job {
                 bar.finish();
                 io::merge(&fitted, json!({"backend": B::NAME}))
             }
-            Job::Posterior { x, q, w, params } => {
+            Job::Posterior { x, q, w, params, out } => {
                 let post = match &w {
                     Some(w) => BkePosterior::conditioned_at::<B>(&params, &x, w)?,
                     None => params.check()?.fit::<B>(&x)?,
                 };
                 let extra = json!({"conditioning_points": post.conditioning_points().len(),
                                    "jitter": post.jitter(), "prior": params.prior, "backend": B::NAME});
-                io::merge(&post.predict::<B>(&q)?, extra)
+                let mut v = io::merge(&post.predict::<B>(&q)?, extra)?;
+                out.divert(&mut v, q.len(), &["mean", "variance"])?;
+                Ok(v)
             }
         }
     }
+}
+
+/// `bke embed loglik` from the file: the data chunks are pushed through the streaming pass of
+/// [`PseudolikelihoodPlan`], whose result is bitwise identical to `marginal_pseudolikelihood` on the
+/// whole data (the same blocks, merged in the same order) for any thread count. The first chunk is
+/// read before the landmarks are checked, so a data/landmark dimension mismatch is reported as the
+/// whole-data function reports it. Returns the result and the number of rows.
+fn streamed_loglik<B: Backend>(
+    mut x: PointChunks,
+    z: &Points,
+    params: &BkeParams,
+) -> anyhow::Result<(bke_core::embedding::MarginalLikelihood, usize)> {
+    let first = x.next_chunk()?;
+    if let Some(c) = &first {
+        c.check_dim("landmarks", z.dim())?;
+    }
+    let plan = PseudolikelihoodPlan::new(z, params)?;
+    let mut stream = plan.stream();
+    let mut chunk = first;
+    while let Some(c) = chunk {
+        stream.push(&c)?;
+        chunk = x.next_chunk()?;
+    }
+    x.note_integer_columns();
+    let n = stream.len();
+    Ok((stream.finish::<B>()?, n))
 }
 
 /// Runs a `bke embed` command.
@@ -187,7 +225,7 @@ pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
             let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2)
                 .with_prior(c.prior()?)
                 .with_jacobian(!a.no_jacobian);
-            (c.exec.clone(), Job::Loglik { x: c.read_data()?, z: c.read(&a.landmarks)?, params })
+            (c.exec.clone(), Job::Loglik { x: c.stream_data()?, z: c.read(&a.landmarks)?, params })
         }
         EmbedCommand::Fit(a) => {
             let c = &a.common;
@@ -216,7 +254,10 @@ pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
             let c = &a.common;
             let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2).with_prior(c.prior()?);
             let w = a.landmarks.as_ref().map(|p| c.read(p)).transpose()?;
-            (c.exec.clone(), Job::Posterior { x: c.read_data()?, q: c.read(&a.at)?, w, params })
+            (
+                c.exec.clone(),
+                Job::Posterior { x: c.read_data()?, q: c.read(&a.at)?, w, params, out: a.out.clone() },
+            )
         }
     };
     io::emit(&exec.run(job)?)

@@ -350,6 +350,8 @@ pub struct WitnessArgs {
     /// `--bayes`: integrate the hyperparameters out by NUTS (bke-cli/src/sample.rs).
     #[command(flatten)]
     pub bayes: crate::sample::BayesWitnessArgs,
+    #[command(flatten)]
+    pub out: crate::table_out::OutArgs,
 }
 
 struct WitnessJob<'a> {
@@ -388,7 +390,9 @@ impl WithBackend for WitnessJob<'_> {
 
 /// Runs `bke witness`.
 pub fn run_witness(args: WitnessArgs) -> anyhow::Result<()> {
-    let out = witness(&args)?;
+    let mut out = witness(&args)?;
+    let rows = out["mean"].as_array().map_or(0, Vec::len); // one entry per grid point
+    args.out.divert(&mut out, rows, &["mean", "lower", "upper", "sd", "empirical"])?;
     io::emit(&out)
 }
 

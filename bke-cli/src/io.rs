@@ -7,7 +7,7 @@ use std::path::Path;
 
 // A file of its own, loaded by path so the fuzz targets and tests that include this file get it too.
 #[path = "npy.rs"]
-mod npy;
+pub mod npy;
 
 /// A numeric CSV table: column names and the values, row-major.
 #[derive(Debug, Clone)]
@@ -133,11 +133,16 @@ impl CsvTable {
 /// the same `str::parse::<f64>` as the full parser, so values are identical. `None` on anything
 /// else: the caller reparses with the full parser, which names the problem (line and column).
 fn parse_plain_rows(bytes: &[u8], start: usize, width: usize, min_chunk: usize) -> Option<(Vec<f64>, usize)> {
-    use rayon::prelude::*;
     if start == 0 || start > bytes.len() || bytes[start - 1] != b'\n' {
         return None;
     }
-    let data = &bytes[start..];
+    parse_plain_data(&bytes[start..], width, min_chunk)
+}
+
+/// The fast path on `data`, whole lines from the start of a line (see [`parse_plain_rows`]; the
+/// chunked reader calls it block by block).
+pub fn parse_plain_data(data: &[u8], width: usize, min_chunk: usize) -> Option<(Vec<f64>, usize)> {
+    use rayon::prelude::*;
     if data.contains(&b'"') || data.contains(&b'\r') {
         return None;
     }
@@ -268,16 +273,20 @@ pub fn note_integer_columns(x: &Points, path: &Path, names: &[String]) {
         v.sort_by(f64::total_cmp);
         v.dedup();
         if v.len() * 2 <= n {
-            eprintln!(
-                "note: column {} of {} holds integers only ({} distinct values in {n} rows): a \
-                 continuous kernel model sees a lattice and can favour lengthscales near or below its \
-                 spacing; add uniform noise on (−½, ½) to dequantise it, or treat it as discrete",
-                names.get(k).map_or_else(|| (k + 1).to_string(), Clone::clone),
-                path.display(),
-                v.len()
-            );
+            integer_note(path, names, k, v.len(), n);
         }
     }
+}
+
+/// The note of [`note_integer_columns`] on column `k` of `path` (`distinct` values in `n` rows).
+pub fn integer_note(path: &Path, names: &[String], k: usize, distinct: usize, n: usize) {
+    eprintln!(
+        "note: column {} of {} holds integers only ({distinct} distinct values in {n} rows): a \
+         continuous kernel model sees a lattice and can favour lengthscales near or below its \
+         spacing; add uniform noise on (−½, ½) to dequantise it, or treat it as discrete",
+        names.get(k).map_or_else(|| (k + 1).to_string(), Clone::clone),
+        path.display(),
+    );
 }
 
 /// Prints a JSON value on stdout. A closed pipe (e.g. `bke … | head`) is not an error.

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod bank;
 mod causal;
+mod chunks;
 mod density;
 mod dme;
 mod embed;
@@ -16,6 +17,7 @@ mod interrupt;
 mod io;
 mod lfi;
 mod sample;
+mod table_out;
 
 /// Bayesian kernel learning: kernel embeddings, kernel tests, BaNK, deconditional embeddings.
 #[derive(Parser)]

@@ -13,21 +13,26 @@ use anyhow::{Context, bail};
 
 /// The element type of a `.npy` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dtype {
+pub enum Dtype {
+    /// Little-endian `f64`.
     F8,
+    /// Little-endian `f32`.
     F4,
+    /// Little-endian `i64`.
     I8,
 }
 
 impl Dtype {
-    fn size(self) -> usize {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
         match self {
             Dtype::F8 | Dtype::I8 => 8,
             Dtype::F4 => 4,
         }
     }
 
-    fn value(self, b: &[u8]) -> f64 {
+    /// The element in `b` (`size()` bytes) as an `f64`.
+    pub fn value(self, b: &[u8]) -> f64 {
         match self {
             Dtype::F8 => f64::from_le_bytes(b.try_into().expect("8 bytes")),
             Dtype::F4 => f32::from_le_bytes(b.try_into().expect("4 bytes")) as f64,
@@ -38,11 +43,15 @@ impl Dtype {
 
 /// The parsed header: element type, memory order and shape `(rows, columns)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Header {
-    dtype: Dtype,
-    fortran: bool,
-    rows: usize,
-    cols: usize,
+pub struct Header {
+    /// Element type.
+    pub dtype: Dtype,
+    /// Column-major (Fortran) order.
+    pub fortran: bool,
+    /// Rows (the first dimension).
+    pub rows: usize,
+    /// Columns (1 for a 1-D array).
+    pub cols: usize,
 }
 
 const ADVICE: &str = "save a 1-D or 2-D float64, float32 or int64 array with numpy.save";
@@ -75,7 +84,7 @@ pub fn parse(bytes: &[u8], shown: String) -> anyhow::Result<CsvTable> {
 }
 
 /// The header and the offset of the data.
-fn read_header(bytes: &[u8]) -> anyhow::Result<(Header, usize)> {
+pub fn read_header(bytes: &[u8]) -> anyhow::Result<(Header, usize)> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         bail!("the file does not start with the .npy magic string; {ADVICE}");
     }

@@ -3,6 +3,7 @@
 //! witness of `bke witness`.
 
 use crate::exec::{Bar, ExecArgs};
+use crate::table_out::TableFormat;
 use crate::{interrupt, io};
 use anyhow::{Context, bail};
 use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams, sample_hyperparameters, witness_posterior};
@@ -14,7 +15,6 @@ use bke_core::{CoreError, Params, Points};
 use bke_linalg::{Backend, BackendKind, WithBackend};
 use clap::Args;
 use serde_json::{Value, json};
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -48,7 +48,9 @@ pub struct SampleArgs {
     seed: u64,
     /// Write every draw (chain, draw, lengthscale(s), tau2, sampler statistics) to this CSV, as the
     /// sampler makes them (then only the lengthscale/tau2 draws are kept in memory, for the summary);
-    /// the file appears, whole, when sampling ends.
+    /// the file appears, whole, when sampling ends. A name ending in `.npy` writes a NumPy float64
+    /// array instead, one row per draw, its columns those of the CSV in the same order (the JSON
+    /// output lists them as "draws_columns").
     #[arg(long)]
     draws_out: Option<PathBuf>,
     /// Prior on the lengthscale(s): gamma:SHAPE,RATE or lognormal:MU,SIGMA.
@@ -84,7 +86,7 @@ pub struct SampleArgs {
 struct SampleJob<'a> {
     x: Points,
     params: SampleParams,
-    sink: Option<&'a DrawsCsv>,
+    sink: Option<&'a DrawsFile>,
 }
 
 impl WithBackend for SampleJob<'_> {
@@ -98,21 +100,23 @@ impl WithBackend for SampleJob<'_> {
     }
 }
 
-/// `--draws-out`: every draw (chain, draw, lengthscale(s), tau2 and the sampler statistics) as CSV,
-/// written as the sampler makes it, so the number of draws is bounded by the disk rather than the
-/// memory. Chain `c` writes its rows to its own temporary file beside the target (chains run in
-/// parallel); [`DrawsCsv::finish`] joins them in chain order into one more temporary file and
-/// renames it over the target. An error or an interrupt removes the temporary files and leaves the
-/// target as it was.
-struct DrawsCsv {
+/// `--draws-out`: every draw (chain, draw, lengthscale(s), tau2 and the sampler statistics) as CSV
+/// or `.npy` (by the extension, [`TableFormat`]), written as the sampler makes it, so the number of
+/// draws is bounded by the disk rather than the memory. Chain `c` writes its rows to its own
+/// temporary file beside the target (chains run in parallel); [`DrawsFile::finish`] joins them in
+/// chain order, under the CSV header or the `.npy` header (whose shape counts the rows written),
+/// into one more temporary file and renames it over the target. An error or an interrupt removes
+/// the temporary files and leaves the target as it was.
+struct DrawsFile {
     target: PathBuf,
+    format: TableFormat,
     num_lengthscales: usize,
     fixed_tau2: Option<f64>,
     chains: Vec<Mutex<AtomicFile>>,
 }
 
-impl DrawsCsv {
-    /// Opens one temporary file per chain, after checking that the disk has room for the CSV.
+impl DrawsFile {
+    /// Opens one temporary file per chain, after checking that the disk has room for the output.
     fn create(target: &Path, params: &SampleParams, dim: usize) -> anyhow::Result<Self> {
         let k = params.num_lengthscales(dim);
         check_disk(target, &params.nuts, k)?;
@@ -123,56 +127,66 @@ impl DrawsCsv {
                 Ok(Mutex::new(f))
             })
             .collect::<anyhow::Result<_>>()?;
-        Ok(Self { target: target.to_path_buf(), num_lengthscales: k, fixed_tau2: params.fixed_tau2, chains })
+        let format = TableFormat::of(target);
+        Ok(Self {
+            target: target.to_path_buf(),
+            format,
+            num_lengthscales: k,
+            fixed_tau2: params.fixed_tau2,
+            chains,
+        })
     }
 
-    /// The header row.
-    fn header(&self) -> String {
+    /// The column names: `chain, draw, lengthscale (or lengthscale_1, …), tau2, log_density,
+    /// accept_stat, tree_depth, n_leapfrog, divergent, energy`.
+    fn columns(&self) -> Vec<String> {
         let k = self.num_lengthscales;
-        let ls: Vec<String> = if k == 1 {
-            vec!["lengthscale".into()]
+        let mut names = vec!["chain".to_string(), "draw".into()];
+        if k == 1 {
+            names.push("lengthscale".into());
         } else {
-            (1..=k).map(|i| format!("lengthscale_{i}")).collect()
-        };
-        format!(
-            "chain,draw,{},tau2,log_density,accept_stat,tree_depth,n_leapfrog,divergent,energy\n",
-            ls.join(",")
-        )
+            names.extend((1..=k).map(|i| format!("lengthscale_{i}")));
+        }
+        let stats = ["tau2", "log_density", "accept_stat", "tree_depth", "n_leapfrog", "divergent", "energy"];
+        names.extend(stats.iter().map(|s| s.to_string()));
+        names
     }
 
     /// Joins the chains' files under the header and renames the result over the target.
     fn finish(self) -> anyhow::Result<()> {
-        let mut out = AtomicFile::create(&self.target)?;
-        interrupt::remove_on_exit(out.temp_path());
-        out.write_all(self.header().as_bytes()).map_err(|e| out.error("write", e))?;
+        let names = self.columns();
+        let mut chains = Vec::with_capacity(self.chains.len());
+        let mut bytes = 0;
         for chain in self.chains {
             let mut chain = chain.into_inner().unwrap_or_else(|e| e.into_inner());
-            std::io::copy(&mut chain.reader()?, &mut out).map_err(|e| out.error("write", e))?;
+            let reader = chain.reader()?;
+            bytes += reader.metadata().map_err(|e| chain.error("read back", e))?.len();
+            chains.push((chain, reader));
+        }
+        let rows = (bytes / (8 * names.len() as u64)) as usize; // used by `.npy` only
+        let mut out = AtomicFile::create(&self.target)?;
+        interrupt::remove_on_exit(out.temp_path());
+        out.write_all(&self.format.preamble(&names, rows)).map_err(|e| out.error("write", e))?;
+        for (_chain, mut reader) in chains {
+            std::io::copy(&mut reader, &mut out).map_err(|e| out.error("write", e))?;
         }
         Ok(out.commit()?)
     }
 }
 
-impl DrawSink for DrawsCsv {
+impl DrawSink for DrawsFile {
     fn record(&self, d: &Draw<'_>) -> Result<(), CoreError> {
         let k = self.num_lengthscales;
-        let mut row = format!("{},{}", d.chain, d.index);
-        for u in &d.q[..k] {
-            let _ = write!(row, ",{}", u.exp());
-        }
-        let tau2 = self.fixed_tau2.unwrap_or_else(|| d.q[k].exp());
-        let _ = writeln!(
-            row,
-            ",{tau2},{},{},{},{},{},{}",
-            d.log_density,
-            d.accept_stat,
-            d.tree_depth,
-            d.n_leapfrog,
-            u8::from(d.divergent),
-            d.energy
-        );
+        let mut row = Vec::with_capacity(k + 9);
+        row.extend([d.chain as f64, d.index as f64]);
+        row.extend(d.q[..k].iter().map(|u| u.exp()));
+        row.push(self.fixed_tau2.unwrap_or_else(|| d.q[k].exp()));
+        row.extend([d.log_density, d.accept_stat, d.tree_depth as f64, d.n_leapfrog as f64]);
+        row.extend([f64::from(u8::from(d.divergent)), d.energy]);
+        let mut bytes = Vec::with_capacity(25 * row.len());
+        self.format.push_row(&row, &mut bytes);
         let mut f = self.chains[d.chain].lock().unwrap_or_else(|e| e.into_inner());
-        f.write_all(row.as_bytes()).map_err(|e| f.error("write", e))
+        f.write_all(&bytes).map_err(|e| f.error("write", e))
     }
 }
 
@@ -246,14 +260,19 @@ pub fn run(a: SampleArgs) -> anyhow::Result<()> {
         },
     };
     params.validate()?;
-    let sink = a.draws_out.as_deref().map(|p| DrawsCsv::create(p, &params, x.dim())).transpose()?;
+    let sink = a.draws_out.as_deref().map(|p| DrawsFile::create(p, &params, x.dim())).transpose()?;
+    let draws_columns = sink.as_ref().map(DrawsFile::columns);
     let started = std::time::Instant::now();
     let draws = a.exec.run(SampleJob { x, params, sink: sink.as_ref() })?;
     let seconds = started.elapsed().as_secs_f64();
     if let Some(sink) = sink {
         sink.finish()?;
     }
-    io::emit(&io::merge(&draws, json!({"backend": a.exec.kind()?.name(), "seconds": seconds}))?)
+    let mut extra = json!({"backend": a.exec.kind()?.name(), "seconds": seconds});
+    if let Some(names) = draws_columns {
+        extra["draws_columns"] = names.into();
+    }
+    io::emit(&io::merge(&draws, extra)?)
 }
 
 /// The `--bayes` options of `bke witness`: integrate the lengthscale (and optionally τ²) out of the

@@ -224,3 +224,119 @@ fn npy_input_gives_the_csv_result_in_either_memory_order() {
     ]);
     assert!(!ok && err.contains("'>f8' is not supported"), "{err}");
 }
+
+/// `embed loglik` streams the file in blocks (8 MB): on a file of several blocks, as CSV and as
+/// `.npy`, with 1 and 2 threads, the JSON holds bit for bit what the library computes on the whole
+/// data in memory (oracle: `marginal_pseudolikelihood` on the same values).
+#[test]
+fn streamed_loglik_equals_the_in_memory_objective_bit_for_bit() {
+    use bke_core::Points;
+    use bke_core::embedding::{BkeParams, marginal_pseudolikelihood};
+    let n = 260_000;
+    let x: Vec<f64> =
+        (0..2 * n).map(|k| ((k as f64) * 0.000_37).sin() * 2.0 + (k % 7) as f64 * 1e-3).collect();
+    let mut csv = String::from("u,v\n");
+    for r in x.chunks(2) {
+        csv.push_str(&format!("{},{}\n", r[0], r[1]));
+    }
+    assert!(csv.len() > (8 << 20), "the file must span several blocks");
+    let csv = write("stream_x.csv", &csv);
+    let npy = csv.with_file_name("stream_x.npy");
+    std::fs::write(&npy, npy_f8(n, 2, &x, false)).unwrap();
+    let zv = [-1.5, 0.2, 0.0, 0.0, 1.0, -1.0, 2.0, 1.5, -0.5, -1.7];
+    let z = write("stream_z.csv", "u,v\n-1.5,0.2\n0,0\n1,-1\n2,1.5\n-0.5,-1.7\n");
+    let z_npy = write("stream_z01.csv", "0,1\n-1.5,0.2\n0,0\n1,-1\n2,1.5\n-0.5,-1.7\n");
+    let p = BkeParams::new(vec![0.7, 1.2], 0.5);
+    let want = marginal_pseudolikelihood::<bke_linalg::DefaultBackend>(
+        &Points::new("x", x.clone(), 2).unwrap(),
+        &Points::new("z", zv.to_vec(), 2).unwrap(),
+        &p,
+    )
+    .unwrap();
+    // Through the same text form as the CLI's output, so equal values compare equal exactly.
+    let want: serde_json::Value = serde_json::from_str(&serde_json::to_string(&want).unwrap()).unwrap();
+    for (data, landmarks) in [(&csv, &z), (&npy, &z_npy)] {
+        for threads in ["1", "2"] {
+            let (ok, j, err) = bke(&[
+                "embed",
+                "loglik",
+                "--data",
+                data.to_str().unwrap(),
+                "--landmarks",
+                landmarks.to_str().unwrap(),
+                "--lengthscale",
+                "0.7,1.2",
+                "--tau2",
+                "0.5",
+                "--threads",
+                threads,
+            ]);
+            assert!(ok, "{err}");
+            assert_eq!(j["n"], n);
+            for f in ["log_marginal", "log_gaussian", "log_jacobian", "grad_log_lengthscale", "grad_log_tau2"]
+            {
+                assert_eq!(j[f], want[f], "{f}, {}, {threads} threads", data.display());
+            }
+        }
+    }
+    // A bad cell in the last block: the whole-file reader's error, line and column named.
+    let mut text = std::fs::read_to_string(&csv).unwrap();
+    text.push_str("1,oops\n");
+    let bad = write("stream_bad.csv", &text);
+    let (ok, _, err) = bke(&[
+        "embed",
+        "loglik",
+        "--data",
+        bad.to_str().unwrap(),
+        "--landmarks",
+        z.to_str().unwrap(),
+        "--lengthscale",
+        "1",
+    ]);
+    assert!(!ok && err.contains(&format!("line {}, column 2 ('v')", n + 2)) && err.contains("oops"), "{err}");
+}
+
+/// `--out`: the posterior's mean and variance go to the file (CSV or `.npy`) with the values the
+/// JSON gives without it; the rest of the JSON stays.
+#[test]
+fn posterior_out_writes_the_json_arrays_to_a_file() {
+    let (x, _, q) = data();
+    let args =
+        ["embed", "posterior", "--data", x.to_str().unwrap(), "--columns=a,b", "--at", q.to_str().unwrap()];
+    let run = |extra: &[&str]| {
+        let (ok, j, err) = bke(&[&args[..], &["--lengthscale", "0.9"], extra].concat());
+        assert!(ok, "{err}");
+        j
+    };
+    let plain = run(&[]);
+    let (csv, npy) = (x.with_file_name("post.csv"), x.with_file_name("post.npy"));
+    for path in [&csv, &npy] {
+        let j = run(&["--out", path.to_str().unwrap()]);
+        assert!(j.get("mean").is_none() && j["jitter"] == plain["jitter"], "{j}");
+        assert_eq!(
+            (j["out_columns"].clone(), j["out_rows"].as_u64()),
+            (serde_json::json!(["mean", "variance"]), Some(2))
+        );
+        let t = bke_read(path);
+        for (i, row) in t.chunks(2).enumerate() {
+            assert_eq!(row[0], plain["mean"][i].as_f64().unwrap());
+            assert_eq!(row[1], plain["variance"][i].as_f64().unwrap());
+        }
+    }
+    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("mean,variance\n"));
+}
+
+/// The values of a CSV (header skipped) or a `<f8` `.npy` file written by bke, row-major.
+fn bke_read(path: &std::path::Path) -> Vec<f64> {
+    if path.extension().is_some_and(|e| e == "npy") {
+        let b = std::fs::read(path).unwrap();
+        let start = 10 + u16::from_le_bytes([b[8], b[9]]) as usize;
+        b[start..].chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()
+    } else {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines()
+            .skip(1)
+            .flat_map(|l| l.split(',').map(|v| v.parse::<f64>().unwrap()).collect::<Vec<_>>())
+            .collect()
+    }
+}

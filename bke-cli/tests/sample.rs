@@ -204,3 +204,47 @@ fn witness_bayes_gives_integrated_bands() {
     assert_eq!(j["witness_draws"], 80);
     assert!(j["lengthscale"]["rhat"].is_number());
 }
+
+/// `--draws-out d.npy`: a NumPy float64 array holding the bits of the CSV written by the same run
+/// (header checked against the NPY 1.0 layout), its columns named in the JSON.
+#[test]
+fn draws_out_npy_holds_the_csv_values() {
+    let x = data("x_npy.csv");
+    let dir = x.parent().unwrap();
+    let (csv, npy) = (dir.join("draws-npy.csv"), dir.join("draws-npy.npy"));
+    let run = |out: &std::path::Path| {
+        let (ok, j, err) = bke(&[
+            "embed",
+            "sample",
+            "--data",
+            x.to_str().unwrap(),
+            "--columns=x",
+            "--num-landmarks=3",
+            "--chains=3",
+            "--draws=50",
+            "--warmup=50",
+            "--seed=4",
+            "--draws-out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(ok, "{err}");
+        j
+    };
+    let (a, b) = (run(&csv), run(&npy));
+    assert_eq!(a["lengthscale"], b["lengthscale"]);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let header: Vec<String> = text.lines().next().unwrap().split(',').map(String::from).collect();
+    assert_eq!(b["draws_columns"], serde_json::json!(header));
+    let want: Vec<f64> =
+        text.lines().skip(1).flat_map(|l| l.split(',').map(|v| v.parse::<f64>().unwrap())).collect();
+    let bytes = std::fs::read(&npy).unwrap();
+    let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    assert_eq!((&bytes[..8], (10 + len) % 64), (&b"\x93NUMPY\x01\x00"[..], 0));
+    let dict = std::str::from_utf8(&bytes[10..10 + len]).unwrap();
+    let shape = format!("'shape': ({}, {}), }}", 150, header.len());
+    assert!(dict.starts_with("{'descr': '<f8', 'fortran_order': False, ") && dict.contains(&shape), "{dict}");
+    let got: Vec<f64> =
+        bytes[10 + len..].chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(got.len(), want.len());
+    assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()));
+}

@@ -1,15 +1,17 @@
 //! The OpenBLAS backend (feature `openblas`): BLAS-3 products through ndarray's BLAS path
-//! (`cblas_dgemm`), factorisations through ndarray-linalg (LAPACK `dpotrf`, `dtrtrs`), the symmetric
-//! eigendecomposition by LAPACK's divide and conquer `dsyevd` called directly (ndarray-linalg's
-//! `eigh` calls the QR-iteration `dsyev`, several times slower at `n` in the thousands), linked against
+//! (`cblas_dgemm`); the Cholesky factorisation (LAPACK `dpotrf`), the triangular solves (BLAS
+//! `dtrsm`) and the symmetric eigendecomposition (LAPACK's divide and conquer `dsyevd`;
+//! ndarray-linalg's `eigh` calls the QR-iteration `dsyev`, several times slower at `n` in the
+//! thousands) called directly on the matrices' own column-major memory, with no copy; linked against
 //! the system OpenBLAS (Debian's `libopenblas-dev`). LAPACK has no Cholesky update, so rank updates
 //! use the shared routines of [`crate::update`].
 
 use crate::backend::{prepare_gemm, prepare_gemv, prepare_tri_solve};
 use crate::error::{check_finite, check_square};
 use crate::{Backend, LinalgError, Mat, MatMut, MatRef, SymEigen, Trans};
-use ndarray::{Array2, ArrayView2, ArrayViewMut2, ShapeBuilder};
-use ndarray_linalg::{Diag, UPLO};
+use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
+// Links the system OpenBLAS (ndarray-linalg's `openblas-system` feature) for the direct LAPACK and BLAS calls.
+use ndarray_linalg as _;
 
 /// The OpenBLAS backend (feature `openblas`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,28 +35,42 @@ fn op(a: ArrayView2<'_, f64>, t: Trans) -> ArrayView2<'_, f64> {
     }
 }
 
-/// A Fortran-ordered owned copy (LAPACK wrappers want contiguous, owned operands).
-fn fortran_copy(a: MatRef<'_>) -> Array2<f64> {
-    let mut out = Array2::zeros((a.nrows(), a.ncols()).f());
-    out.assign(&view(a));
-    out
-}
-
-fn backend_err(e: ndarray_linalg::error::LinalgError) -> LinalgError {
-    LinalgError::Backend { backend: OpenBlas::NAME, message: e.to_string() }
-}
-
-fn tri_solve(l: MatRef<'_>, transpose: bool, mut b: MatMut<'_>) -> Result<(), LinalgError> {
-    use ndarray_linalg::SolveTriangularInplace;
-    let lf = fortran_copy(l);
-    let mut rhs = fortran_copy(b.as_ref());
-    if transpose {
-        // Lᵀ is upper triangular; a C-ordered view of L's memory is exactly Lᵀ.
-        lf.t().solve_triangular_inplace(UPLO::Upper, Diag::NonUnit, &mut rhs).map_err(backend_err)?;
-    } else {
-        lf.solve_triangular_inplace(UPLO::Lower, Diag::NonUnit, &mut rhs).map_err(backend_err)?;
+/// `B ← L⁻¹ B` (or `L⁻ᵀ B` when `transpose`) for the lower triangle of `l`, in place by BLAS
+/// `dtrsm` on both operands' own memory (column-major, leading dimensions as they are): no copy
+/// (the earlier path through ndarray-linalg copied `L` and `B` into owned Fortran arrays and `B`
+/// back, issue 20). Shapes are checked by the caller (`prepare_tri_solve`).
+fn tri_solve(l: MatRef<'_>, transpose: bool, b: MatMut<'_>) -> Result<(), LinalgError> {
+    use cblas_sys::{CBLAS_DIAG, CBLAS_LAYOUT, CBLAS_SIDE, CBLAS_TRANSPOSE, CBLAS_UPLO, cblas_dtrsm};
+    use std::os::raw::c_int;
+    let (n, k) = (b.nrows(), b.ncols());
+    let (lda, ldb) = (l.ld().max(n), b.ld().max(n));
+    let int = |v: usize| {
+        c_int::try_from(v).map_err(|_| LinalgError::Backend {
+            backend: OpenBlas::NAME,
+            message: format!("size {v} exceeds BLAS's 32-bit indices"),
+        })
+    };
+    let trans = if transpose { CBLAS_TRANSPOSE::CblasTrans } else { CBLAS_TRANSPOSE::CblasNoTrans };
+    let (a, bs) = (l.as_slice(), b.into_slice());
+    assert!(a.len() >= lda * (n - 1) + n && bs.len() >= ldb * (k - 1) + n, "dtrsm operands too short");
+    // SAFETY: `a` holds the n × n matrix at stride lda, `bs` the n × k matrix at stride ldb (checked
+    // above); dtrsm reads the lower triangle of the first and overwrites the second.
+    unsafe {
+        cblas_dtrsm(
+            CBLAS_LAYOUT::CblasColMajor,
+            CBLAS_SIDE::CblasLeft,
+            CBLAS_UPLO::CblasLower,
+            trans,
+            CBLAS_DIAG::CblasNonUnit,
+            int(n)?,
+            int(k)?,
+            1.0,
+            a.as_ptr(),
+            int(lda)?,
+            bs.as_mut_ptr(),
+            int(ldb)?,
+        );
     }
-    view_mut(b.rb_mut()).assign(&rhs);
     Ok(())
 }
 
@@ -102,24 +118,15 @@ impl Backend for OpenBlas {
     }
 
     fn cholesky_in_place(mut a: MatMut<'_>) -> Result<(), LinalgError> {
-        use ndarray_linalg::cholesky::CholeskyInplace;
         let n = check_square("cholesky", a.as_ref())?;
         check_finite("matrix to factorise", a.as_ref())?;
         if n == 0 {
             return Ok(());
         }
-        let mut f = fortran_copy(a.as_ref());
-        match f.cholesky_inplace(UPLO::Lower) {
-            Ok(_) => {
-                view_mut(a.rb_mut()).assign(&f);
-                a.zero_strict_upper();
-                Ok(())
-            }
-            Err(ndarray_linalg::error::LinalgError::Lapack(
-                lax::error::Error::LapackComputationalFailure { return_code },
-            )) => Err(LinalgError::NotPositiveDefinite { pivot: (return_code as usize).saturating_sub(1) }),
-            Err(e) => Err(backend_err(e)),
-        }
+        let ld = a.ld().max(n);
+        dpotrf_lower(n, ld, a.rb_mut().into_slice())?;
+        a.zero_strict_upper();
+        Ok(())
     }
 
     fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
@@ -145,6 +152,33 @@ impl Backend for OpenBlas {
         let mut vectors = a.to_owned();
         let values = dsyevd(n, vectors.as_mut_slice())?;
         Ok(SymEigen { values, vectors })
+    }
+}
+
+/// LAPACK `dpotrf` on the lower triangle of the column-major `n × n` matrix at the start of `a`
+/// (leading dimension `ld ≥ n`), in place: `A = L Lᵀ`, `L` over `A`'s lower triangle, the strict
+/// upper triangle neither read nor written. No copy: the earlier path through ndarray-linalg copied
+/// the matrix into an owned Fortran array and back, which cost 2.6× faer's time (issue 20). A
+/// non-positive leading minor `k` (LAPACK's `info = k > 0`) is the failing pivot `k − 1`.
+fn dpotrf_lower(n: usize, ld: usize, a: &mut [f64]) -> Result<(), LinalgError> {
+    use std::os::raw::{c_char, c_int};
+    let too_big = || LinalgError::Backend {
+        backend: OpenBlas::NAME,
+        message: format!("order {n} (leading dimension {ld}) exceeds LAPACK's 32-bit indices"),
+    };
+    let (ni, ldi) = (c_int::try_from(n).map_err(|_| too_big())?, c_int::try_from(ld).map_err(|_| too_big())?);
+    assert!(ld >= n && a.len() >= ld * (n - 1) + n, "dpotrf wants an n × n column-major matrix with ld ≥ n");
+    let uplo = b'L' as c_char;
+    let mut info: c_int = 0;
+    // SAFETY: `a` holds the n columns of length n at stride ld that LAPACK reads and writes.
+    unsafe { lapack_sys::dpotrf_(&uplo, &ni, a.as_mut_ptr(), &ldi, &mut info) };
+    match info {
+        0 => Ok(()),
+        i if i > 0 => Err(LinalgError::NotPositiveDefinite { pivot: i as usize - 1 }),
+        i => Err(LinalgError::Backend {
+            backend: OpenBlas::NAME,
+            message: format!("dpotrf: argument {} is invalid", -i),
+        }),
     }
 }
 

@@ -362,6 +362,37 @@ fn check_strided_views<B: Backend>() {
             assert!((buf[i + 5 * j] - want[(i, j)]).abs() < 1e-14, "{} strided gemm", B::NAME);
         }
     }
+    // In place on strided views (ld = n + 3): the factor and both triangular solves equal the
+    // contiguous ones, and nothing outside the views changes.
+    let n = 40;
+    let a = spd_with_condition(n, 100.0, &mut rng);
+    let rhs = gaussian(n, 7, &mut rng);
+    let l = B::cholesky(a.as_ref()).unwrap();
+    let ld = n + 3;
+    let mut fbuf = vec![7.0; ld * n];
+    (0..n).for_each(|j| fbuf[j * ld..j * ld + n].copy_from_slice(&a.as_slice()[j * n..(j + 1) * n]));
+    B::cholesky_in_place(MatMut::from_slice(&mut fbuf, n, n, ld).unwrap()).unwrap();
+    let mut bbuf = vec![7.0; ld * 7];
+    (0..7).for_each(|j| bbuf[j * ld..j * ld + n].copy_from_slice(&rhs.as_slice()[j * n..(j + 1) * n]));
+    let lv = MatRef::from_slice(&fbuf, n, n, ld).unwrap();
+    B::cholesky_solve_in_place(lv, MatMut::from_slice(&mut bbuf, n, 7, ld).unwrap()).unwrap();
+    let mut x = rhs.clone();
+    B::cholesky_solve_in_place(l.as_ref(), x.as_mut()).unwrap();
+    for j in 0..n {
+        assert!(fbuf[j * ld + n..(j + 1) * ld].iter().all(|&v| v == 7.0), "{} wrote past a column", B::NAME);
+        for i in 0..n {
+            assert!((fbuf[i + j * ld] - l[(i, j)]).abs() < 1e-13, "{} strided cholesky ({i}, {j})", B::NAME);
+        }
+    }
+    for j in 0..7 {
+        for i in 0..n {
+            assert!(
+                (bbuf[i + j * ld] - x[(i, j)]).abs() < 1e-10 * (1.0 + x[(i, j)].abs()),
+                "{} strided solve",
+                B::NAME
+            );
+        }
+    }
 }
 
 macro_rules! backend_suite {

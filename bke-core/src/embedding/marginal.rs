@@ -299,8 +299,16 @@ impl PseudolikelihoodPlan {
     /// Time `O(n m D²)` (`O(nmD)` without the Jacobian), memory `O(mD)` per thread.
     pub fn partial(&self, x: &Points) -> Result<PartialStats, CoreError> {
         x.check_dim("landmarks", self.dim())?;
-        let (n, dim) = (x.len(), self.dim());
         let mut total = self.empty_stats();
+        self.accumulate(&mut total, x.as_slice())?;
+        Ok(total)
+    }
+
+    /// Merges the statistics of the points `x` (row-major) into `total`, block by block of
+    /// [`PseudolikelihoodPlan::BLOCK`] points (the last block may be shorter), in block order.
+    fn accumulate(&self, total: &mut PartialStats, x: &[f64]) -> Result<(), CoreError> {
+        let dim = self.dim();
+        let n = x.len() / dim;
         let n_chunks = n.div_ceil(CHUNK);
         let mut first = 0;
         while first < n_chunks {
@@ -309,7 +317,7 @@ impl PseudolikelihoodPlan {
                 .into_par_iter()
                 .map_init(Scratch::default, |s, ci| {
                     let rows = ci * CHUNK..((ci + 1) * CHUNK).min(n);
-                    self.landmarks.block(&x.as_slice()[rows.start * dim..rows.end * dim], s)
+                    self.landmarks.block(&x[rows.start * dim..rows.end * dim], s)
                 })
                 .collect();
             for p in &parts {
@@ -317,7 +325,19 @@ impl PseudolikelihoodPlan {
             }
             first = last;
         }
-        Ok(total)
+        Ok(())
+    }
+
+    /// Points per block of the streaming pass: [`PseudolikelihoodPlan::partial`] summarises blocks
+    /// of this many consecutive points and merges them in order.
+    pub const BLOCK: usize = CHUNK;
+
+    /// A stream of data chunks of any sizes whose result is **bitwise identical** to
+    /// [`marginal_pseudolikelihood`] on the concatenated data (for any thread count): the stream
+    /// regroups the points into the same blocks of [`PseudolikelihoodPlan::BLOCK`] and merges them
+    /// in the same order. Memory `O(BLOCK · D + mD)` besides the caller's chunk.
+    pub fn stream(&self) -> PseudolikelihoodStream<'_> {
+        PseudolikelihoodStream { plan: self, total: self.empty_stats(), pending: Vec::new() }
     }
 
     /// The objective and its gradient from the statistics of the whole data set (`O(m³)`).
@@ -355,6 +375,85 @@ pub fn marginal_pseudolikelihood<B: Backend>(
     params.validate_for_dim(x.dim())?;
     let plan = PseudolikelihoodPlan::new(z, params)?;
     plan.finish::<B>(&plan.partial(x)?)
+}
+
+/// Data chunks streamed through a [`PseudolikelihoodPlan`] (see [`PseudolikelihoodPlan::stream`]):
+/// [`PseudolikelihoodStream::push`] each chunk, then [`PseudolikelihoodStream::finish`].
+///
+/// ```
+/// use bke_core::embedding::{BkeParams, PseudolikelihoodPlan, marginal_pseudolikelihood};
+/// use bke_core::Points;
+/// use bke_linalg::DefaultBackend;
+/// let x: Vec<f64> = (0..1000).map(|i| (i as f64 * 0.37).sin() * 2.0).collect();
+/// let z = Points::from_1d("z", &[-1.5, 0.0, 1.0]).unwrap();
+/// let p = BkeParams::new(vec![0.8], 1.0);
+/// let plan = PseudolikelihoodPlan::new(&z, &p).unwrap();
+/// let mut stream = plan.stream();
+/// for chunk in x.chunks(333) {
+///     stream.push(&Points::from_1d("x", chunk).unwrap()).unwrap();
+/// }
+/// let streamed = stream.finish::<DefaultBackend>().unwrap();
+/// let whole = marginal_pseudolikelihood::<DefaultBackend>(&Points::from_1d("x", &x).unwrap(), &z, &p).unwrap();
+/// assert_eq!(streamed, whole); // bit for bit
+/// ```
+#[derive(Debug)]
+pub struct PseudolikelihoodStream<'a> {
+    plan: &'a PseudolikelihoodPlan,
+    total: PartialStats,
+    /// The points of an incomplete block (fewer than `BLOCK`), row-major.
+    pending: Vec<f64>,
+}
+
+impl PseudolikelihoodStream<'_> {
+    /// Adds the points `x` (the next rows of the data). Errors when their dimension is not the
+    /// landmarks'.
+    pub fn push(&mut self, x: &Points) -> Result<(), CoreError> {
+        let dim = self.plan.dim();
+        x.check_dim("landmarks", dim)?;
+        let block = CHUNK * dim;
+        let mut rest = x.as_slice();
+        if !self.pending.is_empty() {
+            let take = (block - self.pending.len()).min(rest.len());
+            self.pending.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if self.pending.len() < block {
+                return Ok(());
+            }
+            let full = std::mem::take(&mut self.pending);
+            self.plan.accumulate(&mut self.total, &full)?;
+        }
+        let whole = rest.len() / block * block;
+        self.plan.accumulate(&mut self.total, &rest[..whole])?;
+        self.pending.extend_from_slice(&rest[whole..]);
+        Ok(())
+    }
+
+    /// Number of points pushed so far.
+    pub fn len(&self) -> usize {
+        self.total.n + self.pending.len() / self.plan.dim()
+    }
+
+    /// Whether no point was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The statistics of every point pushed (the last, incomplete block included).
+    pub fn stats(mut self) -> Result<PartialStats, CoreError> {
+        let pending = std::mem::take(&mut self.pending);
+        self.plan.accumulate(&mut self.total, &pending)?;
+        Ok(self.total)
+    }
+
+    /// The objective and its gradient over every point pushed ([`PseudolikelihoodPlan::finish`]);
+    /// errors as [`marginal_pseudolikelihood`] does on no data.
+    pub fn finish<B: Backend>(self) -> Result<MarginalLikelihood, CoreError> {
+        let plan = self.plan;
+        if self.is_empty() {
+            return Err(CoreError::Empty { what: "data (0 points)".into(), needed: 1 });
+        }
+        plan.finish::<B>(&self.stats()?)
+    }
 }
 
 /// The `m × m` quantities: `A = R + (τ²/n) I`, `A⁻¹`, `log det A`.

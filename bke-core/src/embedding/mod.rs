@@ -67,7 +67,9 @@ pub use learn::{
     EmbeddingParams, FittedEmbedding, Learned, LengthscaleGrid, LocalOptimum, MEDIAN_HEURISTIC_CONVENTION,
     ScanPoint, StatsSource, default_num_landmarks, hold_out_landmarks, landmark_indices, learn_from_stats,
 };
-pub use marginal::{MarginalLikelihood, PartialStats, PseudolikelihoodPlan, marginal_pseudolikelihood};
+pub use marginal::{
+    MarginalLikelihood, PartialStats, PseudolikelihoodPlan, PseudolikelihoodStream, marginal_pseudolikelihood,
+};
 pub use posterior::BkePosterior;
 pub use prior::EmbeddingPrior;
 

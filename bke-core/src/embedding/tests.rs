@@ -317,6 +317,41 @@ fn thread_counts_agree() {
     }
 }
 
+/// The stream regroups chunks of any sizes into the blocks of the whole-data pass: bit for bit the
+/// same result (oracle: `marginal_pseudolikelihood` on all the data), for any thread count.
+#[test]
+fn streamed_chunks_equal_the_whole_data_bit_for_bit() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for (dim, ls, jacobian) in [(1, vec![0.6], true), (2, vec![0.8, 1.3], true), (5, vec![1.7], false)] {
+        let x = random_points(&mut rng, 2000, dim, 3.0);
+        let z = random_points(&mut rng, 12, dim, 3.0);
+        let p = BkeParams::new(ls, 0.7).with_jacobian(jacobian);
+        let whole = marginal_pseudolikelihood::<DefaultBackend>(&x, &z, &p).unwrap();
+        let plan = PseudolikelihoodPlan::new(&z, &p).unwrap();
+        for (sizes, threads) in [(vec![2000], 1), (vec![1, 255, 256, 257, 1000, 231], 3), (vec![7; 286], 2)] {
+            let streamed =
+                rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
+                    let mut stream = plan.stream();
+                    let mut at = 0;
+                    for k in sizes {
+                        let rows = at..(at + k).min(x.len());
+                        let chunk =
+                            Points::new("x", x.as_slice()[rows.start * dim..rows.end * dim].to_vec(), dim);
+                        stream.push(&chunk.unwrap()).unwrap();
+                        at = rows.end;
+                    }
+                    assert_eq!((at, stream.len()), (x.len(), x.len()));
+                    stream.finish::<DefaultBackend>().unwrap()
+                });
+            assert_eq!(streamed, whole, "D = {dim}, {threads} threads");
+        }
+        let e = plan.stream().finish::<DefaultBackend>().unwrap_err().to_string();
+        assert!(e.contains("data (0 points)"), "{e}");
+        let wrong = random_points(&mut rng, 3, dim + 1, 1.0);
+        assert!(matches!(plan.stream().push(&wrong), Err(CoreError::DimensionMismatch { .. })));
+    }
+}
+
 /// Posterior mean and variance against Gaussian conditioning of the joint `(μ(q), μ̂(w))` computed by
 /// an eigendecomposition of the joint covariance's noisy block; S-KMSE weights; sampling moments.
 #[test]
