@@ -12,7 +12,8 @@
 //! `SHD = missing + extra + misoriented` (pairs adjacent in the truth only, in the estimate only, or
 //! in both with a different mark). Every skeleton test is checked against d-separation in the true
 //! DAG: a *false dependence* rejects a true CI (it can keep an extra edge), a *false independence*
-//! accepts a false one (every missing edge is one). Each unshielded triple the estimate shares with
+//! accepts a false one (every missing edge is one; on a pair not adjacent in the truth it removes
+//! the edge rightly but with a wrong separating set, which can flip a v-structure). Each unshielded triple the estimate shares with
 //! the truth is checked: a false collider, a missed collider or left ambiguous. Pairs of selections
 //! are compared test by test on the skeleton tests both ran. Every mean comes with its standard
 //! error over graphs; differences are paired by graph.
@@ -82,6 +83,9 @@ struct Errors {
     /// Skeleton tests of a d-connected pair / of those, accepted.
     connected: usize,
     false_independence: usize,
+    /// False independences of pairs not adjacent in the truth: wrong separating sets (the others,
+    /// of adjacent pairs, are the missing edges).
+    wrong_sepsets: usize,
     /// Unshielded triples shared with the truth / false colliders / missed colliders / ambiguous.
     triples: usize,
     false_colliders: usize,
@@ -91,7 +95,7 @@ struct Errors {
 
 impl Errors {
     const HEADER: &'static str = "shd,missing,extra,misoriented,separated_tests,false_dependence,\
-        connected_tests,false_independence,shared_triples,false_colliders,missed_colliders,ambiguous";
+        connected_tests,false_independence,wrong_sepsets,shared_triples,false_colliders,missed_colliders,ambiguous";
 
     fn csv(&self) -> String {
         [
@@ -103,6 +107,7 @@ impl Errors {
             self.false_dependence,
             self.connected,
             self.false_independence,
+            self.wrong_sepsets,
             self.triples,
             self.false_colliders,
             self.missed_colliders,
@@ -142,12 +147,14 @@ fn errors(r: &PcResult, dag: &Pdag) -> Errors {
     assert_eq!(e.shd, e.missing + e.extra + e.misoriented, "SHD splits into its three parts");
     for t in r.tests.iter().filter(|t| t.phase == "skeleton") {
         let given: Vec<usize> = t.given.iter().map(|g| index(g)).collect();
-        if dag.d_separated(index(&t.x), index(&t.y), &given) {
+        let (x, y) = (index(&t.x), index(&t.y));
+        if dag.d_separated(x, y, &given) {
             e.separated += 1;
             e.false_dependence += usize::from(!t.independent);
         } else {
             e.connected += 1;
             e.false_independence += usize::from(t.independent);
+            e.wrong_sepsets += usize::from(t.independent && !dag.adjacent(x, y));
         }
     }
     for t in &r.triples {
@@ -313,6 +320,7 @@ fn publish(
             "false dependence",
             "tests of connected pairs",
             "false independence",
+            "of which wrong separating sets",
             "shared triples",
             "false colliders",
             "missed colliders",
@@ -326,6 +334,7 @@ fn publish(
             c(|e| e.false_dependence),
             c(|e| e.connected),
             c(|e| e.false_independence),
+            c(|e| e.wrong_sepsets),
             c(|e| e.triples),
             c(|e| e.false_colliders),
             c(|e| e.missed_colliders),
