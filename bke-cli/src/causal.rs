@@ -8,7 +8,7 @@ use crate::exec::{Bar, ExecArgs};
 use crate::hypothesis::{Select, Selection};
 use crate::io;
 use anyhow::{Context, bail};
-use bke_core::causal::{CausalData, PcParams, PcResult, Prewhitening, draw};
+use bke_core::causal::{CausalData, Orientation, PcParams, PcResult, Prewhitening, draw};
 use bke_core::hypothesis::hsic::HsicStatistic;
 use bke_core::{Params, Points};
 use bke_linalg::{Backend, WithBackend};
@@ -58,6 +58,13 @@ pub struct PcArgs {
     /// Largest conditioning set tried (default: no limit).
     #[arg(long)]
     pub max_condition: Option<usize>,
+    /// How unshielded triples become v-structures: standard (collider iff the centre is not in the
+    /// separating set found), conservative (Ramsey et al. 2006: all separating sets among the
+    /// neighbours must agree, else the triple is ambiguous), majority (Colombo & Maathuis 2014) or
+    /// max-p (the separating set with the largest p-value; causal-learn's uc_rule = 1). The JSON's
+    /// "triples" lists every decision with its votes.
+    #[arg(long, default_value = "standard")]
+    pub orientation: String,
     /// Seed of the permutations and of BKL's landmark hold-out (results do not depend on --threads).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -120,6 +127,7 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     selection.select.get_or_insert(Select::BklBayes);
     let mut params = PcParams { alpha: a.alpha, max_condition: a.max_condition, ..PcParams::default() };
     params.prewhiten = Prewhitening::parse(&a.prewhiten)?;
+    params.orientation = Orientation::parse(&a.orientation)?;
     params.ci.selection = selection.rule(a.lengthscale, a.seed, false)?;
     params.ci.hsic.statistic = HsicStatistic::parse(&a.statistic)?;
     params.ci.hsic.permutations = a.permutations;

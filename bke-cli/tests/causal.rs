@@ -103,3 +103,36 @@ fn pc_defaults_to_bkl_bayes_and_still_offers_bkl() {
     assert!(ok, "{err}");
     assert_eq!(json["selection"], "bkl");
 }
+
+#[test]
+fn pc_orientation_rules_report_their_votes() {
+    let f = write_in("causal", "rules.csv", &collider_csv());
+    let base = [
+        "causal",
+        "pc",
+        "--data",
+        f.to_str().unwrap(),
+        "--columns",
+        "a,b,c,d",
+        "--select",
+        "median",
+        "--permutations",
+        "200",
+    ];
+    let (ok, json, err) = bke(&[&base[..], &["--orientation", "conservative"]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(json["orientation"], "conservative");
+    let triples = json["triples"].as_array().unwrap();
+    let ab = triples.iter().find(|t| t["x"] == "a" && t["via"] == "c" && t["y"] == "b").unwrap();
+    assert_eq!(ab["decision"], "collider", "{triples:?}");
+    assert_eq!(ab["sets_with"], 0);
+    let phases: Vec<&str> =
+        json["tests"].as_array().unwrap().iter().map(|t| t["phase"].as_str().unwrap()).collect();
+    assert!(phases.contains(&"skeleton") && phases.contains(&"orientation"));
+    let (ok, json, err) = bke(&base);
+    assert!(ok, "{err}");
+    assert_eq!(json["orientation"], "standard");
+    assert!(json["tests"].as_array().unwrap().iter().all(|t| t["phase"] == "skeleton"));
+    let (ok, _, err) = bke(&[&base[..], &["--orientation", "cpc"]].concat());
+    assert!(!ok && err.contains("orientation rule"), "{err}");
+}

@@ -37,7 +37,9 @@
 //! / 1.000 — every level within α + 3 s.d. (.088).
 //!
 //! Regressions are cached by `(variable, conditioning set)`: the PC algorithm asks for the same
-//! residuals many times. [`CiTester::prefetch`] computes a batch of missing regressions in parallel
+//! residuals many times; test outcomes are cached by `({x, y}, conditioning set)` (a test is a
+//! deterministic function of them), so the orientation rules' votes and reruns with another rule
+//! repeat no test. [`CiTester::prefetch`] computes a batch of missing regressions in parallel
 //! (each exactly once), so results never depend on the thread count; a test's permutation stream is
 //! seeded from `(seed, {x, y}, Z)`, so it does not depend on the order in which tests are run.
 
@@ -119,6 +121,7 @@ impl Estimator for CiParams {
             values: Arc::new(data.clone()),
             params: (**params).clone(),
             residuals: Arc::new(RwLock::new(HashMap::new())),
+            outcomes: Arc::new(RwLock::new(HashMap::new())),
         })
     }
 }
@@ -137,12 +140,17 @@ pub struct CiOutcome {
 /// A regression's key: the regressed variable and the sorted conditioning set.
 type Key = (usize, Vec<usize>);
 
-/// The conditional-independence test bound to a data set, with its cache of GP residuals.
+/// A test's key: the two variables (smaller first) and the sorted conditioning set.
+type TestKey = (usize, usize, Vec<usize>);
+
+/// The conditional-independence test bound to a data set, with its caches of GP residuals and of
+/// test outcomes.
 #[derive(Debug, Clone)]
 pub struct CiTester {
     values: Arc<Points>,
     params: CiParams,
     residuals: Arc<RwLock<HashMap<Key, Arc<Vec<f64>>>>>,
+    outcomes: Arc<RwLock<HashMap<TestKey, CiOutcome>>>,
 }
 
 impl CiTester {
@@ -162,10 +170,10 @@ impl CiTester {
     }
 
     /// The same test with another kernel selection, sharing the data and the cached regressions
-    /// (they do not depend on the selection).
+    /// (they do not depend on the selection) but not the cached outcomes.
     pub fn with_selection(&self, selection: LengthscaleSelection) -> Result<CiTester, CoreError> {
         let params = CiParams { selection, ..self.params.clone() }.check()?.into_inner();
-        Ok(CiTester { params, ..self.clone() })
+        Ok(CiTester { params, outcomes: Arc::new(RwLock::new(HashMap::new())), ..self.clone() })
     }
 
     fn check_index(&self, v: usize) -> Result<(), CoreError> {
@@ -239,15 +247,32 @@ impl CiTester {
             });
         }
         let (a, b) = (x.min(y), x.max(y));
-        let z = sorted(given);
-        self.prefetch::<B>(&[(a, z.clone()), (b, z.clone())])?;
-        let (ra, rb) = (self.residual::<B>(a, &z)?, self.residual::<B>(b, &z)?);
+        let key = (a, b, sorted(given));
+        let cached = self.outcomes.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        let out = match cached {
+            Some(out) => out,
+            None => {
+                let out = self.run_test::<B>(a, b, &key.2)?;
+                self.outcomes.write().unwrap_or_else(|e| e.into_inner()).insert(key, out.clone());
+                out
+            }
+        };
+        let [la, lb] = out.lengthscales;
+        Ok(CiOutcome { lengthscales: if x < y { [la, lb] } else { [lb, la] }, ..out })
+    }
+
+    /// Runs the test `X_a ⫫ X_b | X_z` (`a < b`, `z` sorted); lengthscales in the order `a`, `b`.
+    fn run_test<B: Backend>(&self, a: usize, b: usize, z: &[usize]) -> Result<CiOutcome, CoreError> {
+        self.prefetch::<B>(&[(a, z.to_vec()), (b, z.to_vec())])?;
+        let (ra, rb) = (self.residual::<B>(a, z)?, self.residual::<B>(b, z)?);
         let (pa, pb) = (Points::from_1d("residuals of x", &ra)?, Points::from_1d("residuals of y", &rb)?);
         let report =
-            self.params.hsic_for(a, b, &z).check()?.fit::<B>(&TwoSamples { x: pa, y: pb })?.test::<B>()?;
-        let (la, lb) = (report.lengthscale_x, report.lengthscale_y);
-        let lengthscales = if x < y { [la, lb] } else { [lb, la] };
-        Ok(CiOutcome { p_value: report.outcome.p_value, statistic: report.outcome.statistic, lengthscales })
+            self.params.hsic_for(a, b, z).check()?.fit::<B>(&TwoSamples { x: pa, y: pb })?.test::<B>()?;
+        Ok(CiOutcome {
+            p_value: report.outcome.p_value,
+            statistic: report.outcome.statistic,
+            lengthscales: [report.lengthscale_x, report.lengthscale_y],
+        })
     }
 }
 
@@ -324,6 +349,15 @@ mod tests {
         let bkl = t.with_selection(LengthscaleSelection::bkl(0)).unwrap();
         assert!(bkl.test::<DefaultBackend>(0, 1, &[2]).unwrap().p_value > 0.05);
         assert_eq!(t.residuals.read().unwrap().len(), 3);
+        // outcomes are cached per selection: the BKL tester does not see the median's
+        assert_eq!(bkl.outcomes.read().unwrap().len(), 1);
+        assert_eq!(t.outcomes.read().unwrap().len(), 3);
+        // a cached outcome equals a fresh computation
+        let fresh = params().check().unwrap().fit::<DefaultBackend>(&data(150, 1)).unwrap();
+        assert_eq!(
+            fresh.test::<DefaultBackend>(0, 1, &[2]).unwrap(),
+            t.test::<DefaultBackend>(0, 1, &[2]).unwrap()
+        );
     }
 
     #[test]

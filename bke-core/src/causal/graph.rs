@@ -2,7 +2,9 @@
 //! a DAG, and the structural Hamming distance.
 //!
 //! **Orientation** (Spirtes et al. 2000; Meek 1995). From an undirected skeleton and a rule saying
-//! which unshielded triples `i − k − j` (`i`, `j` not adjacent) are colliders:
+//! which unshielded triples `i − k − j` (`i`, `j` not adjacent) are colliders, which are not, and
+//! (conservative and majority rules, Ramsey et al. 2006, Colombo & Maathuis 2014) which are
+//! *ambiguous* ([`Triple`]):
 //! 1. every collider gives `i → k ← j`. When two colliders ask for opposite directions on one edge,
 //!    the edge stays undirected and is reported as a conflict (the "conservative" resolution: the
 //!    result does not depend on the order in which triples are visited);
@@ -14,9 +16,16 @@
 //!    - R2: `a → c → b` and `a − b` ⇒ `a → b`;
 //!    - R3: `a − c → b`, `a − d → b`, `c`, `d` not adjacent, `a − b` ⇒ `a → b`.
 //!
+//!    R1 and R3 read the unshielded triple `c − a − b` (R3: `c − a − d`) as a non-collider; when
+//!    that triple is ambiguous they do not fire (as pcalg's `udag2pdagRelaxed` with `unfVect`).
+//!
 //!    Without background knowledge R1–R3 are complete (Meek 1995, Thm. 2): R4 never fires.
 //!
 //! **CPDAG of a DAG**: its skeleton oriented with its own v-structures as the colliders.
+//!
+//! **d-separation** in a DAG ([`Pdag::d_separated`]) by the moral ancestral graph (Lauritzen et al.
+//! 1990): `i ⫫ j | S` iff `S` separates `i` from `j` in the moralised graph of the ancestors of
+//! `{i, j} ∪ S` — the oracle of the simulation study's test-by-test error counts.
 //!
 //! **Structural Hamming distance** between two partially directed graphs (Tsamardinos et al. 2006):
 //! the number of node pairs whose edge differs — present in one graph only, or present in both with a
@@ -30,6 +39,17 @@ use std::collections::BTreeSet;
 pub struct Pdag {
     n: usize,
     marks: Vec<bool>,
+}
+
+/// The classification of an unshielded triple `i − k − j` by the orientation phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Triple {
+    /// `i → k ← j`.
+    Collider,
+    /// Not a collider: Meek's rules may use it.
+    NonCollider,
+    /// The separating sets disagree: neither oriented nor used by Meek's rules.
+    Ambiguous,
 }
 
 /// The type of the edge between two nodes, as seen from the first.
@@ -165,30 +185,102 @@ impl Pdag {
         skeleton: &Pdag,
         collider: impl Fn(usize, usize, usize) -> bool,
     ) -> (Pdag, Vec<(usize, usize)>) {
-        let n = skeleton.n;
+        Self::orient_triples(
+            skeleton,
+            |i, k, j| {
+                if collider(i, k, j) { Triple::Collider } else { Triple::NonCollider }
+            },
+        )
+    }
+
+    /// [`Pdag::orient`] with a three-way classification of the unshielded triples `i − k − j`
+    /// (`i < j`): ambiguous triples are not oriented and block R1 and R3 (module docs).
+    pub fn orient_triples(
+        skeleton: &Pdag,
+        kind: impl Fn(usize, usize, usize) -> Triple,
+    ) -> (Pdag, Vec<(usize, usize)>) {
         let mut arrows = BTreeSet::new();
-        for k in 0..n {
-            let nb = skeleton.neighbours(k);
-            for (x, &i) in nb.iter().enumerate() {
-                for &j in &nb[x + 1..] {
-                    if !skeleton.adjacent(i, j) && collider(i, k, j) {
-                        arrows.insert((i, k));
-                        arrows.insert((j, k));
-                    }
+        let mut ambiguous = BTreeSet::new();
+        for (i, k, j) in skeleton.unshielded_triples() {
+            match kind(i, k, j) {
+                Triple::Collider => {
+                    arrows.insert((i, k));
+                    arrows.insert((j, k));
                 }
+                Triple::Ambiguous => {
+                    ambiguous.insert((i, k, j));
+                    ambiguous.insert((j, k, i));
+                }
+                Triple::NonCollider => {}
             }
         }
         let mut g = skeleton.skeleton();
         let mut frozen = BTreeSet::new();
         apply(&mut g, &arrows, &mut frozen);
         loop {
-            let implied = meek_round(&g, &frozen);
+            let implied = meek_round(&g, &frozen, &ambiguous);
             if implied.is_empty() {
                 break;
             }
             apply(&mut g, &implied, &mut frozen);
         }
         (g, frozen.into_iter().collect())
+    }
+
+    /// The unshielded triples `i − k − j` (`i`, `j` not adjacent) as `(i, k, j)` with `i < j`,
+    /// ordered by `k`, then `i`, then `j`.
+    pub fn unshielded_triples(&self) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        for k in 0..self.n {
+            let nb = self.neighbours(k);
+            for (x, &i) in nb.iter().enumerate() {
+                for &j in &nb[x + 1..] {
+                    if !self.adjacent(i, j) {
+                        out.push((i, k, j));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether `i ⫫ j | s` in this graph read as a DAG (its directed edges; module docs).
+    pub fn d_separated(&self, i: usize, j: usize, s: &[usize]) -> bool {
+        let n = self.n;
+        let parents = |v: usize| (0..n).filter(move |&u| self.directed(u, v));
+        let mut anc = vec![false; n];
+        let mut stack: Vec<usize> = [i, j].iter().chain(s).copied().collect();
+        while let Some(v) = stack.pop() {
+            if !anc[v] {
+                anc[v] = true;
+                stack.extend(parents(v));
+            }
+        }
+        let mut moral = vec![vec![false; n]; n];
+        for v in (0..n).filter(|&v| anc[v]) {
+            let ps: Vec<usize> = parents(v).collect();
+            for (a, &p) in ps.iter().enumerate() {
+                moral[p][v] = true;
+                moral[v][p] = true;
+                for &q in &ps[a + 1..] {
+                    moral[p][q] = true;
+                    moral[q][p] = true;
+                }
+            }
+        }
+        let mut seen = vec![false; n];
+        let mut stack = vec![i];
+        while let Some(v) = stack.pop() {
+            if v == j {
+                return false;
+            }
+            if seen[v] || s.contains(&v) {
+                continue;
+            }
+            seen[v] = true;
+            stack.extend((0..n).filter(|&u| anc[u] && moral[v][u] && !seen[u]));
+        }
+        true
     }
 
     /// The structural Hamming distance to `other` (module docs). Errors never; graphs of different
@@ -220,7 +312,11 @@ fn apply(g: &mut Pdag, arrows: &BTreeSet<(usize, usize)>, frozen: &mut BTreeSet<
 }
 
 /// Every orientation Meek's rules R1–R3 imply on the current graph (module docs).
-fn meek_round(g: &Pdag, frozen: &BTreeSet<(usize, usize)>) -> BTreeSet<(usize, usize)> {
+fn meek_round(
+    g: &Pdag,
+    frozen: &BTreeSet<(usize, usize)>,
+    ambiguous: &BTreeSet<(usize, usize, usize)>,
+) -> BTreeSet<(usize, usize)> {
     let n = g.n;
     let mut out = BTreeSet::new();
     for a in 0..n {
@@ -228,11 +324,14 @@ fn meek_round(g: &Pdag, frozen: &BTreeSet<(usize, usize)>) -> BTreeSet<(usize, u
             if a == b || !g.undirected(a, b) || frozen.contains(&(a.min(b), a.max(b))) {
                 continue;
             }
-            let r1 = (0..n).any(|c| g.directed(c, a) && c != b && !g.adjacent(c, b));
+            let r1 = (0..n)
+                .any(|c| g.directed(c, a) && c != b && !g.adjacent(c, b) && !ambiguous.contains(&(c, a, b)));
             let r2 = (0..n).any(|c| g.directed(a, c) && g.directed(c, b));
             let r3 = || {
                 let cs: Vec<usize> = (0..n).filter(|&c| g.undirected(a, c) && g.directed(c, b)).collect();
-                cs.iter().enumerate().any(|(i, &c)| cs[i + 1..].iter().any(|&d| !g.adjacent(c, d)))
+                cs.iter().enumerate().any(|(i, &c)| {
+                    cs[i + 1..].iter().any(|&d| !g.adjacent(c, d) && !ambiguous.contains(&(c, a, d)))
+                })
             };
             if r1 || r2 || r3() {
                 out.insert((a, b));
@@ -293,6 +392,50 @@ mod tests {
             assert_eq!(g2.directed(rev(a), rev(b)), dir);
             assert!(g2.adjacent(rev(a), rev(b)));
         }
+    }
+
+    /// An ambiguous triple is not oriented and stops R1 from propagating through it.
+    #[test]
+    fn ambiguous_triples_block_r1() {
+        // skeleton 0 − 2 − 1, 2 − 3; 0 → 2 ← 1 a collider would orient 2 → 3 by R1.
+        let mut s = Pdag::empty(4);
+        for (a, b) in [(0, 2), (1, 2), (2, 3)] {
+            s.add_undirected(a, b);
+        }
+        let (g, _) = Pdag::orient_triples(&s, |i, _, j| match (i, j) {
+            (0, 1) => Triple::Collider,
+            _ => Triple::NonCollider,
+        });
+        assert!(g.directed(0, 2) && g.directed(1, 2) && g.directed(2, 3));
+        // the triple 0 − 2 − 3 ambiguous: R1 may still fire from 1 → 2 (1 − 2 − 3 is a non-collider)
+        let (g, _) = Pdag::orient_triples(&s, |i, _, j| match (i, j) {
+            (0, 1) => Triple::Collider,
+            (0, 3) => Triple::Ambiguous,
+            _ => Triple::NonCollider,
+        });
+        assert!(g.directed(2, 3));
+        // both 0 − 2 − 3 and 1 − 2 − 3 ambiguous: 2 − 3 stays undirected
+        let (g, _) = Pdag::orient_triples(&s, |i, _, j| match (i, j) {
+            (0, 1) => Triple::Collider,
+            _ => Triple::Ambiguous,
+        });
+        assert!(g.directed(0, 2) && g.undirected(2, 3));
+        // all ambiguous: nothing is oriented
+        let (g, c) = Pdag::orient_triples(&s, |_, _, _| Triple::Ambiguous);
+        assert_eq!(g, s);
+        assert!(c.is_empty());
+    }
+
+    /// d-separation against hand-derived answers on the collider-chain 0 → 2 ← 1, 2 → 3.
+    #[test]
+    fn d_separation_by_hand() {
+        let g = Pdag::from_directed(4, &[(0, 2), (1, 2), (2, 3)]);
+        assert!(g.d_separated(0, 1, &[]));
+        assert!(!g.d_separated(0, 1, &[2]), "conditioning on a collider connects");
+        assert!(!g.d_separated(0, 1, &[3]), "and on its descendant");
+        assert!(g.d_separated(0, 3, &[2]) && !g.d_separated(0, 3, &[]));
+        assert!(!g.d_separated(0, 2, &[1, 3]), "adjacent nodes are never separated");
+        assert_eq!(g.unshielded_triples(), vec![(0, 2, 1), (0, 2, 3), (1, 2, 3)]);
     }
 
     #[test]

@@ -14,8 +14,9 @@
 //!    fixed. With `Z = ∅` it is plain HSIC on `X` and `Y`.
 //! 3. **The PC algorithm** ([`pc`]; Spirtes, Glymour & Scheines 2000), in the order-independent
 //!    "stable" form of Colombo & Maathuis (2014): the skeleton by conditioning sets of increasing
-//!    size with separating sets, v-structures, then Meek's (1995) rules R1–R3 ([`graph`]), giving a
-//!    CPDAG (a completed partially directed acyclic graph: the Markov equivalence class).
+//!    size with separating sets, v-structures (by the standard, conservative, majority or max-p rule,
+//!    [`orient`]), then Meek's (1995) rules R1–R3 ([`graph`]), giving a CPDAG (a completed partially
+//!    directed acyclic graph: the Markov equivalence class).
 //!
 //! The result, [`PcResult`], is a serde type: the JSON that `bke causal pc` prints. [`draw`] renders
 //! a graph as SVG.
@@ -47,12 +48,14 @@
 pub mod ci;
 pub mod draw;
 pub mod graph;
+pub mod orient;
 pub mod pc;
 pub mod whiten;
 
 pub use ci::{CiOutcome, CiParams, CiTester};
-pub use graph::Pdag;
-pub use pc::{PcEdge, PcParams, PcResult, SeparatingSet, TestRecord};
+pub use graph::{Pdag, Triple};
+pub use orient::Orientation;
+pub use pc::{PcEdge, PcParams, PcResult, SeparatingSet, TestRecord, TripleRecord};
 pub use whiten::{Prewhitening, VariableWhitening, WhiteningRecord};
 
 use crate::{CoreError, Points};

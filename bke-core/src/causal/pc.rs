@@ -15,13 +15,19 @@
 //! parallel; each test's permutations are seeded by its variables. Every edge runs exactly the
 //! sequence of tests the sequential algorithm would.
 //!
-//! **Orientation.** An unshielded triple `i − k − j` is a collider when `k` is not in the separating
-//! set of `(i, j)`; v-structures, then Meek's rules R1–R3 ([`Pdag::orient`]), give the CPDAG.
-//! Conflicting orientations leave an edge undirected and are listed in [`PcResult::conflicts`].
+//! **Orientation.** Each unshielded triple `i − k − j` is classified as a collider, a non-collider
+//! or ambiguous by [`PcParams::orientation`] ([`super::orient`]: the standard rule — collider when
+//! `k` is not in the separating set of `(i, j)` — or the conservative, majority or max-p rules, which
+//! test `i ⫫ j` again given every subset of the neighbours of `i` and of `j`); v-structures, then
+//! Meek's rules R1–R3 ([`Pdag::orient_triples`]), give the CPDAG. Conflicting orientations leave an
+//! edge undirected and are listed in [`PcResult::conflicts`]; every decision and its votes is in
+//! [`PcResult::triples`], the orientation phase's tests in [`PcResult::tests`] with phase
+//! "orientation".
 
 use super::CausalData;
 use super::ci::{CiOutcome, CiParams, CiTester};
-use super::graph::Pdag;
+use super::graph::{Pdag, Triple};
+use super::orient::{Decision, Orientation, OrientationTest, classify};
 use super::whiten::{Prewhitening, WhiteningRecord, prewhiten};
 use crate::CoreError;
 use crate::estimator::{Estimator, Params, Progress, Valid};
@@ -32,7 +38,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Settings of the PC algorithm. Defaults: `α = 0.05`, the default [`CiParams`] (BKL kernels), GP
-/// pre-whitening when the data have a time index, no limit on the conditioning-set size.
+/// pre-whitening when the data have a time index, no limit on the conditioning-set size, the
+/// standard orientation rule.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PcParams {
     /// Level of every conditional-independence test, in (0, 1): an edge is removed when `p > α`.
@@ -43,11 +50,19 @@ pub struct PcParams {
     pub prewhiten: Prewhitening,
     /// Largest conditioning set tried (`None`: no limit).
     pub max_condition: Option<usize>,
+    /// How unshielded triples are classified as colliders ([`super::orient`]).
+    pub orientation: Orientation,
 }
 
 impl Default for PcParams {
     fn default() -> Self {
-        Self { alpha: 0.05, ci: CiParams::default(), prewhiten: Prewhitening::Gp, max_condition: None }
+        Self {
+            alpha: 0.05,
+            ci: CiParams::default(),
+            prewhiten: Prewhitening::Gp,
+            max_condition: None,
+            orientation: Orientation::default(),
+        }
     }
 }
 
@@ -73,7 +88,14 @@ impl Estimator for PcParams {
         let (values, record) = prewhiten::<B>(data, params.prewhiten, &params.ci.gp)?;
         progress.update("pre-whitening", 1, 1);
         let tester = params.ci.check()?.fit::<B>(&values)?;
-        let mut result = pc::<B>(&tester, data.names(), params.alpha, params.max_condition, progress)?;
+        let mut result = pc_oriented::<B>(
+            &tester,
+            data.names(),
+            params.alpha,
+            params.max_condition,
+            params.orientation,
+            progress,
+        )?;
         result.prewhitening = record;
         Ok(result)
     }
@@ -107,8 +129,37 @@ pub struct TestRecord {
     pub statistic: f64,
     /// Size of the conditioning set (the level of the skeleton search).
     pub level: usize,
-    /// Whether `p > α` (the edge was removed with this separating set).
+    /// Whether `p > α` (in the skeleton phase: the edge was removed with this separating set).
     pub independent: bool,
+    /// "skeleton" (the search for separating sets) or "orientation" (the votes of the conservative,
+    /// majority and max-p rules, [`super::orient`]).
+    #[serde(default = "skeleton_phase")]
+    pub phase: String,
+}
+
+fn skeleton_phase() -> String {
+    "skeleton".into()
+}
+
+fn standard_orientation() -> String {
+    Orientation::Standard.name().into()
+}
+
+/// How the orientation phase classified one unshielded triple `x − via − y`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TripleRecord {
+    /// One end.
+    pub x: String,
+    /// The centre.
+    pub via: String,
+    /// The other end.
+    pub y: String,
+    /// "collider" (`x → via ← y`), "non-collider" or "ambiguous".
+    pub decision: String,
+    /// Separating sets of `x` and `y` (with `p > α`; max-p: the deciding ones) that contain `via`.
+    pub sets_with: usize,
+    /// Those that do not contain `via`.
+    pub sets_without: usize,
 }
 
 /// The separating set found for a removed edge.
@@ -142,6 +193,12 @@ pub struct PcResult {
     pub separating_sets: Vec<SeparatingSet>,
     /// Edges left undirected because the rules asked for both directions, as `[a, b]`.
     pub conflicts: Vec<[String; 2]>,
+    /// The orientation rule: "standard", "conservative", "majority" or "max-p".
+    #[serde(default = "standard_orientation")]
+    pub orientation: String,
+    /// Every unshielded triple of the skeleton and its classification.
+    #[serde(default)]
+    pub triples: Vec<TripleRecord>,
     /// Observations used (after pre-whitening).
     pub observations: usize,
     /// Permutations per test.
@@ -184,15 +241,28 @@ struct EdgeJob {
     separated: Option<Vec<usize>>,
 }
 
-/// The PC algorithm on a bound test (module docs), with `names` for the columns. Lower level than
-/// [`PcParams`]: no pre-whitening (the record says "none"); testers made with
-/// [`CiTester::with_selection`] share their regressions, so several selections can be compared at
-/// the cost of one set of GP fits.
+/// The PC algorithm on a bound test (module docs), with `names` for the columns and the standard
+/// orientation rule. Lower level than [`PcParams`]: no pre-whitening (the record says "none");
+/// testers made with [`CiTester::with_selection`] share their regressions, so several selections can
+/// be compared at the cost of one set of GP fits.
 pub fn pc<B: Backend>(
     tester: &CiTester,
     names: &[String],
     alpha: f64,
     max_condition: Option<usize>,
+    progress: &dyn Progress,
+) -> Result<PcResult, CoreError> {
+    pc_oriented::<B>(tester, names, alpha, max_condition, Orientation::Standard, progress)
+}
+
+/// [`pc`] with the orientation rule `orientation`. A tester caches its test outcomes, so running
+/// several rules on one tester repeats no test.
+pub fn pc_oriented<B: Backend>(
+    tester: &CiTester,
+    names: &[String],
+    alpha: f64,
+    max_condition: Option<usize>,
+    orientation: Orientation,
     progress: &dyn Progress,
 ) -> Result<PcResult, CoreError> {
     check_alpha(alpha)?;
@@ -205,8 +275,8 @@ pub fn pc<B: Backend>(
         });
     }
     let bound = Bound::<B>(tester, std::marker::PhantomData);
-    let (cpdag, conflicts, sepsets, tests) = search(&bound, p, alpha, max_condition, progress)?;
-    Ok(assemble(tester, names, alpha, cpdag, &conflicts, &sepsets, tests))
+    let found = search(&bound, p, alpha, max_condition, orientation, progress)?;
+    Ok(assemble(tester, names, alpha, orientation, found))
 }
 
 /// What the search needs from a conditional-independence test (the kernel test, or in the tests a
@@ -229,7 +299,21 @@ impl<B: Backend> IndependenceTest for Bound<'_, B> {
     }
 }
 
-type Search = (Pdag, Vec<(usize, usize)>, BTreeMap<(usize, usize), Vec<usize>>, Vec<Test>);
+/// What the search found.
+pub(crate) struct Search {
+    /// The CPDAG.
+    pub cpdag: Pdag,
+    /// Edges left undirected by conflicting orientations.
+    pub conflicts: Vec<(usize, usize)>,
+    /// Separating sets of the removed edges, by `(smaller, larger)`.
+    pub sepsets: BTreeMap<(usize, usize), Vec<usize>>,
+    /// The skeleton phase's tests.
+    pub tests: Vec<Test>,
+    /// The classification of every unshielded triple.
+    pub triples: Vec<Decision>,
+    /// The orientation phase's tests.
+    pub orientation_tests: Vec<OrientationTest>,
+}
 
 /// The skeleton search and orientation (module docs) over `p` variables.
 pub(crate) fn search(
@@ -237,8 +321,29 @@ pub(crate) fn search(
     p: usize,
     alpha: f64,
     max_condition: Option<usize>,
+    orientation: Orientation,
     progress: &dyn Progress,
 ) -> Result<Search, CoreError> {
+    let (g, sepsets, tests) = skeleton(tester, p, alpha, max_condition, progress)?;
+    progress.update("PC orientation", 0, 1);
+    let (triples, orientation_tests) = classify(tester, &g, &sepsets, alpha, orientation)?;
+    let kinds: BTreeMap<(usize, usize, usize), Triple> =
+        triples.iter().map(|d| ((d.i, d.k, d.j), d.kind)).collect();
+    let (cpdag, conflicts) = Pdag::orient_triples(&g, |i, k, j| kinds[&(i, k, j)]);
+    progress.update("PC orientation", 1, 1);
+    Ok(Search { cpdag, conflicts, sepsets, tests, triples, orientation_tests })
+}
+
+type Skeleton = (Pdag, BTreeMap<(usize, usize), Vec<usize>>, Vec<Test>);
+
+/// The skeleton phase (module docs): the skeleton, separating sets and tests.
+fn skeleton(
+    tester: &impl IndependenceTest,
+    p: usize,
+    alpha: f64,
+    max_condition: Option<usize>,
+    progress: &dyn Progress,
+) -> Result<Skeleton, CoreError> {
     let mut g = Pdag::complete(p);
     let mut sepsets: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
     let mut tests = Vec::new();
@@ -312,9 +417,7 @@ pub(crate) fn search(
         }
         level += 1;
     }
-    let (cpdag, conflicts) =
-        Pdag::orient(&g, |i, k, j| sepsets.get(&(i.min(j), i.max(j))).is_some_and(|s| !s.contains(&k)));
-    Ok((cpdag, conflicts, sepsets, tests))
+    Ok((g, sepsets, tests))
 }
 
 /// Subsets of size `level` of `a(i) ∖ {j}`, then of `a(j) ∖ {i}` not already listed.
@@ -356,13 +459,28 @@ fn assemble(
     tester: &CiTester,
     names: &[String],
     alpha: f64,
-    cpdag: Pdag,
-    conflicts: &[(usize, usize)],
-    sepsets: &BTreeMap<(usize, usize), Vec<usize>>,
-    tests: Vec<Test>,
+    orientation: Orientation,
+    found: Search,
 ) -> PcResult {
+    let Search { cpdag, conflicts, sepsets, tests, triples, orientation_tests } = found;
     let name = |v: usize| names[v].clone();
     let set = |s: &[usize]| s.iter().map(|&v| name(v)).collect::<Vec<_>>();
+    let record = |level: usize, i: usize, j: usize, s: &[usize], out: CiOutcome, phase: &str| TestRecord {
+        x: name(i),
+        y: name(j),
+        given: set(s),
+        p_value: out.p_value,
+        lengthscales: out.lengthscales.to_vec(),
+        statistic: out.statistic,
+        level,
+        independent: out.p_value > alpha,
+        phase: phase.into(),
+    };
+    let mut records: Vec<TestRecord> =
+        tests.into_iter().map(|(level, i, j, s, out, _)| record(level, i, j, &s, out, "skeleton")).collect();
+    records.extend(
+        orientation_tests.into_iter().map(|(i, j, s, out)| record(s.len(), i, j, &s, out, "orientation")),
+    );
     PcResult {
         nodes: names.to_vec(),
         edges: cpdag
@@ -370,19 +488,7 @@ fn assemble(
             .into_iter()
             .map(|(a, b, directed)| PcEdge { from: name(a), to: name(b), directed })
             .collect(),
-        tests: tests
-            .into_iter()
-            .map(|(level, i, j, s, out, independent)| TestRecord {
-                x: name(i),
-                y: name(j),
-                given: set(&s),
-                p_value: out.p_value,
-                lengthscales: out.lengthscales.to_vec(),
-                statistic: out.statistic,
-                level,
-                independent,
-            })
-            .collect(),
+        tests: records,
         alpha,
         selection: tester.params().selection_name().into(),
         prewhitening: WhiteningRecord {
@@ -396,6 +502,23 @@ fn assemble(
             .map(|(&(i, j), s)| SeparatingSet { x: name(i), y: name(j), given: set(s) })
             .collect(),
         conflicts: conflicts.iter().map(|&(a, b)| [name(a), name(b)]).collect(),
+        orientation: orientation.name().into(),
+        triples: triples
+            .iter()
+            .map(|d| TripleRecord {
+                x: name(d.i),
+                via: name(d.k),
+                y: name(d.j),
+                decision: match d.kind {
+                    Triple::Collider => "collider",
+                    Triple::NonCollider => "non-collider",
+                    Triple::Ambiguous => "ambiguous",
+                }
+                .into(),
+                sets_with: d.with,
+                sets_without: d.without,
+            })
+            .collect(),
         observations: tester.observations(),
         permutations: tester.params().hsic.permutations,
     }

@@ -95,16 +95,24 @@ fn oracle_pc_recovers_the_cpdag_of_random_dags() {
             parents[b].push(a);
         }
         let oracle = DSeparation { n, parents };
-        let (g, conflicts, _, _) = search(&oracle, n, 0.05, None, &()).unwrap();
         let truth = Pdag::from_directed(n, &edges).cpdag();
-        assert_eq!(
-            g,
-            truth,
-            "trial {trial}: dag {edges:?}\nfound {:?}\ntruth {:?}",
-            g.edges(),
-            truth.edges()
-        );
-        assert!(conflicts.is_empty());
+        for rule in Orientation::ALL {
+            let found = search(&oracle, n, 0.05, None, rule, &()).unwrap();
+            let g = found.cpdag;
+            assert_eq!(
+                g,
+                truth,
+                "trial {trial}, {rule:?}: dag {edges:?}\nfound {:?}\ntruth {:?}",
+                g.edges(),
+                truth.edges()
+            );
+            assert!(found.conflicts.is_empty());
+            assert!(found.triples.iter().all(|d| d.kind != Triple::Ambiguous));
+            assert_eq!(
+                found.orientation_tests.is_empty(),
+                rule == Orientation::Standard || found.triples.is_empty()
+            );
+        }
     }
 }
 
