@@ -143,7 +143,8 @@
 //! --dims 1 --scales 0.3,0.4,0.2 --selections bkl-bayes`; the first 10 data sets at 0.3 decide as in
 //! the paired run): BKL-Bayes at d = 1 rejects .605 ± .035 at scale 0.3 and .865 ± .024 at 0.4
 //! (published MMDAgg .605 / .88, MMD-FUSE .505 / .825): equal to the published best at 0.3, 0.6 SE
-//! below it at 0.4; at 0.2 (40 data sets above) .200 ± .063 against the published .21.
+//! below it at 0.4; .225 ± .030 at 0.2 (published .21 / .18). 1007 s user + 23 s sys CPU for the
+//! 600 data sets on a shared, loaded 2-core machine.
 //! Level (`cargo xtask repro level --reps 500 --permutations 200 --selections 'BKL-Bayes,MMDAgg /
 //! HSICAgg,MMD-FUSE'`, bound .079): BKL-Bayes MMD permutation .040, wild .044; MMDAgg .026 / .020;
 //! MMD-FUSE .038 / .046; the HSIC tests unchanged (BKL-Bayes .060 / .064 / .050).
