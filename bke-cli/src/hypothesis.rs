@@ -7,7 +7,8 @@
 //! median/√2, seed 000 §2.4), `bkl` (ML-II on the BKE marginal pseudolikelihood: on the pooled sample
 //! for MMD and the witness, on each variable for HSIC), the aggregated tests `mmdagg` (MMD) /
 //! `hsicagg` (HSIC), `fuse` (MMD-FUSE, MMD only) and `bkl-bayes` (a kernel collection weighted half by the
-//! BKE posterior over the lengthscale, half uniformly over the MMDAgg/HSICAgg collection).
+//! BKE posterior over the lengthscale, half uniformly over the MMDAgg ∪ MMD-FUSE collection for MMD and
+//! the HSICAgg bandwidths for HSIC; for MMD it is MMD-FUSE's statistic with those weights as its prior).
 
 use crate::exec::{Bar, ExecArgs};
 use crate::io;

@@ -11,7 +11,8 @@
 //! - **HSIC**: `x ~ N(0, I₂)`, `y ~ 0.5·N(0,1) + 0.5·Exp(1)` independent, n = 100; BKL learns one θ per
 //!   variable on its own marginal.
 //!
-//! Options: `--reps R` (default 1000), `--permutations B` (default 200).
+//! Options: `--reps R` (default 1000), `--permutations B` (default 200), `--selections a,b,…` (the
+//! selections' names in the table, e.g. `BKL-Bayes,MMD-FUSE`; all when absent).
 
 use super::fig2c::{blobs_iid, options_from_args};
 use crate::report::Table;
@@ -44,6 +45,17 @@ fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection)> {
         ("MMD-FUSE", LengthscaleSelection::Fuse(Families::Both)),
         ("BKL-Bayes", LengthscaleSelection::BklBayes(bkl)),
     ]
+}
+
+/// The selections of this run: all, or those named in `--selections a,b,…` (names as in the table,
+/// e.g. `BKL-Bayes`, `MMD-FUSE`).
+fn active(seed: u64) -> Vec<(&'static str, LengthscaleSelection)> {
+    let args: Vec<String> = std::env::args().collect();
+    let only = args.iter().position(|a| a == "--selections").and_then(|i| args.get(i + 1)).cloned();
+    selections(seed)
+        .into_iter()
+        .filter(|(n, _)| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == *n)))
+        .collect()
 }
 
 const MMD_TESTS: [(MmdStatistic, NullDistribution); 7] = [
@@ -87,7 +99,7 @@ fn mmd_rep(rep: usize, b: usize) -> anyhow::Result<Decisions> {
     let data = TwoSamples { x: blobs_iid(None, 108, &mut rng), y: blobs_iid(None, 108, &mut rng) };
     let pooled = data.x.concat(&data.y)?;
     let mut out = Vec::new();
-    for (_, sel) in selections(seed) {
+    for (_, sel) in active(seed) {
         let selection = resolve(&sel, &pooled, TestKind::TwoSample)?;
         let mut row = Vec::new();
         for (statistic, null) in MMD_TESTS {
@@ -120,7 +132,7 @@ fn hsic_rep(rep: usize, b: usize) -> anyhow::Result<Decisions> {
         .collect();
     let data = TwoSamples { x: Points::new("x", xd, 2)?, y: Points::from_1d("y", &yd)? };
     let mut out = Vec::new();
-    for (_, sel) in selections(seed) {
+    for (_, sel) in active(seed) {
         let (sx, sy) = if sel.is_aggregated() {
             (sel.clone(), None)
         } else {
@@ -160,7 +172,7 @@ fn tabulate(
     let r = reps.len() as f64;
     let sd = (ALPHA * (1.0 - ALPHA) / r).sqrt();
     let bound = ALPHA + 3.0 * sd;
-    for (s, (sel_name, _)) in selections(0).iter().enumerate() {
+    for (s, (sel_name, _)) in active(0).iter().enumerate() {
         for (t, test) in tests.iter().enumerate() {
             if reps[0][s][t].is_none() {
                 continue;

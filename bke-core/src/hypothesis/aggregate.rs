@@ -30,13 +30,15 @@
 //! `Σ π_k = 1`, `max_k (S_k + (log π_k)/λ) ≤ F ≤ max_k S_k`: large `λ` makes it the maximum, `λ → 0`
 //! the π-weighted mean.
 //!
-//! # Studentised statistics (BKL-Bayes)
+//! # Studentised statistics (BKL-Bayes for HSIC)
 //! [`studentise`] replaces each kernel's values by `(v − mean)/sd` over its `B + 1` values (the observed
 //! and the draws). Mean and sd are symmetric functions of those `B + 1` values, so the studentised
 //! observed value and draws are exchangeable whenever the raw ones are: the permutation p-value stays
 //! exact, and kernels become comparable whatever their scale.
 //!
-//! BKL-Bayes aggregates them at `λ = 1` ([`STUDENTISED_TEMPERATURE`]): `F = log Σ_k π_k exp(S_k)` is
+//! The HSIC BKL-Bayes test aggregates them at `λ = 1` ([`STUDENTISED_TEMPERATURE`]; the two-sample
+//! BKL-Bayes test uses MMD-FUSE's normalisation instead since issue 15's re-measurement,
+//! [`super::mmd`]): `F = log Σ_k π_k exp(S_k)` is
 //! the log of the posterior mixture of the exponential tilts `exp(S_k)` — for a studentised statistic
 //! that is roughly Gaussian, `exp(S − ½)` is the likelihood ratio of a shift by one null standard
 //! deviation, so `F` is a log Bayes factor against that local alternative, averaged over the
@@ -48,7 +50,7 @@
 use super::resampling_p_value;
 use crate::numeric::log_sum_exp;
 
-/// The soft-maximum temperature `λ` for studentised statistics (BKL-Bayes; module docs).
+/// The soft-maximum temperature `λ` for studentised statistics (BKL-Bayes for HSIC; module docs).
 pub const STUDENTISED_TEMPERATURE: f64 = 1.0;
 
 /// Bisection steps of the level correction (MMDAgg's `B₃`).

@@ -51,25 +51,23 @@
 //! With a collection of kernels ([`super::select`]), every kernel's unbiased statistic is computed
 //! under the *same* relabellings (or sign flips: the wild bootstrap swaps `x_i ↔ y_i`, a relabelling
 //! too), one batched GEMM per kernel, and [`super::aggregate`] combines them. MMDAgg draws
-//! `B₁ = B₂ = B`. MMD-FUSE and BKL-Bayes normalise each kernel's statistic by the
-//! relabelling-invariant `N̂_k = Σ_{i≠j} k(z_i, z_j)²` over the pooled sample:
+//! `B₁ = B₂ = B` (the reference code: `B₁ = B₂ = 2000`, and the wild bootstrap when `n = m` unless
+//! asked for permutations; bke's default null is the permutation one for every test). MMD-FUSE and
+//! BKL-Bayes normalise each kernel's statistic by the relabelling-invariant
+//! `N̂_k = Σ_{i≠j} k(z_i, z_j)²` over the pooled sample:
 //! `S_k = n(n−1) MMD²_k / √N̂_k` with `n = min(#x, #y)` (the reference code's normalisation, which the
 //! paper writes `MMD²_k/√N̂_k` with `N̂_k` scaled by `1/(n(n−1))²`), and aggregate by the soft maximum
-//! `(1/λ) log Σ_k π_k exp(λ S_k)` with `λ = √(n(n−1))` (the paper's default). BKL-Bayes uses the same
-//! soft maximum with its weights `π_k` (half BKE posterior, half uniform over the MMDAgg collection,
-//! [`super::select`]), of statistics studentised against their own resampled
-//! null ([`super::aggregate::studentise`]), at `λ = 1`
-//! ([`super::aggregate::STUDENTISED_TEMPERATURE`]). Aggregated tests need the unbiased statistic and a
-//! resampled null.
+//! `(1/λ) log Σ_k π_k exp(λ S_k)` with `λ = √(n(n−1))` (the paper's default): MMD-FUSE with uniform
+//! `π_k` over its collection, BKL-Bayes with its weights (half BKE posterior, half uniform over the
+//! union of the MMDAgg and MMD-FUSE collections, [`super::select`]) — BKL-Bayes is MMD-FUSE with the
+//! BKE posterior as its prior. Aggregated tests need the unbiased statistic and a resampled null.
 //!
 //! # Linear time
 //! `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})` never forms a Gram matrix. Its nulls: permutation (relabel,
 //! re-pair, `O(N)` kernel evaluations per draw), wild bootstrap `Σ ε_i h_i/⌊n/2⌋`, or the asymptotic
 //! normal `N(0, s_h²/⌊n/2⌋)` ([`NullDistribution::Normal`]).
 
-use super::aggregate::{
-    AggregateOutcome, KernelStatistics, STUDENTISED_TEMPERATURE, min_p, soft_max_test, studentise,
-};
+use super::aggregate::{AggregateOutcome, KernelStatistics, min_p, soft_max_test};
 use super::kernels::{Distances, WeightedKernel};
 use super::mmd_null::{
     MmdPermutation, gamma_moments, linear_h, linear_normal, linear_permutation, linear_wild, wild_null,
@@ -484,7 +482,6 @@ impl FittedMmd {
         let n = x.len();
         let min_n = n.min(y.len()) as f64;
         let is_agg = matches!(p.selection, LengthscaleSelection::Agg(_));
-        let is_fuse = matches!(p.selection, LengthscaleSelection::Fuse(_));
         let draws = if is_agg { 2 * p.permutations } else { p.permutations };
         let pooled = x.concat(y)?;
         let mut dist = Distances::new(&pooled);
@@ -503,7 +500,7 @@ impl FittedMmd {
                     MmdPermutation::new(&k, n)?.null::<B>(MmdStatistic::Unbiased, draws, p.seed)?,
                 ),
             };
-            if is_fuse {
+            if !is_agg {
                 let c = min_n * (min_n - 1.0) / fuse_normaliser(&k)?;
                 observed *= c;
                 null.iter_mut().for_each(|v| *v *= c);
@@ -522,11 +519,7 @@ impl FittedMmd {
             return Ok((min_p(&stats, &weights, p.permutations, p.alpha), stats, p_values));
         }
         let p_values = stats.kernel_p_values();
-        if !is_fuse {
-            studentise(&mut stats);
-        }
-        let lambda = if is_fuse { (min_n * (min_n - 1.0)).sqrt() } else { STUDENTISED_TEMPERATURE };
-        Ok((soft_max_test(&stats, &weights, lambda), stats, p_values))
+        Ok((soft_max_test(&stats, &weights, (min_n * (min_n - 1.0)).sqrt()), stats, p_values))
     }
 }
 

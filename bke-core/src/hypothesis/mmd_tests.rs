@@ -326,20 +326,24 @@ fn detects_a_shift() {
     }
 }
 
-/// MMD-FUSE from its definition: every kernel's reported statistic is `n(n−1)·MMD²_u/√N̂`; the
-/// aggregate is `(1/λ) log mean_k exp(λ S_k)`; and null draw `b` equals the whole test run afresh on
-/// the data relabelled by draw `b` (kernels chosen again on the relabelled pooled sample): the
+/// MMD-FUSE and BKL-Bayes from their definition: every kernel's reported statistic is
+/// `n(n−1)·MMD²_u/√N̂`; the aggregate is `(1/λ) log Σ_k w_k exp(λ S_k)` (FUSE: `w_k = 1/K`; BKL-Bayes:
+/// the contaminated posterior); and null draw `b` equals the whole test run afresh on the data
+/// relabelled by draw `b` (kernels and weights chosen again on the relabelled pooled sample): the
 /// property the proof of exact level rests on.
 #[test]
-fn fuse_matches_its_definition_and_its_draws_are_relabelled_data() {
+fn soft_max_tests_match_their_definition_and_their_draws_are_relabelled_data() {
+    for selection in
+        [LengthscaleSelection::Fuse(Families::Both), LengthscaleSelection::BklBayes(BklParams::default())]
+    {
+        soft_max_test_matches_its_definition(selection);
+    }
+}
+
+fn soft_max_test_matches_its_definition(selection: LengthscaleSelection) {
     let x = gaussian_points(20, 25, 2, 0.0, 1.0);
     let y = gaussian_points(21, 25, 2, 0.3, 1.0);
-    let params = MmdParams {
-        permutations: 30,
-        seed: 5,
-        selection: LengthscaleSelection::Fuse(Families::Both),
-        ..Default::default()
-    };
+    let params = MmdParams { permutations: 30, seed: 5, selection, ..Default::default() };
     let out = run(&x, &y, &params).unwrap();
     let lambda = (25.0f64 * 24.0).sqrt();
     let pooled = x.concat(&y).unwrap();
@@ -402,12 +406,12 @@ fn mmdagg_reports_each_kernel_and_the_corrected_level() {
     assert_eq!(out.lengthscale, lead.lengthscale);
 }
 
-/// Every aggregated test holds its level on small null samples: 300 data sets, B = 39, α = 0.1;
+/// Every aggregated test holds its level on small null samples: 600 data sets, B = 39, α = 0.1;
 /// the rejection rate must stay within 3 standard errors of α (a sharper check with more data sets
 /// is `cargo xtask repro level`).
 #[test]
 fn aggregated_tests_hold_their_level() {
-    let reps = 300;
+    let reps = 600;
     for selection in aggregated() {
         for null in [NullDistribution::Permutation, NullDistribution::WildBootstrap] {
             let params = MmdParams {

@@ -86,8 +86,12 @@ fn bkl_bayes_weights_are_the_tempered_posterior() {
     let largest = mass.iter().copied().fold(0.0, f64::max);
     let kept: Vec<usize> = (0..11).filter(|&c| mass[c] >= 1e-3 * largest).collect();
     let total: f64 = kept.iter().map(|&c| mass[c]).sum();
-    // the posterior kernels first, at (1 − ε) of their mass, then the 20 MMDAgg kernels at ε/20
-    let prior = mmdagg_collection(&x, &Families::Both.list(), 10, BandwidthWeights::Uniform).unwrap();
+    // the posterior kernels first, at (1 − ε) of their mass, then the prior kernels at ε/K: the 20
+    // MMDAgg kernels and the 20 MMD-FUSE kernels (none shared on these data)
+    let families = Families::Both.list();
+    let mut prior = mmdagg_collection(&x, &families, 10, BandwidthWeights::Uniform).unwrap();
+    prior.extend(fuse_collection(&x, &families, 10).unwrap());
+    assert_eq!(prior_collection(&x, TestKind::TwoSample).unwrap().len(), 40);
     assert_eq!(s.kernels.len(), kept.len() + prior.len());
     for (k, &c) in s.kernels.iter().zip(&kept) {
         assert_eq!((k.family, k.lengthscale), (TestFamily::Gaussian, r.scan[4 * c].lengthscale));
@@ -95,7 +99,7 @@ fn bkl_bayes_weights_are_the_tempered_posterior() {
     }
     for (k, u) in s.kernels[kept.len()..].iter().zip(&prior) {
         assert_eq!((k.family, k.lengthscale), (u.family, u.lengthscale));
-        assert!((k.weight - PRIOR_SHARE / 20.0).abs() < 1e-15);
+        assert!((k.weight - PRIOR_SHARE / 40.0).abs() < 1e-15);
     }
     assert!((s.kernels.iter().map(|k| k.weight).sum::<f64>() - 1.0).abs() < 1e-12);
     // HSIC: the prior is the variable's 5 HSICAgg bandwidths
