@@ -407,19 +407,7 @@ mod tests {
 
     #[test]
     fn npy_chunks_equal_the_whole_file_reader() {
-        let npy = |descr: &str, fortran: bool, shape: &str, data: &[u8]| {
-            let fo = if fortran { "True" } else { "False" };
-            let mut dict = format!("{{'descr': '{descr}', 'fortran_order': {fo}, 'shape': {shape}, }}");
-            while (10 + dict.len() + 1) % 64 != 0 {
-                dict.push(' ');
-            }
-            dict.push('\n');
-            let mut out = b"\x93NUMPY\x01\x00".to_vec();
-            out.extend((dict.len() as u16).to_le_bytes());
-            out.extend(dict.as_bytes());
-            out.extend(data);
-            out
-        };
+        let npy = crate::io::npy::tests::npy;
         let v: Vec<f64> = (0..3000).map(|i| (i as f64 * 0.37).sin() * 1e3).collect();
         let f8: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
         let f4: Vec<u8> = v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect();

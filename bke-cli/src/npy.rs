@@ -147,7 +147,7 @@ fn parse_dict(dict: &str) -> anyhow::Result<Header> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A version-1.0 `.npy` file as numpy writes it (header padded with spaces to a multiple of 64).
