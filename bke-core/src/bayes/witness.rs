@@ -72,7 +72,7 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The witness posterior on `grid`: for each hyperparameter draw `s` (e.g. [`HyperDraws::params`]),
+/// The witness posterior on `grid`: for each hyperparameter draw `s` (e.g. [`HyperDraws::params`](super::HyperDraws::params)),
 /// one joint draw of `μ_P` from the BKE posterior given `x_p` and one of `μ_Q` given `x_q` (each
 /// conditioned on its own data, seed 000 eq. (7), or on the common points `at`), differenced; then the
 /// pointwise mean, median, central `level` band and `P(witness > 0)`.
