@@ -10,6 +10,18 @@ fn write(name: &str, body: &str) -> PathBuf {
     common::write_in("embed", name, body)
 }
 
+/// `bke embed loglik --data DATA --landmarks LANDMARKS --lengthscale THETA EXTRA…`.
+fn loglik(
+    data: &std::path::Path,
+    landmarks: &std::path::Path,
+    theta: &str,
+    extra: &[&str],
+) -> (bool, serde_json::Value, String) {
+    let (data, landmarks) = (data.to_str().unwrap(), landmarks.to_str().unwrap());
+    let args = ["embed", "loglik", "--data", data, "--landmarks", landmarks, "--lengthscale", theta];
+    bke(&[&args[..], extra].concat())
+}
+
 fn data() -> (PathBuf, PathBuf, PathBuf) {
     let mut body = String::from("a,b,label\n");
     for i in 0..60 {
@@ -186,19 +198,7 @@ fn npy_input_gives_the_csv_result_in_either_memory_order() {
     let f_order = csv.with_file_name("npy_x_f.npy");
     std::fs::write(&f_order, npy_f8(rows, cols, &f_values, true)).unwrap();
     let run = |data: &std::path::Path| {
-        let (ok, j, err) = bke(&[
-            "embed",
-            "loglik",
-            "--data",
-            data.to_str().unwrap(),
-            "--columns=0,1",
-            "--landmarks",
-            z.to_str().unwrap(),
-            "--lengthscale",
-            "0.8",
-            "--tau2",
-            "0.5",
-        ]);
+        let (ok, j, err) = loglik(data, &z, "0.8", &["--columns=0,1", "--tau2", "0.5"]);
         assert!(ok, "{err}");
         ["log_marginal", "log_jacobian", "grad_log_tau2", "grad_log_lengthscale"].map(|f| j[f].clone())
     };
@@ -212,16 +212,7 @@ fn npy_input_gives_the_csv_result_in_either_memory_order() {
     let at = bytes.windows(3).position(|w| w == b"<f8").unwrap();
     bytes[at..at + 3].copy_from_slice(b">f8");
     std::fs::write(&bad, bytes).unwrap();
-    let (ok, _, err) = bke(&[
-        "embed",
-        "loglik",
-        "--data",
-        bad.to_str().unwrap(),
-        "--landmarks",
-        z.to_str().unwrap(),
-        "--lengthscale",
-        "0.8",
-    ]);
+    let (ok, _, err) = loglik(&bad, &z, "0.8", &[]);
     assert!(!ok && err.contains("'>f8' is not supported"), "{err}");
 }
 
@@ -257,20 +248,7 @@ fn streamed_loglik_equals_the_in_memory_objective_bit_for_bit() {
     let want: serde_json::Value = serde_json::from_str(&serde_json::to_string(&want).unwrap()).unwrap();
     for (data, landmarks) in [(&csv, &z), (&npy, &z_npy)] {
         for threads in ["1", "2"] {
-            let (ok, j, err) = bke(&[
-                "embed",
-                "loglik",
-                "--data",
-                data.to_str().unwrap(),
-                "--landmarks",
-                landmarks.to_str().unwrap(),
-                "--lengthscale",
-                "0.7,1.2",
-                "--tau2",
-                "0.5",
-                "--threads",
-                threads,
-            ]);
+            let (ok, j, err) = loglik(data, landmarks, "0.7,1.2", &["--tau2", "0.5", "--threads", threads]);
             assert!(ok, "{err}");
             assert_eq!(j["n"], n);
             for f in ["log_marginal", "log_gaussian", "log_jacobian", "grad_log_lengthscale", "grad_log_tau2"]
@@ -283,16 +261,7 @@ fn streamed_loglik_equals_the_in_memory_objective_bit_for_bit() {
     let mut text = std::fs::read_to_string(&csv).unwrap();
     text.push_str("1,oops\n");
     let bad = write("stream_bad.csv", &text);
-    let (ok, _, err) = bke(&[
-        "embed",
-        "loglik",
-        "--data",
-        bad.to_str().unwrap(),
-        "--landmarks",
-        z.to_str().unwrap(),
-        "--lengthscale",
-        "1",
-    ]);
+    let (ok, _, err) = loglik(&bad, &z, "1", &[]);
     assert!(!ok && err.contains(&format!("line {}, column 2 ('v')", n + 2)) && err.contains("oops"), "{err}");
 }
 
