@@ -1,8 +1,8 @@
 //! Figures of the reports: one look for every plot, drawn with [plotters]' SVG backend.
 //!
 //! A [`Figure`] is a title, two axes (label with unit, linear or log-10) and [`Series`]: lines, dashed
-//! lines, markers, shaded bands (credible intervals), error bars, and vertical reference lines (an
-//! optimum, a heuristic). [`Figure::to_svg`] draws it: ticks at round values, the title shrunk (then
+//! lines, markers, shaded bands (credible intervals), error bars, vertical reference lines (an
+//! optimum, a heuristic), and heat maps of a function on a 2-D grid ([`ColorScale`]). [`Figure::to_svg`] draws it: ticks at round values, the title shrunk (then
 //! wrapped) until it fits, the legend in its own block under the plot so it never hides data, and a
 //! colour-blind-safe palette (Okabe & Ito) shared by all figures. Text is measured with a subset of
 //! DejaVu Sans bundled in `assets/` (no system fonts are read, so the layout is the same on every
@@ -25,6 +25,10 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::sync::Once;
+
+mod color;
+pub use color::ColorScale;
+use color::cell_edges;
 
 /// The bundled font (DejaVu Sans, subset; licence in `assets/DejaVu-LICENSE.txt`).
 pub const FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
@@ -83,6 +87,18 @@ pub enum Style {
     VLine,
     /// A dotted horizontal line across the plot at the y of the first point.
     HLine,
+    /// Cells of a regular grid coloured by value: `values[iy * xs.len() + ix]` at `(xs[ix], ys[iy])`;
+    /// each cell reaches halfway to its neighbours. Non-finite values are left blank.
+    HeatMap {
+        /// Cell centres along x (increasing).
+        xs: Vec<f64>,
+        /// Cell centres along y (increasing).
+        ys: Vec<f64>,
+        /// The values, row by row (y outer).
+        values: Vec<f64>,
+        /// How values map to colours.
+        scale: ColorScale,
+    },
 }
 
 /// One named series.
@@ -130,6 +146,17 @@ impl Series {
     pub fn hline(name: &str, y: f64) -> Self {
         Self::of(name, vec![(f64::NAN, y)], Style::HLine)
     }
+    /// A heat map of `values` (row by row, y outer) on the grid `xs × ys` of cell centres; add it
+    /// first so that other series are drawn on top. The legend shows the colour range.
+    pub fn heat_map(name: &str, xs: &[f64], ys: &[f64], values: Vec<f64>, scale: ColorScale) -> Self {
+        let (ex, ey) = (cell_edges(xs), cell_edges(ys));
+        let corners = match (ex.first().zip(ey.first()), ex.last().zip(ey.last())) {
+            (Some(a), Some(b)) => vec![(*a.0, *a.1), (*b.0, *b.1)],
+            _ => vec![],
+        };
+        let style = Style::HeatMap { xs: xs.to_vec(), ys: ys.to_vec(), values, scale };
+        Self::of(name, corners, style)
+    }
     /// Draws the series in palette colour `index` (to pair a band with its line, say).
     pub fn color(mut self, index: usize) -> Self {
         self.color = Some(index);
@@ -167,6 +194,9 @@ pub struct Figure {
     pub y_range: Option<(f64, f64)>,
     /// The series, drawn in order (bands first, then lines on top).
     pub series: Vec<Series>,
+    /// One data unit as long on the x axis as on the y axis (2-D samples, maps): the plot is narrowed
+    /// to fit; linear axes only.
+    pub equal_aspect: bool,
 }
 
 /// The former name of [`Figure`].
@@ -214,6 +244,15 @@ fn wrap_title(title: &str, size: f64, width: u32) -> Vec<String> {
     best.1
 }
 
+/// `v` rounded to 3 significant digits (the heat-map legend's range).
+fn sig3(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let p = 10f64.powi(2 - v.abs().log10().floor() as i32);
+    (v * p).round() / p
+}
+
 /// Formats a tick value: round values print short (`0.2`, `1500`, `2e−5`), with a true minus sign.
 pub fn fmt_tick(v: f64) -> String {
     if v == 0.0 {
@@ -258,6 +297,12 @@ impl Figure {
     /// Log-10 y axis.
     pub fn log_y(mut self) -> Self {
         self.log_y = true;
+        self
+    }
+
+    /// Draws one data unit as long on both axes (for 2-D samples and heat maps over a plane).
+    pub fn equal_aspect(mut self) -> Self {
+        self.equal_aspect = true;
         self
     }
 
@@ -314,7 +359,16 @@ impl Figure {
             .iter()
             .enumerate()
             .filter(|(_, s)| !s.name.is_empty())
-            .map(|(k, s)| (s.name.clone(), self.color_of(k), s.style.clone()))
+            .map(|(k, s)| {
+                let name = match &s.style {
+                    Style::HeatMap { values, scale, .. } => {
+                        let (lo, hi) = scale.limits(values);
+                        format!("{}: {} to {}", s.name, fmt_tick(sig3(lo)), fmt_tick(sig3(hi)))
+                    }
+                    _ => s.name.clone(),
+                };
+                (name, self.color_of(k), s.style.clone())
+            })
             .collect()
     }
 
@@ -390,11 +444,22 @@ impl Figure {
         Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
         let y_label_w = 18 + 12 + self.y_tick_width();
+        let (x_label_h, top) = (46, 4);
+        let mut squeeze = 0;
+        if self.equal_aspect && !self.log_x && !self.log_y {
+            let ((x0, x1), (y0, y1)) = self.ranges();
+            let inner_h = f64::from(PLOT_HEIGHT - x_label_h - top);
+            let inner_w = f64::from(WIDTH - SIDE - (SIDE + 8) - y_label_w);
+            let want = inner_h * (x1 - x0) / (y1 - y0);
+            if want.is_finite() && want < inner_w {
+                squeeze = ((inner_w - want) / 2.0) as u32;
+            }
+        }
         let mut chart = ChartBuilder::on(area)
-            .margin_left(SIDE)
-            .margin_right(SIDE + 8)
-            .margin_top(4)
-            .x_label_area_size(46)
+            .margin_left(SIDE + squeeze)
+            .margin_right(SIDE + 8 + squeeze)
+            .margin_top(top)
+            .x_label_area_size(x_label_h)
             .y_label_area_size(y_label_w)
             .build_cartesian_2d(xr, yr)
             .map_err(draw_err)?;
@@ -471,6 +536,19 @@ impl Figure {
                             .map_err(draw_err)?;
                     }
                 }
+                Style::HeatMap { xs, ys, values, scale } => {
+                    let (lo, hi) = scale.limits(values);
+                    let span = if hi > lo { hi - lo } else { 1.0 };
+                    let (ex, ey) = (cell_edges(xs), cell_edges(ys));
+                    let cells =
+                        values.iter().enumerate().filter(|(_, v)| v.is_finite()).filter_map(|(i, v)| {
+                            let (ix, iy) = (i % xs.len().max(1), i / xs.len().max(1));
+                            let corners = [(ex[ix], ey[iy]), (ex[ix + 1], ey[iy + 1])];
+                            (iy < ys.len() && corners.iter().all(ok))
+                                .then(|| Rectangle::new(corners, scale.color((v - lo) / span).filled()))
+                        });
+                    chart.draw_series(cells).map_err(draw_err)?;
+                }
                 Style::HLine => {
                     if let Some(&(_, y)) = s.points.first().filter(|p| p.1.is_finite()) {
                         let line = vec![(xs.start, y), (xs.end, y)];
@@ -537,6 +615,15 @@ fn draw_legend(
                 Style::Line => {
                     area.draw(&PathElement::new(sw(x, x + 30), c.stroke_width(2))).map_err(draw_err)?;
                 }
+                Style::HeatMap { scale, .. } => {
+                    for i in 0..6 {
+                        let a = x + 5 * i;
+                        let fill = scale.color(i as f64 / 5.0).filled();
+                        area.draw(&Rectangle::new([(a, y - 6), (a + 5, y + 6)], fill)).map_err(draw_err)?;
+                    }
+                    let frame = RGBColor(150, 150, 150).stroke_width(1);
+                    area.draw(&Rectangle::new([(x, y - 6), (x + 30, y + 6)], frame)).map_err(draw_err)?;
+                }
             }
             let style = font(LEGEND_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
             area.draw_text(name, &style, (x + 38, y)).map_err(draw_err)?;
@@ -547,57 +634,4 @@ fn draw_legend(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renders_every_style_with_escaped_text() {
-        let xs = [1.0, 2.0, 4.0];
-        let svg = Figure::new("t <&>", "x (units)", "y")
-            .log_x()
-            .with(Series::band("band", &xs, vec![0.0, 1.0, 2.0], vec![1.0, 2.0, 3.0]))
-            .with(Series::line("line", vec![(1.0, 0.5), (2.0, 1.5), (4.0, 2.5)]))
-            .with(Series::dashed("dashed", vec![(1.0, 0.5), (4.0, 2.5)]))
-            .with(Series::markers("pts", vec![(1.0, 0.2)]))
-            .with(Series::error_bars("bars", vec![(2.0, 1.0)], vec![0.5], vec![1.5]))
-            .with(Series::vline("v", 2.0))
-            .with(Series::hline("h", 1.0))
-            .to_svg()
-            .unwrap();
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        assert!(svg.contains("<polygon") && svg.contains("<polyline") && svg.contains("<circle"));
-        assert!(svg.contains("t &lt;&amp;&gt;"));
-        for name in ["band", "line", "dashed", "pts", "bars", "v", "h", "x (units)"] {
-            assert!(svg.contains(&format!(">\n{name}\n<")) || svg.contains(&format!(">{name}<")), "{name}");
-        }
-        assert!(svg.contains(FONT_STACK));
-    }
-
-    #[test]
-    fn ticks_are_short_round_numbers() {
-        assert_eq!(fmt_tick(0.30000000000000004), "0.3");
-        assert_eq!(fmt_tick(1500.0), "1500");
-        assert_eq!(fmt_tick(-2.5), "\u{2212}2.5");
-        assert_eq!(fmt_tick(0.0), "0");
-        assert_eq!(fmt_tick(2e-5), "2e\u{2212}5");
-        assert_eq!(fmt_tick(1.2e6), "1.2e6");
-    }
-
-    #[test]
-    fn long_titles_wrap_within_the_width() {
-        let title = "a very long title ".repeat(8);
-        let lines = wrap_title(title.trim(), TITLE_MIN, WIDTH - 2 * SIDE);
-        assert_eq!(lines.len(), 2);
-        assert!(text_width(&"mmmm".repeat(3), 14.0) > text_width("iiii", 14.0));
-    }
-
-    #[test]
-    fn empty_and_degenerate_data_still_draw() {
-        assert!(Figure::new("empty", "x", "y").to_svg().is_ok());
-        let one = Figure::new("one point", "x", "y").with(Series::markers("p", vec![(1.0, 1.0)]));
-        assert!(one.to_svg().is_ok());
-        let nan =
-            Figure::new("nan", "x", "y").log_y().with(Series::line("l", vec![(0.0, f64::NAN), (1.0, -1.0)]));
-        assert!(nan.to_svg().is_ok());
-    }
-}
+mod tests;

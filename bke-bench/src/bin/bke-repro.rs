@@ -17,6 +17,16 @@ type Repro = (&'static str, &'static str, fn(&mut Ctx) -> anyhow::Result<()>);
 /// here.
 const REPROS: &[Repro] = &[
     (
+        "fig1",
+        "seed 000 Fig. 1: prior draws of the embedding, the empirical embedding, the posterior against the truth",
+        bke_bench::repro::fig1::run,
+    ),
+    (
+        "fig2-panels",
+        "seed 000 Fig. 2A/B (blob samples at two ε) and 2E (witness of the ε = 2 blobs as a heat map)",
+        bke_bench::repro::fig2_panels::run,
+    ),
+    (
         "fig2d",
         "seed 000 Fig. 2D: BKE marginal pseudolikelihood vs lengthscale, grid of Gaussians",
         bke_bench::repro::fig2d::run,
@@ -95,6 +105,11 @@ const REPROS: &[Repro] = &[
         "density",
         "seed 003: Fig. 1 (quadratic feature map) and held-out log-likelihood vs Gaussian KDE",
         bke_bench::repro::density::run,
+    ),
+    (
+        "fantasy",
+        "seed 003 Fig. 2: fantasy data from a 2-D kernel student-t model at three α, next-draw density as grey levels",
+        bke_bench::repro::fantasy::run,
     ),
 ];
 
