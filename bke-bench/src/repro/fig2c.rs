@@ -109,18 +109,16 @@ pub fn options_from_args(default_reps: usize, default_b: usize) -> anyhow::Resul
     Ok(o)
 }
 
-/// The selections compared, in the order of the table's columns: the median heuristic (Muandet
-/// convention), BKL (one ML-II lengthscale) and BKL-Bayes (the posterior-weighted collection).
-fn selections(seed: u64) -> [LengthscaleSelection; 3] {
+/// The selections compared with their labels, in the order of the table's columns: the median
+/// heuristic (Muandet convention), BKL (one ML-II lengthscale) and BKL-Bayes (the posterior-weighted
+/// collection).
+fn selections(seed: u64) -> [(&'static str, LengthscaleSelection); 3] {
     [
-        LengthscaleSelection::Median(MedianConvention::Muandet),
-        LengthscaleSelection::bkl(seed),
-        LengthscaleSelection::BklBayes(BklParams { seed, ..BklParams::default() }),
+        ("median heuristic", LengthscaleSelection::Median(MedianConvention::Muandet)),
+        ("BKL", LengthscaleSelection::bkl(seed)),
+        ("BKL-Bayes", LengthscaleSelection::BklBayes(BklParams { seed, ..BklParams::default() })),
     ]
 }
-
-/// Labels of [`selections`].
-const LABELS: [&str; 3] = ["median heuristic", "BKL", "BKL-Bayes"];
 
 /// One replication: `(θ, reject)` for each of [`selections`] (θ of BKL-Bayes: its report's
 /// lengthscale, the collection's heaviest kernel).
@@ -137,7 +135,7 @@ fn replicate(
     let data = TwoSamples { x, y };
     selections(seed)
         .into_iter()
-        .map(|selection| {
+        .map(|(_, selection)| {
             let params = MmdParams { permutations, seed, selection, ..MmdParams::default() };
             let report = params.check()?.fit::<Faer>(&data)?.test::<Faer>()?;
             Ok((report.lengthscale, report.outcome.reject))
@@ -242,14 +240,14 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     )
     .log_x()
     .y_range(-0.03, 1.03);
-    for ((label, pts), color) in LABELS.iter().zip(&points).zip([1, 0, 2]) {
+    for (((label, _), pts), color) in selections(0).iter().zip(&points).zip([1, 0, 2]) {
         fig = fig
             .with(line(label, pts).color(color))
             .with(bars(&format!("{label} ± 2 s.e."), pts).color(color));
     }
     let last = |p: &[(f64, f64, f64)]| p.iter().map(|q| format!("{:.2}", q.1)).collect::<Vec<_>>().join(", ");
     let section = ctx
-        .section("type2", "seed 000 Fig. 2C: MMD type-II error, median heuristic against BKL")
+        .section("type2", "seed 000 Fig. 2C: MMD type-II error, median heuristic against BKL and BKL-Bayes")
         .intro(format!(
             "Two samples of {0} + {0} points from a 3×3 grid of Gaussians, Q's blobs stretched by ε along 45°; \
              unbiased MMD² with a permutation null (B = {1}), {2} replications per ε, lengthscale from the median \
