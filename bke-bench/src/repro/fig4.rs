@@ -13,7 +13,7 @@
 //! 2. **Level and power of the CI test** `X ⫫ Y | Z` with `Z ~ N(0, 1)`, `X = sin Z + ε₁`,
 //!    `Y = cos Z + ε₂` (CI holds) or `Y = cos Z + tanh 2X + ε₂` (it does not), uniform noise,
 //!    n = 150: rejection rate at α = 0.05 over ≥ 300 repetitions with its binomial standard error.
-//! 3. **Simulation** ([`simulation`]): random DAGs with 5–8 variables, n = 200–500, nonlinear
+//! 3. **Simulation** (`fig4/simulation.rs`): random DAGs with 5–8 variables, n = 200–500, nonlinear
 //!    additive mechanisms and non-Gaussian noise; structural Hamming distance of the learned CPDAG to
 //!    the true one for each selection × orientation rule (standard, conservative, majority, max-p)
 //!    over 40 graphs (200 permutations per test), split into missing, extra and misoriented edges,
