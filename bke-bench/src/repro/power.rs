@@ -324,9 +324,17 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         scales.iter().try_for_each(|&s| bench.check_scale(s))?;
         let mut curves = vec![Vec::new(); names.len()];
         for &scale in &scales {
+            let done = std::sync::atomic::AtomicUsize::new(0);
             let reps: Vec<Vec<(bool, f64)>> = (0..opts.reps)
                 .into_par_iter()
-                .map(|r| replicate(bench, scale, r, opts.permutations))
+                .map(|r| {
+                    let rep = replicate(bench, scale, r, opts.permutations);
+                    let k = 1 + done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k % 25 == 0 && k < opts.reps {
+                        ctx.progress(&format!("{d}, scale {scale}: {k} of {} data sets", opts.reps));
+                    }
+                    rep
+                })
                 .collect::<anyhow::Result<_>>()?;
             let r = opts.reps as f64;
             let shown = (scale * 1e6).round() / 1e6;
