@@ -2,11 +2,12 @@
 //!
 //! A [`Figure`] is a title, two axes (label with unit, linear or log-10) and [`Series`]: lines, dashed
 //! lines, markers, shaded bands (credible intervals), error bars, vertical reference lines (an
-//! optimum, a heuristic), and heat maps of a function on a 2-D grid ([`ColorScale`]). [`Figure::to_svg`] draws it: ticks at round values, the title shrunk (then
-//! wrapped) until it fits, the legend in its own block under the plot so it never hides data, and a
-//! colour-blind-safe palette (Okabe & Ito) shared by all figures. Text is measured with a subset of
-//! DejaVu Sans bundled in `assets/` (no system fonts are read, so the layout is the same on every
-//! machine); the HTML report embeds the same font so the page renders as it was measured.
+//! optimum, a heuristic), and heat maps of a function on a 2-D grid ([`ColorScale`]).
+//! [`Figure::to_svg`] draws it: ticks at round values, the title shrunk (then wrapped) until it fits,
+//! the legend in its own block under the plot so it never hides data, and a colour-blind-safe palette
+//! (Okabe & Ito) shared by all figures. Text is measured with a subset of DejaVu Sans bundled in
+//! `assets/` (no system fonts are read, so the layout is the same on every machine); the HTML report
+//! embeds the same font so the page renders as it was measured.
 //!
 //! ```
 //! use bke_bench::plot::{Figure, Series};

@@ -1,9 +1,9 @@
 //! `cargo xtask repro fig1`: seed 000 Fig. 1 — the Bayesian Kernel Embedding model in one dimension.
 //!
-//! (A) draws of `μ_θ ~ GP(0, r_θ)` (seed 000 eq. (3)–(4), Lebesgue measure); (B) the empirical embedding
-//! `μ̂_θ = (1/n) Σ_i k_θ(·, x_i)` (seed 000 eq. (2)) with the observations as a rug; (C) the posterior mean and
-//! 95 % band of `μ_θ` (seed 000 eq. (7)–(8), conditioned on `μ̂_θ` at the data, τ² = 1) against the true
-//! embedding of the data-generating mixture,
+//! (A) draws of `μ_θ ~ GP(0, r_θ)` (seed 000 eq. (3)–(4), Lebesgue measure); (B) the empirical
+//! embedding `μ̂_θ = (1/n) Σ_i k_θ(·, x_i)` (seed 000 eq. (2)) with the observations as a rug; (C) the
+//! posterior mean and 95 % band of `μ_θ` (seed 000 eq. (7)–(8), conditioned on `μ̂_θ` at the data,
+//! τ² = 1) against the true embedding of the data-generating mixture,
 //! `μ(x) = Σ_j w_j θ/√(θ² + s_j²) exp(−(x − m_j)²/(2(θ² + s_j²)))` (the Gaussian integral of `k_θ` against
 //! `N(m_j, s_j²)`).
 //!
