@@ -27,9 +27,9 @@ use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::sync::Once;
 
-mod color;
-pub use color::ColorScale;
-use color::cell_edges;
+mod heat;
+use heat::cell_edges;
+pub use heat::{ColorScale, grid_points};
 
 /// The bundled font (DejaVu Sans, subset; licence in `assets/DejaVu-LICENSE.txt`).
 pub const FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
@@ -196,7 +196,8 @@ pub struct Figure {
     /// The series, drawn in order (bands first, then lines on top).
     pub series: Vec<Series>,
     /// One data unit as long on the x axis as on the y axis (2-D samples, maps): the plot is narrowed
-    /// to fit; linear axes only.
+    /// to fit, so it takes effect when the x range is at most about twice the y range; linear axes
+    /// only.
     pub equal_aspect: bool,
 }
 
@@ -301,7 +302,8 @@ impl Figure {
         self
     }
 
-    /// Draws one data unit as long on both axes (for 2-D samples and heat maps over a plane).
+    /// Draws one data unit as long on both axes (for 2-D samples and heat maps over a plane) by
+    /// narrowing the plot; see [`Figure::equal_aspect`](struct.Figure.html#structfield.equal_aspect).
     pub fn equal_aspect(mut self) -> Self {
         self.equal_aspect = true;
         self
@@ -381,7 +383,10 @@ impl Figure {
         let taken: Vec<usize> =
             self.series.iter().filter_map(|t| t.color.map(|c| c % PALETTE.len())).collect();
         let free: Vec<usize> = (0..PALETTE.len()).filter(|c| !taken.contains(c)).collect();
-        let auto = self.series[..k].iter().filter(|t| t.color.is_none()).count();
+        let auto = self.series[..k]
+            .iter()
+            .filter(|t| t.color.is_none() && !matches!(t.style, Style::HeatMap { .. }))
+            .count();
         if free.is_empty() { PALETTE[auto % PALETTE.len()] } else { PALETTE[free[auto % free.len()]] }
     }
 
@@ -538,15 +543,22 @@ impl Figure {
                     }
                 }
                 Style::HeatMap { xs, ys, values, scale } => {
-                    let (lo, hi) = scale.limits(values);
-                    let span = if hi > lo { hi - lo } else { 1.0 };
+                    anyhow::ensure!(
+                        values.len() == xs.len() * ys.len(),
+                        "heat map '{}': {} values for a {} × {} grid (need one per cell)",
+                        s.name,
+                        values.len(),
+                        xs.len(),
+                        ys.len()
+                    );
+                    let limits = scale.limits(values);
                     let (ex, ey) = (cell_edges(xs), cell_edges(ys));
                     let cells =
-                        values.iter().enumerate().filter(|(_, v)| v.is_finite()).filter_map(|(i, v)| {
-                            let (ix, iy) = (i % xs.len().max(1), i / xs.len().max(1));
+                        values.iter().enumerate().filter(|(_, v)| v.is_finite()).filter_map(|(i, &v)| {
+                            let (ix, iy) = (i % xs.len(), i / xs.len());
                             let corners = [(ex[ix], ey[iy]), (ex[ix + 1], ey[iy + 1])];
-                            (iy < ys.len() && corners.iter().all(ok))
-                                .then(|| Rectangle::new(corners, scale.color((v - lo) / span).filled()))
+                            let fill = scale.color(ColorScale::position(v, limits)).filled();
+                            corners.iter().all(ok).then(|| Rectangle::new(corners, fill))
                         });
                     chart.draw_series(cells).map_err(draw_err)?;
                 }

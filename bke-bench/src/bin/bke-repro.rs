@@ -108,7 +108,7 @@ const REPROS: &[Repro] = &[
     ),
     (
         "fantasy",
-        "seed 003 Fig. 2: fantasy data from a 2-D kernel student-t model at three α, next-draw density as grey levels",
+        "seed 003 Fig. 2: fantasy data from a 2-D kernel student-t model at three α, next-draw log density as grey levels",
         bke_bench::repro::fantasy::run,
     ),
 ];

@@ -1,5 +1,5 @@
 //! Tests of the figures.
-use super::color::cell_edges;
+use super::heat::cell_edges;
 use super::*;
 
 #[test]
@@ -45,6 +45,20 @@ fn heat_maps_colour_every_finite_cell_and_show_their_range() {
     assert_eq!(ColorScale::Diverging.color(0.0), PALETTE[0]);
     assert_eq!(ColorScale::Sequential.color(0.0), RGBColor(255, 255, 255));
     assert_eq!(sig3(0.0123456), 0.0123);
+    // A constant (all-zero) diverging map is white, not the negative end.
+    assert_eq!(ColorScale::Diverging.color(ColorScale::position(0.0, (0.0, 0.0))), RGBColor(255, 255, 255));
+    assert_eq!(grid_points(&xs, &ys)[..4], [0.0, 10.0, 1.0, 10.0], "x inner, y outer");
+}
+
+#[test]
+fn heat_maps_of_the_wrong_size_are_errors_not_panics() {
+    let too_many = Series::heat_map("h", &[0.0, 1.0], &[0.0], vec![1.0; 3], ColorScale::Sequential);
+    let err = Figure::new("t", "x", "y").with(too_many).to_svg().unwrap_err().to_string();
+    assert!(err.contains("3 values for a 2 × 1 grid"), "{err}");
+    let empty = Series::heat_map("h", &[], &[0.0], vec![1.0], ColorScale::Sequential);
+    assert!(Figure::new("t", "x", "y").with(empty).to_svg().is_err());
+    let none = Series::heat_map("h", &[], &[], vec![], ColorScale::Diverging);
+    assert!(Figure::new("t", "x", "y").with(none).to_svg().is_ok());
 }
 
 #[test]

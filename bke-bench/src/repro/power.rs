@@ -324,6 +324,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         scales.iter().try_for_each(|&s| bench.check_scale(s))?;
         let mut curves = vec![Vec::new(); names.len()];
         for &scale in &scales {
+            let shown = (scale * 1e6).round() / 1e6;
             let done = std::sync::atomic::AtomicUsize::new(0);
             let reps: Vec<Vec<(bool, f64)>> = (0..opts.reps)
                 .into_par_iter()
@@ -331,13 +332,12 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
                     let rep = replicate(bench, scale, r, opts.permutations);
                     let k = 1 + done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if k % 25 == 0 && k < opts.reps {
-                        ctx.progress(&format!("{d}, scale {scale}: {k} of {} data sets", opts.reps));
+                        ctx.progress(&format!("{d}, scale {shown}: {k} of {} data sets", opts.reps));
                     }
                     rep
                 })
                 .collect::<anyhow::Result<_>>()?;
             let r = opts.reps as f64;
-            let shown = (scale * 1e6).round() / 1e6;
             let mut row = vec![d.clone(), format!("{shown}")];
             for (s, curve) in curves.iter_mut().enumerate() {
                 let p = reps.iter().filter(|rep| rep[s].0).count() as f64 / r;

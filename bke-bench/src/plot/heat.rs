@@ -1,4 +1,4 @@
-//! The colour scales of heat maps.
+//! Heat maps: their colour scales and grid geometry.
 
 use plotters::style::RGBColor;
 
@@ -27,6 +27,12 @@ impl ColorScale {
         }
     }
 
+    /// Where `v` lies between the limits `(lo, hi)`, in `[0, 1]`; the middle colour when the map is
+    /// constant (an all-zero witness is white, not the negative end).
+    pub(super) fn position(v: f64, (lo, hi): (f64, f64)) -> f64 {
+        if hi > lo { (v - lo) / (hi - lo) } else { 0.5 }
+    }
+
     /// The colour of `t ∈ [0, 1]` (position between the limits).
     pub(super) fn color(self, t: f64) -> RGBColor {
         let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.5 };
@@ -43,7 +49,14 @@ impl ColorScale {
     }
 }
 
-/// Cell edges of centres `c`: halfway between neighbours, half a step beyond the ends.
+/// The points of the grid `xs × ys` as `Points` data (`[x, y]` pairs), row by row with y outer: the
+/// order of [`super::Series::heat_map`]'s values.
+pub fn grid_points(xs: &[f64], ys: &[f64]) -> Vec<f64> {
+    ys.iter().flat_map(|&y| xs.iter().flat_map(move |&x| [x, y])).collect()
+}
+
+/// Cell edges of centres `c`: halfway between neighbours, half a step beyond the ends (a single
+/// centre gets a cell one data unit wide).
 pub(super) fn cell_edges(c: &[f64]) -> Vec<f64> {
     let n = c.len();
     if n < 2 {
