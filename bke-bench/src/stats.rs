@@ -17,6 +17,11 @@ pub fn mean_se(v: &[f64]) -> (f64, f64) {
     (m, sd / (v.len() as f64).sqrt())
 }
 
+/// Root-mean-square difference `√(Σ (a_i − b_i)² / n)` of two equally long vectors.
+pub fn rmse(a: &[f64], b: &[f64]) -> f64 {
+    (a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>() / a.len() as f64).sqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,5 +36,11 @@ mod tests {
         let (_, se) = mean_se(&v);
         assert!((se - (32.0f64 / 7.0 / 8.0).sqrt()).abs() < 1e-15);
         assert!(mean_sd(&[3.0]).1.is_nan() && mean_se(&[3.0]).1.is_nan());
+    }
+
+    #[test]
+    fn rmse_by_hand() {
+        // Differences 3, −4, 0: √(25/3).
+        assert!((rmse(&[4.0, 0.0, 1.0], &[1.0, 4.0, 1.0]) - (25.0f64 / 3.0).sqrt()).abs() < 1e-15);
     }
 }

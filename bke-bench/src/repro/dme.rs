@@ -5,7 +5,7 @@
 
 use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
-use crate::stats::mean_sd;
+use crate::stats::{mean_sd, rmse};
 use anyhow::Context;
 use bke_core::optim::{LbfgsOptions, minimize};
 use bke_core::{Dataset, Kernel, Params, Points, Predict, Prediction};
@@ -111,10 +111,6 @@ impl Gpr {
             })
             .collect())
     }
-}
-
-fn rmse(a: &[f64], b: &[f64]) -> f64 {
-    (a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>() / a.len() as f64).sqrt()
 }
 
 fn coverage(mean: &[f64], var: &[f64], truth: &[f64]) -> f64 {

@@ -15,7 +15,7 @@
 use crate::plot::{Figure, Series};
 use crate::report::Table;
 use crate::repro::Ctx;
-use crate::stats::mean_se;
+use crate::stats::{mean_se, rmse};
 use bke_core::embedding::{BkeParams, EmbeddingPrior};
 use bke_core::{Kernel, Params, Points, Predict};
 use bke_linalg::{Backend, Faer, Mat};
@@ -92,10 +92,6 @@ fn fit(x: &[f64], grid: &Points, grid_x: &[f64]) -> anyhow::Result<Fit> {
         upper: pred.mean.iter().zip(&sd).map(|(m, s)| m + Z95 * s).collect(),
         mean: pred.mean,
     })
-}
-
-fn rmse(a: &[f64], b: &[f64]) -> f64 {
-    (a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>() / a.len() as f64).sqrt()
 }
 
 fn curve(xs: &[f64], ys: &[f64]) -> Vec<(f64, f64)> {
