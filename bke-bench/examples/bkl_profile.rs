@@ -4,9 +4,10 @@
 //! BKL and BKL-Bayes choose.
 //!
 //! `cargo run --release -p bke-bench --example bkl_profile -- [d=1] [scale=0.3] [landmarks=100] [seed=1] [q]`
-//! (`q`: only the chosen kernels).
+//! (`q`: only the chosen kernels); `d = laplace`: normal vs Laplace (`repro power --dims laplace`),
+//! the scale the sample size `n`.
 
-use bke_bench::repro::power::perturbed_uniform;
+use bke_bench::repro::power::{normal_vs_laplace, perturbed_uniform};
 use bke_core::embedding::EmbeddingParams;
 use bke_core::hypothesis::select::canonical_order;
 use bke_core::{BkeParams, Params, Points, marginal_pseudolikelihood};
@@ -16,13 +17,21 @@ use rand_chacha::ChaCha8Rng;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let d: usize = args.get(1).map_or(1, |v| v.parse().unwrap());
+    let laplace = args.get(1).is_some_and(|v| v == "laplace");
+    let d: usize = if laplace { 1 } else { args.get(1).map_or(1, |v| v.parse().unwrap()) };
     let s: f64 = args.get(2).map_or(0.3, |v| v.parse().unwrap());
     let m: usize = args.get(3).map_or(100, |v| v.parse().unwrap());
     let seed: u64 = args.get(4).map_or(1, |v| v.parse().unwrap());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let x = perturbed_uniform(&mut rng, 500, d, None);
-    let y = perturbed_uniform(&mut rng, 500, d, (s > 0.0).then_some(s));
+    let (x, y) = if laplace {
+        let data = normal_vs_laplace(&mut rng, s as usize);
+        (data.x, data.y)
+    } else {
+        (
+            perturbed_uniform(&mut rng, 500, d, None),
+            perturbed_uniform(&mut rng, 500, d, (s > 0.0).then_some(s)),
+        )
+    };
     let z = canonical_order(&x.concat(&y).unwrap());
     let r = EmbeddingParams { num_landmarks: m, seed: 0, ..EmbeddingParams::default() }
         .check()

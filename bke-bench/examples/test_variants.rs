@@ -13,7 +13,8 @@
 //! `bke-repro power` (same seeds).
 
 use bke_bench::repro::fig2c::blobs_iid;
-use bke_bench::repro::power::perturbed_uniform;
+use bke_bench::repro::power::{normal_vs_laplace, perturbed_uniform};
+use bke_core::TwoSamples;
 use bke_core::hypothesis::aggregate::{KernelStatistics, min_p, soft_max_test, studentise};
 use bke_core::hypothesis::kernels::{
     Distances, fuse_collection, mmdagg_collection, mmdagg_collection_scale_free,
@@ -23,11 +24,9 @@ use bke_core::hypothesis::select::{bkl_posterior_kernels, contaminate};
 use bke_core::hypothesis::{
     BandwidthWeights, BklParams, MmdPermutation, MmdStatistic, TestFamily, WeightedKernel,
 };
-use bke_core::{Points, TwoSamples};
 use bke_linalg::Faer;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
 
 const ALPHA: f64 = 0.05;
@@ -51,22 +50,7 @@ fn draw(bench: &str, scale: f64, rep: usize) -> (TwoSamples, u64) {
             let x = blobs_iid(None, 450, &mut rng);
             TwoSamples { x, y: blobs_iid((scale != 1.0).then_some(scale), 450, &mut rng) }
         }
-        _ => {
-            let n = scale as usize;
-            let x: Vec<f64> = (0..n).map(|_| StandardNormal.sample(&mut rng)).collect();
-            let y: Vec<f64> = (0..n)
-                .map(|_| {
-                    let u: f64 = rng.random::<f64>() - 0.5;
-                    -std::f64::consts::FRAC_1_SQRT_2
-                        * u.signum()
-                        * (1.0 - 2.0 * u.abs()).max(f64::MIN_POSITIVE).ln()
-                })
-                .collect();
-            TwoSamples {
-                x: Points::from_1d("normal", &x).unwrap(),
-                y: Points::from_1d("laplace", &y).unwrap(),
-            }
-        }
+        _ => normal_vs_laplace(&mut rng, scale as usize),
     };
     (data, seed)
 }

@@ -181,13 +181,16 @@ fn bkl_selection_is_reported() {
     assert!(ok, "{err}");
     assert_eq!(j["selection"], "bkl");
     let l = j["lengthscale"].as_f64().unwrap();
-    // the rule among optima (bke_core::hypothesis::select): the best pseudolikelihood at or above the
-    // resolution limit, a local optimum there or the limit itself
+    // the rule among optima (bke_core::hypothesis::select): the best pseudolikelihood between the
+    // resolution limit and the median distance, a local optimum there or one of the limits
     let optima = j["bkl_local_optima"].as_array().unwrap();
     let resolution = j["bkl_resolution"].as_f64().unwrap();
+    let upper = j["bkl_upper_limit"].as_f64().unwrap();
+    let median = j["median_distance"].as_f64().unwrap();
     let best = optima.iter().map(|o| o["log_marginal"].as_f64().unwrap()).fold(f64::NEG_INFINITY, f64::max);
-    assert!(l >= resolution && resolution > 0.0, "{j}");
-    assert!(l == resolution || optima.iter().any(|o| o["lengthscale"].as_f64().unwrap() == l), "{j}");
+    assert!(resolution > 0.0 && l >= resolution && l <= upper.max(median) && upper <= median, "{j}");
+    let is_optimum = optima.iter().any(|o| o["lengthscale"].as_f64().unwrap() == l);
+    assert!(l == resolution || l == upper || is_optimum, "{j}");
     assert!(j["bkl_log_marginal"].as_f64().unwrap() <= best, "{j}");
     assert_eq!(j["bkl_landmarks"], 100);
     let (ok, j, err) = bke(&[

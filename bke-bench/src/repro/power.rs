@@ -199,21 +199,23 @@ impl Bench {
                 let x = blobs_iid(None, 450, rng);
                 TwoSamples { x, y: blobs_iid((scale != 1.0).then_some(scale), 450, rng) }
             }
-            Bench::Laplace => {
-                let n = scale as usize;
-                let x: Vec<f64> = (0..n).map(|_| StandardNormal.sample(rng)).collect();
-                let y: Vec<f64> = (0..n)
-                    .map(|_| {
-                        let u: f64 = rng.random::<f64>() - 0.5;
-                        -FRAC_1_SQRT_2 * u.signum() * (1.0 - 2.0 * u.abs()).max(f64::MIN_POSITIVE).ln()
-                    })
-                    .collect();
-                TwoSamples {
-                    x: Points::from_1d("normal", &x).expect("finite"),
-                    y: Points::from_1d("laplace", &y).expect("finite"),
-                }
-            }
+            Bench::Laplace => normal_vs_laplace(rng, scale as usize),
         }
+    }
+}
+
+/// `n` points of N(0, 1) against `n` of Laplace(0, √½) (equal mean and variance, seed Fig. 3).
+pub fn normal_vs_laplace(rng: &mut ChaCha8Rng, n: usize) -> TwoSamples {
+    let x: Vec<f64> = (0..n).map(|_| StandardNormal.sample(rng)).collect();
+    let y: Vec<f64> = (0..n)
+        .map(|_| {
+            let u: f64 = rng.random::<f64>() - 0.5;
+            -FRAC_1_SQRT_2 * u.signum() * (1.0 - 2.0 * u.abs()).max(f64::MIN_POSITIVE).ln()
+        })
+        .collect();
+    TwoSamples {
+        x: Points::from_1d("normal", &x).expect("finite"),
+        y: Points::from_1d("laplace", &y).expect("finite"),
     }
 }
 

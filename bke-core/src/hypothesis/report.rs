@@ -12,7 +12,7 @@
 //! aggregate (MMDAgg/HSICAgg: the weighted minimum p-value `min_k p_k/w_k`, *smaller* is more
 //! significant; MMD-FUSE/BKL-Bayes: the soft maximum), and `lengthscale` / `kernel` name the kernel
 //! that decides it ([`super::aggregate::AggregateOutcome::leading`]). MMDAgg/HSICAgg add `u_alpha`.
-//! BKL adds `bkl_log_marginal`, `bkl_local_optima`, `bkl_landmarks`, `bkl_resolution`,
+//! BKL adds `bkl_log_marginal`, `bkl_local_optima`, `bkl_landmarks`, `bkl_resolution`, `bkl_upper_limit`,
 //! `median_distance` (suffixed `_x`, `_y` for HSIC) and `bkl_tau2`; the median heuristic adds
 //! `median_convention`.
 
@@ -109,6 +109,7 @@ impl Serialize for SelectionFields {
             m.serialize_entry(&key("bkl_local_optima"), &optima)?;
             m.serialize_entry(&key("bkl_landmarks"), &b.landmarks)?;
             m.serialize_entry(&key("bkl_resolution"), &b.resolution)?;
+            m.serialize_entry(&key("bkl_upper_limit"), &b.upper_limit)?;
             m.serialize_entry(&key("median_distance"), &b.median_distance)?;
             if self.shared {
                 m.serialize_entry("bkl_tau2", &b.tau2)?;

@@ -144,9 +144,22 @@ fn landmark_spacing_of_a_uniform_sample() {
     assert_eq!(landmark_spacing(&uniform(1, 2, 0)), 0.0);
 }
 
+/// The BKL rule recomputed from a fit's scan and optima (module docs): the best of the interior
+/// optima between the limits and the scan points at the limits.
+fn best_between_limits(r: &FittedEmbedding, b: &BklSummary) -> (f64, f64) {
+    let at = |l: f64| r.scan.iter().find(|v| v.lengthscale == l).map(|v| (l, v.log_marginal)).unwrap();
+    let top = b.upper_limit.max(b.median_distance);
+    r.local_optima
+        .iter()
+        .filter(|o| !o.at_boundary && o.lengthscales[0] >= b.resolution && o.lengthscales[0] <= top)
+        .map(|o| (o.lengthscales[0], o.log_marginal))
+        .chain([at(b.resolution), at(b.upper_limit)])
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap()
+}
+
 /// On uniform 1-D data the global optimum of the pseudolikelihood lies below the landmark spacing
-/// (the degenerate optimum, module docs): BKL rejects it and takes the best resolved value,
-/// recomputed here from the fit's scan and optima.
+/// (the degenerate optimum, module docs): BKL rejects it and takes the best resolved value.
 #[test]
 fn bkl_rejects_the_sub_resolution_optimum() {
     let x = uniform(600, 1, 3);
@@ -160,14 +173,37 @@ fn bkl_rejects_the_sub_resolution_optimum() {
     assert!(r.local_optima[0].lengthscales[0] < h, "{:?}", r.local_optima);
     let limit = r.scan.iter().find(|v| v.lengthscale >= h).unwrap();
     assert_eq!(b.resolution, limit.lengthscale);
-    let best = r
-        .local_optima
-        .iter()
-        .filter(|o| !o.at_boundary && o.lengthscales[0] >= limit.lengthscale)
-        .map(|o| (o.lengthscales[0], o.log_marginal))
-        .chain([(limit.lengthscale, limit.log_marginal)])
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .unwrap();
-    assert_eq!((s.kernels[0].lengthscale, b.log_marginal), best);
+    assert_eq!((s.kernels[0].lengthscale, b.log_marginal), best_between_limits(&r, b));
     assert!(s.kernels[0].lengthscale >= h && s.kernels[0].lengthscale < 0.1 * b.median_distance);
+}
+
+/// On a normal and a Laplace sample with equal variance pooled (`repro power --dims laplace`) the best
+/// resolved value can be the "nearly constant" optimum at ≈ 3 × the median distance (module docs):
+/// BKL takes the best value up to the median distance instead.
+#[test]
+fn bkl_ignores_optima_above_the_median_distance() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+    let normal_and_laplace: Vec<f64> = (0..400)
+        .map(|i| {
+            let (u, v): (f64, f64) = (rng.random(), rng.random());
+            if i % 2 == 0 {
+                (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+            } else {
+                let t = u - 0.5;
+                -t.signum() * (1.0 - 2.0 * t.abs()).max(f64::MIN_POSITIVE).ln() / std::f64::consts::SQRT_2
+            }
+        })
+        .collect();
+    let x = Points::from_1d("x", &normal_and_laplace).unwrap();
+    let p = BklParams::default();
+    let s = select(&x, &LengthscaleSelection::Bkl(p.clone()));
+    let b = s.bkl.as_ref().unwrap();
+    let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
+    let chosen = best_between_limits(&r, b);
+    assert_eq!((s.kernels[0].lengthscale, b.log_marginal), chosen);
+    assert!(b.upper_limit <= b.median_distance && b.upper_limit > 0.8 * b.median_distance, "{b:?}");
+    let far = r.local_optima.iter().find(|o| o.lengthscales[0] > 2.0 * b.median_distance).unwrap();
+    assert!(far.log_marginal > chosen.1, "{:?} {chosen:?}", r.local_optima);
+    assert!(chosen.0 <= b.median_distance && chosen.0 >= b.resolution);
 }
