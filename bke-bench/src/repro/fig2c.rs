@@ -12,9 +12,9 @@
 //!
 //! Per replication: draw the samples, choose θ on the pooled sample (median heuristic, Muandet
 //! convention θ = median distance; BKL = ML-II on the BKE marginal pseudolikelihood, τ² = 1, 100
-//! held-out landmarks, Lebesgue prior measure, best optimum at or above the landmark resolution;
-//! BKL-Bayes = the posterior over θ weighting a kernel collection, issue 15), unbiased MMD²,
-//! permutation null with B = 500.
+//! held-out landmarks, Lebesgue prior measure, best optimum between the landmark resolution and the
+//! median distance; BKL-Bayes = the posterior over θ weighting a kernel collection, issue 15),
+//! unbiased MMD², permutation null with B = 500.
 //! Options: `--reps R` (default 50), `--permutations B`.
 //!
 //! Seed: the median heuristic never rejects (type-II error ≈ 1 for every ε, median lengthscale ≈ 20);

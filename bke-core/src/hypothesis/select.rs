@@ -158,8 +158,8 @@
 //! on the same data sets (`cargo xtask repro power --reps 200 --permutations 500 --dims 2 --scales
 //! 0.4,0.6,0.8`, 59 CPU-min; `--dims blobs --scales 2`; `--dims laplace --scales 100,200,400`, 16 min
 //! wall; d = 1: `--dims 1 --scales 0.2,0.3,0.4`, BKL-Bayes from the run above), rejection rate
-//! (binomial SE ≤ .035); BKL with the rule above (its upper limit changes no
-//! decision on d = 1, d = 2 or the blobs: `--selections bkl` gives the same rates as before it):
+//! (binomial SE ≤ .035); BKL with the rule above (its upper limit changes no decision on d = 1, d = 2
+//! or the blobs: `--selections bkl` gives the same rates as before it):
 //!
 //! | benchmark | median | BKL | MMDAgg | MMD-FUSE | BKL-Bayes | published MMD-FUSE |
 //! |---|---|---|---|---|---|---|
@@ -178,10 +178,9 @@
 //! .02–.045 on d = 2 and the blobs, above it by .035–.07 at d = 1 and .02–.075 on normal vs Laplace).
 //! Plain BKL is at least the median heuristic's at every point, by .005 (normal vs Laplace, n = 100)
 //! to .65 (d = 2, 0.8); on normal vs Laplace at n = 100 and 400 by less than one SE. Before the upper
-//! limit it rejected .300 at n = 200 (the far optimum, above). Plain BKL
-//! no longer has the d = 2 lead the sub-resolution θ ≈ 0.063 gave it before the resolution limit
-//! (.255 / .625 / .905 in issue 15's measurement): that lead came from the landmark spacing matching
-//! the perturbations.
+//! limit it rejected .300 at n = 200 (the far optimum, above). Plain BKL no longer has the d = 2 lead
+//! the sub-resolution θ ≈ 0.063 gave it before the resolution limit (.255 / .625 / .905 in issue 15's
+//! measurement): that lead came from the landmark spacing matching the perturbations.
 //! Level (`cargo xtask repro level --reps 500 --permutations 200 --selections 'BKL-Bayes,MMDAgg /
 //! HSICAgg,MMD-FUSE'`, bound .079): BKL-Bayes MMD permutation .040, wild .044; MMDAgg .026 / .020;
 //! MMD-FUSE .038 / .046; the HSIC tests unchanged (BKL-Bayes .060 / .064 / .050).
