@@ -481,9 +481,9 @@ pub fn select_kernels<B: Backend>(
         }),
         LengthscaleSelection::Bkl(p) => {
             let r = p.fit::<B>(&z, progress)?;
-            let limit = resolution_index(&r);
-            let (theta, log_marginal) = bkl_choice(&r, limit);
-            let mut summary = summarise(&r, p, limit);
+            let limits = scan_limits(&r);
+            let (theta, log_marginal) = bkl_choice(&r, limits);
+            let mut summary = summarise(&r, p, limits);
             summary.log_marginal = log_marginal;
             Ok(SelectedKernels {
                 bkl: Some(summary),
@@ -513,7 +513,7 @@ pub fn select_kernels<B: Backend>(
             let r = p.fit::<B>(&z, progress)?;
             let posterior = posterior_collection(&r)?;
             let kernels = contaminate(&posterior, &prior_collection(&z, test)?, PRIOR_SHARE);
-            let mut summary = summarise(&r, p, resolution_index(&r));
+            let mut summary = summarise(&r, p, scan_limits(&r));
             let mode = posterior.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).expect("non-empty");
             summary.log_marginal = r
                 .scan
@@ -529,7 +529,7 @@ pub fn select_kernels<B: Backend>(
     }
 }
 
-fn summarise(r: &FittedEmbedding, p: &BklParams, limit: usize) -> BklSummary {
+fn summarise(r: &FittedEmbedding, p: &BklParams, (low, high): (usize, usize)) -> BklSummary {
     let lengthscale = |i: usize| r.scan.get(i).map_or(0.0, |s| s.lengthscale);
     BklSummary {
         log_marginal: r.log_marginal,
@@ -537,8 +537,8 @@ fn summarise(r: &FittedEmbedding, p: &BklParams, limit: usize) -> BklSummary {
         median_distance: r.median_heuristic,
         landmarks: r.landmarks.len(),
         tau2: p.tau2,
-        resolution: lengthscale(limit),
-        upper_limit: lengthscale(upper_limit_index(r, limit)),
+        resolution: lengthscale(low),
+        upper_limit: lengthscale(high),
     }
 }
 
@@ -575,19 +575,20 @@ fn resolution_index(r: &FittedEmbedding) -> usize {
     r.scan.iter().position(|s| s.lengthscale >= h).unwrap_or(r.scan.len().saturating_sub(1))
 }
 
-/// The upper limit of a BKL fit (module docs): the index of the largest scan lengthscale at or below
-/// the sample's median distance, and not below the resolution limit `floor`.
-fn upper_limit_index(r: &FittedEmbedding, floor: usize) -> usize {
+/// The scan indices of BKL's range (module docs): the [`resolution_index`], and the largest scan
+/// lengthscale at or below the sample's median distance (not below the former).
+fn scan_limits(r: &FittedEmbedding) -> (usize, usize) {
+    let low = resolution_index(r);
     let below = r.scan.iter().rposition(|s| s.lengthscale <= r.median_heuristic);
-    below.map_or(floor, |i| i.max(floor))
+    (low, below.map_or(low, |i| i.max(low)))
 }
 
 /// The BKL rule (module docs): the largest pseudolikelihood over the lengthscales between the
 /// resolution limit and the median distance — the interior local optima there and the scan points at
 /// both limits. `(θ, log marginal)`.
-fn bkl_choice(r: &FittedEmbedding, limit: usize) -> (f64, f64) {
+fn bkl_choice(r: &FittedEmbedding, (low, high): (usize, usize)) -> (f64, f64) {
     let point = |i: usize| r.scan.get(i).map(|s| (s.lengthscale, s.log_marginal));
-    let (floor, ceiling) = (point(limit), point(upper_limit_index(r, limit)));
+    let (floor, ceiling) = (point(low), point(high));
     let range = floor.zip(ceiling).map_or((0.0, f64::INFINITY), |(a, b)| (a.0, b.0.max(r.median_heuristic)));
     r.local_optima
         .iter()
