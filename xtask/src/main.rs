@@ -5,6 +5,7 @@
 //! cargo xtask repro [name|all] [--smoke] paper reproductions into the same report; without a name, list them
 //! cargo xtask check-report [PATH]        load the report in headless Chromium, check it, save screenshot.png
 //! cargo xtask test                       the tests: cargo test --workspace, then the Python package's pytest suite
+//! cargo xtask wheel                      the Python package's release wheel (abi3, manylinux) into target/wheels
 //! cargo xtask setup                      install system packages the optional backends need (libopenblas-dev)
 //! cargo xtask bench <suite>              run a benchmark suite (linalg, bkl, tests, bank, dme, io) for every compiled backend
 //! cargo xtask fuzz [--seconds N]         run the cargo-fuzz targets of fuzz/ (nightly + cargo-fuzz)
@@ -30,6 +31,7 @@ fn main() -> anyhow::Result<()> {
         Some("setup") => setup(),
         Some("demo") => demo(&args[1..], &root),
         Some("test") => python::test(&root, &args[1..]),
+        Some("wheel") => python::wheel(&root, &args[1..]),
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("bench") => {
             if args.get(1).map(String::as_str) == Some("io") {
@@ -54,7 +56,7 @@ fn main() -> anyhow::Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme, io\n  test                             cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  fuzz [--seconds N]               fuzz targets (nightly + cargo-fuzz)"
+                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme, io\n  test                             cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  wheel                            the Python package's release wheel into target/wheels\n  fuzz [--seconds N]               fuzz targets (nightly + cargo-fuzz)"
             );
             bail!("no command given")
         }

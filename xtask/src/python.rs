@@ -1,16 +1,20 @@
-//! `cargo xtask test`: the README's test command. Runs `cargo test --workspace` (all but bke-py,
-//! whose tests are the pytest suite), then builds the
-//! Python package's wheel (maturin, from `python/`) into the virtual environment
-//! `target/python-venv` (made by `scripts/python-venv.sh` with the pinned packages of
-//! `python/requirements-test.txt`) and runs its pytest suite (`python/tests`) against the installed
-//! wheel, with `BKE_CLI` pointing at the `bke` binary so the tests can compare with the CLI.
+//! The Python package: `cargo xtask wheel` and the Python half of `cargo xtask test`.
+//!
+//! `cargo xtask test` runs `cargo test --workspace` (every crate but bke-py, whose tests are the
+//! pytest suite), then builds the Python package's wheel with maturin in the same `dev` profile,
+//! installs it into the virtual environment `target/python-venv` (made by `scripts/python-venv.sh`
+//! with the pinned packages of `python/requirements-test.txt`) and runs `python/tests` with pytest,
+//! with `BKE_CLI` pointing at the `bke` binary that `cargo test` built (the tests compare with the
+//! CLI) and `BKE_WHEEL` at the wheel (one test installs it where no Rust toolchain is on `PATH`).
+//! Every step shares one feature set (`workspace-hack/`) and one profile, so each crate compiles
+//! once: maturin adds only PyO3, numpy and the bindings.
 //!
 //! ```text
 //! cargo xtask test                     everything
 //! cargo xtask test --python            only the Python part (wheel + pytest)
-//! cargo xtask test --release           the wheel in the release profile (default: dev, which
-//!                                      reuses what cargo test compiled)
+//! cargo xtask test --release           the wheel in the release profile (compiles the tree again)
 //! cargo xtask test -- -k mmd           arguments after `--` go to pytest
+//! cargo xtask wheel                    the release wheel (abi3, manylinux) into target/wheels
 //! ```
 
 use anyhow::{Context, bail};
@@ -23,39 +27,64 @@ pub fn test(root: &Path, args: &[String]) -> anyhow::Result<()> {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
     };
-    for a in ours {
-        if !matches!(a.as_str(), "--python" | "--release") {
-            bail!("cargo xtask test: unknown option {a} (use --python, --release, or -- <pytest args>)");
-        }
+    if let Some(a) = ours.iter().find(|a| !matches!(a.as_str(), "--python" | "--release")) {
+        bail!("cargo xtask test: unknown option {a} (use --python, --release, or -- <pytest args>)");
     }
     let flag = |f: &str| ours.iter().any(|a| a == f);
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     if !flag("--python") {
         // bke-py has no cargo tests (pytest tests it); leaving it out here means only maturin builds
         // it, so the PyO3 crates are not rebuilt twice per run (maturin sets PYO3_* variables that
-        // plain cargo builds do not, and PyO3's build script reruns when they change).
+        // plain cargo builds do not, and PyO3's build script reruns when they change). The `bke`
+        // binary the pytest suite calls is built here too: the CLI's integration tests need it.
+        run(cargo().args(["test", "--workspace", "--exclude", "bke-py"]), "cargo test --workspace")?;
+    } else {
         run(
-            Command::new(&cargo).args(["test", "--workspace", "--exclude", "bke-py"]),
-            "cargo test --workspace --exclude bke-py",
+            cargo().args(["build", "--workspace", "--exclude", "bke-py", "--bins"]),
+            "building the bke binary",
         )?;
     }
-    run(Command::new(&cargo).args(["build", "--quiet", "-p", "bke-cli"]), "building the bke binary")?;
     let python = venv(root)?;
-    let wheel = build_wheel(root, &python, if flag("--release") { "release" } else { "dev" })?;
+    let profile = if flag("--release") { "release" } else { "dev" };
+    let wheel = build_wheel(root, &python, profile, &crate::target_dir(root).join("wheels").join(profile))?;
+    run(
+        Command::new(&python).args([
+            "-m",
+            "pip",
+            "uninstall",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--yes",
+            "bke",
+        ]),
+        "removing an earlier bke from the test environment",
+    )?;
     run(
         Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-            .args(["--force-reinstall", "--no-deps", &wheel.to_string_lossy()]),
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"])
+            .arg(&wheel),
         "installing the wheel",
     )?;
-    let cli = root.join("target/debug/bke");
     run(
         Command::new(&python)
-            .args(["-m", "pytest", "python/tests", "-q", "-p", "no:cacheprovider"])
+            .args(["-m", "pytest", "python/tests", "-p", "no:cacheprovider", "--durations=5"])
             .args(pytest_args)
-            .env("BKE_CLI", cli),
+            .env("BKE_CLI", crate::target_dir(root).join("debug/bke"))
+            .env("BKE_WHEEL", &wheel),
         "pytest python/tests",
     )
+}
+
+/// `cargo xtask wheel`: the release wheel (abi3 for CPython ≥ 3.9, manylinux tag from the glibc
+/// symbols it uses) into `target/wheels`; prints its path.
+pub fn wheel(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    if let Some(a) = args.first() {
+        bail!("cargo xtask wheel: unknown option {a} (it takes none)");
+    }
+    let python = venv(root)?;
+    let wheel = build_wheel(root, &python, "release", &crate::target_dir(root).join("wheels"))?;
+    println!("{}", wheel.display());
+    eprintln!("install it with: pip install {}", wheel.display());
+    Ok(())
 }
 
 /// The virtual environment's python (created or refreshed by `scripts/python-venv.sh`).
@@ -66,33 +95,42 @@ fn venv(root: &Path) -> anyhow::Result<PathBuf> {
         .output()
         .context("running scripts/python-venv.sh")?;
     if !out.status.success() {
-        bail!("scripts/python-venv.sh failed: the Python test environment could not be made");
+        bail!("scripts/python-venv.sh failed: the Python build environment could not be made");
     }
     let python = String::from_utf8(out.stdout)?.trim().to_string();
     Ok(root.join(python))
 }
 
-/// Builds the wheel with maturin in `profile` into `target/wheels/python` and returns its path.
-fn build_wheel(root: &Path, python: &Path, profile: &str) -> anyhow::Result<PathBuf> {
-    let dir = root.join("target/wheels/python");
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+/// Builds the wheel with maturin in `profile` into `dir` (its earlier wheels removed) and returns
+/// its path. Cargo's progress shows.
+fn build_wheel(root: &Path, python: &Path, profile: &str, dir: &Path) -> anyhow::Result<PathBuf> {
+    for old in wheels_in(dir) {
+        std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
     }
-    let maturin = python.with_file_name("maturin");
+    eprintln!("building the Python wheel (maturin, {profile} profile) …");
     run(
-        Command::new(&maturin)
-            .args(["build", "--quiet", "--manifest-path", "python/Cargo.toml", "--profile", profile])
+        Command::new(python.with_file_name("maturin"))
+            .args(["build", "--manifest-path", "python/Cargo.toml", "--profile", profile])
             .arg("--interpreter")
             .arg(python)
             .arg("--out")
-            .arg(&dir),
+            .arg(dir)
+            .current_dir(root),
         "maturin build",
     )?;
-    let wheel = std::fs::read_dir(&dir)?
+    wheels_in(dir).pop().with_context(|| format!("maturin wrote no wheel into {}", dir.display()))
+}
+
+fn wheels_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .with_context(|| format!("maturin wrote no wheel into {}", dir.display()))?;
-    Ok(wheel)
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "whl"))
+        .collect()
+}
+
+fn cargo() -> Command {
+    crate::cargo()
 }
 
 fn run(cmd: &mut Command, what: &str) -> anyhow::Result<()> {

@@ -43,25 +43,53 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
-/// Every file under `dir` whose name ends in `ext`, skipping build outputs and hidden folders.
+/// Every source file under `dir` whose name ends in `ext`: the files git tracks plus the untracked
+/// ones it does not ignore, so build outputs are skipped whatever their folder is called
+/// (`CARGO_TARGET_DIR=target-py` included). Outside a git checkout (a source tarball) the folders
+/// are walked instead, skipping hidden folders and every folder that holds a `CACHEDIR.TAG` (cargo
+/// marks each build directory with one).
 fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = git_files(dir).unwrap_or_else(|| walked_files(dir));
+    out.retain(|p| p.to_string_lossy().ends_with(ext) && p.is_file());
+    out.sort();
+    out
+}
+
+/// The files git lists under `dir` (tracked, and untracked but not ignored); `None` without git.
+fn git_files(dir: &Path) -> Option<Vec<PathBuf>> {
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(out.stdout).ok()?;
+    Some(text.split('\0').filter(|f| !f.is_empty()).map(|f| dir.join(f)).collect())
+}
+
+/// Every file under `dir`, skipping hidden folders and build directories.
+fn walked_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
+        if d.join("CACHEDIR.TAG").exists() {
+            continue;
+        }
         let Ok(entries) = fs::read_dir(&d) else { continue };
         for entry in entries.flatten() {
             let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
             if path.is_dir() {
-                if !(name.starts_with('.') || name == "target" || name == "node_modules") {
+                if !hidden && entry.file_name() != "node_modules" {
                     stack.push(path);
                 }
-            } else if name.ends_with(ext) {
+            } else {
                 out.push(path);
             }
         }
     }
-    out.sort();
     out
 }
 
@@ -330,4 +358,72 @@ fn word_matching_respects_identifier_boundaries() {
     assert!(mentions_word("f::<Nalgebra>(x)", "Nalgebra"));
     assert!(!mentions_word("FaerLike and MyFaer", "Faer"));
     assert!(!mentions_word("DefaultBackend", "Faer"));
+}
+
+#[test]
+fn build_directories_are_not_walked_whatever_their_name() {
+    let dir = std::env::temp_dir().join(format!("bke-tidy-walk-{}", std::process::id()));
+    let build = dir.join("target-py/debug");
+    fs::create_dir_all(&build).unwrap();
+    fs::write(dir.join("target-py/CACHEDIR.TAG"), "Signature: 8a477f597d28d172789f06886806bc55").unwrap();
+    fs::write(build.join("generated.rs"), "fn main() {}").unwrap();
+    fs::write(dir.join("lib.rs"), "").unwrap();
+    let found = walked_files(&dir);
+    fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(found, vec![dir.join("lib.rs")]);
+}
+
+/// The package selections the project's commands build (`cargo xtask test`: the workspace's tests
+/// and the Python extension through maturin; `cargo xtask demo`/`repro`: the `bke` binary and the
+/// report's binaries). Each shared dependency must have one feature set across them, or cargo
+/// compiles it — and everything above it — once per selection.
+const BUILD_SELECTIONS: [&[&str]; 4] = [
+    &["--workspace", "--exclude", "bke-py", "-e", "normal,build,dev"],
+    &["-p", "bke-py", "-e", "normal,build"],
+    &["-p", "bke-cli", "-e", "normal,build"],
+    &["-p", "bke-cli", "-p", "bke-bench", "-e", "normal,build"],
+];
+
+/// `name version` → enabled features, as `cargo tree` resolves them for one selection.
+fn resolved_features(selection: &[&str]) -> std::collections::BTreeMap<String, String> {
+    let out = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["tree", "--locked", "--offline", "--prefix", "none", "-f", "{p}|{f}"])
+        .args(selection)
+        .current_dir(workspace_root())
+        .output()
+        .expect("running cargo tree");
+    assert!(out.status.success(), "cargo tree {selection:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once('|'))
+        .map(|(p, f)| {
+            let package = p.split(" (").next().unwrap_or(p).trim().to_string();
+            (package, f.split(" (").next().unwrap_or(f).trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_build_sees_one_feature_set_per_dependency() {
+    let resolved: Vec<_> = BUILD_SELECTIONS.iter().map(|s| resolved_features(s)).collect();
+    let mut problems = Vec::new();
+    for (i, a) in resolved.iter().enumerate() {
+        for (package, features) in a {
+            for (j, b) in resolved.iter().enumerate().skip(i + 1) {
+                if let Some(other) = b.get(package).filter(|f| *f != features) {
+                    problems.push(format!(
+                        "{package}: [{features}] in `{}` but [{other}] in `{}`",
+                        BUILD_SELECTIONS[i].join(" "),
+                        BUILD_SELECTIONS[j].join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    fail_if_any(
+        problems,
+        "dependencies compiled with different features by different commands (each is then compiled \
+         twice): add the union of their features to workspace-hack/Cargo.toml",
+    );
 }
