@@ -8,10 +8,11 @@
 //! proposal `2N(2M)² + (2M)³/3 + …`, i.e. `O(NM³)` a sweep: it is timed on a few proposals and
 //! scaled by `M / count` (the table says how many).
 
-use crate::report::{Table, fmt_seconds, median_seconds, process_cpu_seconds};
+use crate::timing::{median_seconds, process_cpu_seconds};
 use bke_bank::evidence::NigParams;
 use bke_bank::regression::RegressionState;
 use bke_linalg::{Backend, BackendKind, Mat, Trans, WithBackend};
+use bke_report::table::{Table, fmt_seconds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -322,7 +323,7 @@ pub fn bench(
 
 /// Writes `bank_scaling.svg`: sweep time against `M` for each `N` and backend (log-log).
 pub fn plot(rows: &[Row], out: &std::path::Path) -> anyhow::Result<()> {
-    use crate::plot::{Plot, Series};
+    use bke_report::plot::{Plot, Series};
     let mut plot = Plot::new("BaNK: one regression sweep", "M (frequencies)", "seconds");
     plot.log_x = true;
     plot.log_y = true;

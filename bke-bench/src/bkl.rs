@@ -8,10 +8,11 @@
 //! after resetting it through `/proc/self/clear_refs` (Linux); the data set itself is allocated
 //! before the reset and not counted.
 
-use crate::report::{GemmReference, Table, fmt_seconds, median_seconds};
+use crate::timing::{GemmReference, TimingColumns, median_seconds};
 use bke_core::embedding::{BkeParams, marginal_pseudolikelihood};
 use bke_core::{Kernel, Points};
 use bke_linalg::{Backend, BackendKind, Faer, Mat, WithBackend};
+use bke_report::table::{Table, fmt_seconds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -217,7 +218,7 @@ pub fn bench(ns: &[usize], ms: &[usize], dims: &[usize], gemm: GemmReference) ->
                 format!("{:.4}", t / naive),
                 format!("{value:.6e}"),
             ];
-            table.push_timed(cells, t, Some(nominal_flops(n, m, dim)));
+            table.push_timed(gemm, cells, t, Some(nominal_flops(n, m, dim)));
         }
     }
     table.notes.push(format!("rayon threads: {threads} (set RAYON_NUM_THREADS to change)"));

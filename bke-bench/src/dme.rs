@@ -7,11 +7,12 @@
 //! target is under 0.5 s at `n = 2000` on 2 cores. To bound the run time, nalgebra (single-threaded)
 //! and the `alternative`/`full` rows stop at 2000/1000 unless `--all` is given.
 
-use crate::report::{GemmReference, Table, fmt_seconds, median_seconds};
+use crate::timing::{GemmReference, TimingColumns, median_seconds};
 use bke_core::{Kernel, Points};
 use bke_dme::TaskData;
 use bke_dme::ttgp::{MarginalForm, TtgpParams, flops, log_marginal};
 use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_report::table::{Table, fmt_seconds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -98,6 +99,7 @@ pub fn bench(
                     String::new()
                 };
                 table.push_timed(
+                    gemm,
                     vec![
                         name.into(),
                         n.to_string(),

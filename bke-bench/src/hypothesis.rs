@@ -13,7 +13,7 @@
 //!
 //! and, for scale, the HSIC permutation null (`n = 900`, `B = 1000`).
 
-use crate::report::{GemmReference, Table, fmt_seconds, median_seconds};
+use crate::timing::{GemmReference, TimingColumns, median_seconds};
 use bke_core::hypothesis::kernels::Distances;
 use bke_core::hypothesis::mmd::{MmdStatistic, mmd_statistic};
 use bke_core::hypothesis::{
@@ -21,6 +21,7 @@ use bke_core::hypothesis::{
 };
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_report::table::{Table, fmt_seconds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -152,7 +153,7 @@ pub fn bench(n_per_sample: usize, draws: usize, gemm: GemmReference) -> anyhow::
             fmt_seconds(t),
             format!("{rel:.2}"),
         ];
-        table.push_timed(cells, t, flops);
+        table.push_timed(gemm, cells, t, flops);
     };
     row(&mut table, "MMD Gram matrix (once)", big_n, 0, "-", t_gram, t_gram / best, None);
     for (kind, t) in &batched {

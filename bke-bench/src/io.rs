@@ -10,11 +10,12 @@
 //! Target (issue 20): end to end < 1.5 s at n = 10⁶ on 2 cores; the reader ≥ 300 MB/s on 2 cores.
 
 use crate::bkl::{inputs, nominal_flops, params};
-use crate::report::{GemmReference, Table, fmt_seconds, median_seconds};
+use crate::timing::{GemmReference, TimingColumns, median_seconds};
 use anyhow::{Context, bail};
 use bke_core::Points;
 use bke_core::embedding::marginal_pseudolikelihood;
 use bke_linalg::DefaultBackend;
+use bke_report::table::{Table, fmt_seconds};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,7 +89,7 @@ fn compute(x: &Points, z: &Points, threads: usize) -> anyhow::Result<(f64, Optio
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     let p = params(2);
     let mut calls = 0usize;
-    let cpu0 = crate::report::process_cpu_seconds();
+    let cpu0 = crate::timing::process_cpu_seconds();
     let t = pool.install(|| {
         median_seconds(
             &mut (),
@@ -101,7 +102,7 @@ fn compute(x: &Points, z: &Points, threads: usize) -> anyhow::Result<(f64, Optio
             },
         )
     });
-    let cpu = cpu0.zip(crate::report::process_cpu_seconds()).map(|(a, b)| (b - a) / calls as f64);
+    let cpu = cpu0.zip(crate::timing::process_cpu_seconds()).map(|(a, b)| (b - a) / calls as f64);
     Ok((t, cpu))
 }
 
@@ -158,7 +159,7 @@ pub fn bench(ns: &[usize], gemm: GemmReference) -> anyhow::Result<Table> {
                 format!("{:.0}", mb / (e2e - comp).max(1e-9)),
                 e2e_cpu.zip(comp_cpu).map_or("n/a".into(), |(a, b)| format!("{:.0}", mb / (a - b).max(1e-9))),
             ];
-            table.push_timed(cells, e2e, Some(nominal_flops(n, m, 2)));
+            table.push_timed(gemm, cells, e2e, Some(nominal_flops(n, m, 2)));
         }
         std::fs::remove_file(&xp)?;
     }

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo xtask demo [--json]              the main job: a tour of bke on the bundled data -> target/bke-report/index.html
-//! cargo xtask repro [name|all] [--smoke] paper reproductions into the same report; without a name, list them
+//! cargo xtask repro [name|all] [--smoke] paper reproductions into the same report (and docs/results.md at full
+//!                                        size); without a name, list them
 //! cargo xtask check-report [PATH]        load the report in headless Chromium, check it, save screenshot.png
 //! cargo xtask test                       the tests: cargo test --workspace, then the Python package's pytest suite
 //! cargo xtask wheel                      the Python package's release wheel (abi3, manylinux) into target/wheels
@@ -11,9 +12,9 @@
 //! cargo xtask fuzz [--seconds N]         run the cargo-fuzz targets of fuzz/ (nightly + cargo-fuzz)
 //! ```
 //!
-//! Heavy work runs in release-built binaries (`bke`, `bke-bench`'s `bke-demo`, `bke-repro`); xtask
-//! only builds them — showing cargo's progress — decides features and paths, and runs them. The
-//! OpenBLAS backend is compiled in whenever the system library is present.
+//! Heavy work runs in release-built binaries (`bke`, `bke-report`'s `bke-demo` and `bke-repro`,
+//! `bke-bench`); xtask only builds them — showing cargo's progress — decides features and paths, and
+//! runs them. The OpenBLAS backend is compiled in whenever the system library is present.
 
 mod browser;
 mod fuzz;
@@ -37,9 +38,11 @@ fn main() -> anyhow::Result<()> {
             if args.get(1).map(String::as_str) == Some("io") {
                 build_cli()?;
             }
-            run_tool("bke-bench", &args[1..], &root, &["--out", &root.join("target/bench").to_string_lossy()])
+            let out = root.join("target/bench");
+            run_tool("bke-bench", "bke-bench", &args[1..], &root, &["--out", &out.to_string_lossy()])
         }
         Some("repro") => run_tool(
+            "bke-report",
             "bke-repro",
             &args[1..],
             &root,
@@ -48,6 +51,8 @@ fn main() -> anyhow::Result<()> {
                 &root.join("target/bench").to_string_lossy(),
                 "--report",
                 &report_dir(&root).to_string_lossy(),
+                "--results",
+                &root.join("docs/results.md").to_string_lossy(),
             ],
         ),
         Some("check-report") => {
@@ -56,7 +61,7 @@ fn main() -> anyhow::Result<()> {
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme, io\n  test                             cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  wheel                            the Python package's release wheel into target/wheels\n  fuzz [--seconds N]               fuzz targets (nightly + cargo-fuzz)"
+                "usage: cargo xtask <command>\n\n  demo [--json]                    a tour of bke on the bundled data (the main job), report in target/bke-report\n  repro [name|all] [--smoke]       paper reproductions into the same report and docs/results.md (no name: list them)\n  check-report [PATH]              check the report in headless Chromium and save a screenshot\n  setup                            install libopenblas-dev (for --features openblas)\n  bench <suite>                    benchmark suites: linalg, bkl, tests, bank, dme, io\n  test                             cargo test --workspace, then the Python tests (wheel built into target/python-venv)\n  wheel                            the Python package's release wheel into target/wheels\n  fuzz [--seconds N]               fuzz targets (nightly + cargo-fuzz)"
             );
             bail!("no command given")
         }
@@ -161,14 +166,14 @@ fn demo(args: &[String], root: &Path) -> anyhow::Result<()> {
         "-p",
         "bke-cli",
         "-p",
-        "bke-bench",
+        "bke-report",
         "--bin",
         "bke",
         "--bin",
         "bke-demo",
     ]);
     if openblas_installed() {
-        build.args(["--features", "bke-cli/openblas,bke-bench/openblas"]);
+        build.args(["--features", "bke-cli/openblas,bke-report/openblas"]);
     }
     if !build.status().context("running cargo build")?.success() {
         bail!("building bke failed");
@@ -192,10 +197,11 @@ fn demo(args: &[String], root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs a `bke-bench` binary through `cargo run --release` (cargo's build progress shows).
-fn run_tool(bin: &str, args: &[String], root: &Path, extra: &[&str]) -> anyhow::Result<()> {
+/// Runs binary `bin` of package `package` through `cargo run --release` (cargo's build progress
+/// shows).
+fn run_tool(package: &str, bin: &str, args: &[String], root: &Path, extra: &[&str]) -> anyhow::Result<()> {
     let mut cmd = cargo();
-    cmd.args(["run", "--release", "-p", "bke-bench", "--bin", bin]);
+    cmd.args(["run", "--release", "-p", package, "--bin", bin]);
     if openblas_installed() {
         cmd.args(["--features", "openblas"]);
     }

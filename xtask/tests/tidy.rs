@@ -377,11 +377,12 @@ fn build_directories_are_not_walked_whatever_their_name() {
 /// and the Python extension through maturin; `cargo xtask demo`/`repro`: the `bke` binary and the
 /// report's binaries). Each shared dependency must have one feature set across them, or cargo
 /// compiles it — and everything above it — once per selection.
-const BUILD_SELECTIONS: [&[&str]; 4] = [
+const BUILD_SELECTIONS: [&[&str]; 5] = [
     &["--workspace", "--exclude", "bke-py", "-e", "normal,build,dev"],
     &["-p", "bke-py", "-e", "normal,build"],
-    &["-p", "bke-cli", "-e", "normal,build"],
-    &["-p", "bke-cli", "-p", "bke-bench", "-e", "normal,build"],
+    &["-p", "bke-cli", "-p", "bke-report", "-e", "normal,build"],
+    &["-p", "bke-report", "-e", "normal,build"],
+    &["-p", "bke-bench", "-e", "normal,build"],
 ];
 
 /// `name version` → enabled features, as `cargo tree` resolves them for one selection.

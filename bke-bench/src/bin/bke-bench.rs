@@ -2,8 +2,9 @@
 
 use anyhow::{Context, bail};
 use bke_bench::linalg::{Inputs, Op, Scratch, run};
-use bke_bench::report::{GemmReference, Table, fmt_seconds, median_seconds};
+use bke_bench::timing::{GemmReference, TimingColumns, median_seconds};
 use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_report::table::{Table, fmt_seconds};
 use std::path::PathBuf;
 
 fn main() -> anyhow::Result<()> {
@@ -24,14 +25,7 @@ fn main() -> anyhow::Result<()> {
     eprintln!("{}", gemm.note());
     match suite {
         "linalg" => {
-            let sizes = match flag(&args, "--sizes") {
-                Some(s) => s
-                    .split(',')
-                    .map(|v| v.parse().context("--sizes takes integers"))
-                    .collect::<Result<_, _>>()?,
-                None => vec![128, 512, 1024, 2048],
-            };
-            bench_linalg(&sizes, gemm)?.emit(&out, "linalg")
+            bench_linalg(&list(&args, "--sizes", &[128, 512, 1024, 2048])?, gemm)?.emit(&out, "linalg")
         }
         "tests" => {
             let n = flag(&args, "--n")
@@ -47,57 +41,40 @@ fn main() -> anyhow::Result<()> {
             bke_bench::hypothesis::bench(n, b, gemm)?.emit(&out, "tests")
         }
         "dme" => {
-            let sizes = match flag(&args, "--sizes") {
-                Some(s) => s
-                    .split(',')
-                    .map(|v| v.parse().context("--sizes takes integers"))
-                    .collect::<Result<_, _>>()?,
-                None => vec![500, 1000, 2000, 4000],
-            };
+            let sizes = list(&args, "--sizes", &[500, 1000, 2000, 4000])?;
             let all = args.iter().any(|a| a == "--all");
             bke_bench::dme::bench(&sizes, all, &backends_flag(&args)?, gemm)?.emit(&out, "dme")
         }
         "bank" => {
-            let list = |name: &str, default: Vec<usize>| -> anyhow::Result<Vec<usize>> {
-                match flag(&args, name) {
-                    Some(s) => s.split(',').map(|v| v.parse().context("takes integers")).collect(),
-                    None => Ok(default),
-                }
-            };
-            let ns = list("--n", vec![1000, 10000, 100000])?;
-            let ms = list("--m", vec![24, 48, 96, 192, 384])?;
+            let ns = list(&args, "--n", &[1000, 10000, 100000])?;
+            let ms = list(&args, "--m", &[24, 48, 96, 192, 384])?;
             let (table, rows) = bke_bench::bank::bench(&ns, &ms, &backends_flag(&args)?, 3.0, 30.0)?;
             table.emit(&out, "bank")?;
             bke_bench::bank::plot(&rows, &out)
         }
         "bkl" => {
-            let list = |name: &str, default: Vec<usize>| -> anyhow::Result<Vec<usize>> {
-                match flag(&args, name) {
-                    Some(s) => s.split(',').map(|v| v.parse().context("takes integers")).collect(),
-                    None => Ok(default),
-                }
-            };
-            let ns = list("--sizes", vec![1_000, 10_000, 100_000, 1_000_000])?;
-            let ms = list("--landmarks", vec![50, 100, 200])?;
-            let dims = list("--dims", vec![2, 10, 50])?;
+            let ns = list(&args, "--sizes", &[1_000, 10_000, 100_000, 1_000_000])?;
+            let ms = list(&args, "--landmarks", &[50, 100, 200])?;
+            let dims = list(&args, "--dims", &[2, 10, 50])?;
             bke_bench::bkl::bench(&ns, &ms, &dims, gemm)?.emit(&out, "bkl")
         }
-        "io" => {
-            let ns = match flag(&args, "--sizes") {
-                Some(s) => s
-                    .split(',')
-                    .map(|v| v.parse().context("--sizes takes integers"))
-                    .collect::<Result<_, _>>()?,
-                None => vec![100_000, 1_000_000],
-            };
-            bke_bench::io::bench(&ns, gemm)?.emit(&out, "io")
-        }
+        "io" => bke_bench::io::bench(&list(&args, "--sizes", &[100_000, 1_000_000])?, gemm)?.emit(&out, "io"),
         other => unreachable!("suite '{other}' was checked against the known list"),
     }
 }
 
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+/// The integers of `name a,b,..` (`default` without the flag).
+fn list(args: &[String], name: &str, default: &[usize]) -> anyhow::Result<Vec<usize>> {
+    match flag(args, name) {
+        Some(s) => {
+            s.split(',').map(|v| v.parse().with_context(|| format!("{name} takes integers"))).collect()
+        }
+        None => Ok(default.to_vec()),
+    }
 }
 
 struct Time<'a> {
@@ -151,6 +128,7 @@ fn bench_linalg(sizes: &[usize], gemm: GemmReference) -> anyhow::Result<Table> {
             for (kind, t) in times {
                 let kind_threads = if kind == BackendKind::Nalgebra { 1 } else { threads };
                 table.push_timed(
+                    gemm,
                     vec![
                         op.name().into(),
                         n.to_string(),

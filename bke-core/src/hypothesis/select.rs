@@ -118,7 +118,7 @@
 //! informative kernels. The HSIC BKL-Bayes test keeps studentised statistics at `λ = 1`
 //! ([`super::aggregate`]). Until issue 15's re-measurement the MMD test used those too, and the prior
 //! was the MMDAgg collection alone; on the same data sets and the same permutations (paired,
-//! `examples/test_variants.rs`, 50 data sets, B = 500) the studentised soft maximum rejected
+//! `bke-report/examples/test_variants.rs`, 50 data sets, B = 500) the studentised soft maximum rejected
 //! .54 / .62 at d = 1 scale 0.3 / d = 2 scale 0.8 with the MMDAgg prior and .48 / .58 with the union
 //! prior, against .60 / .78 for the FUSE-normalised statistic with either prior (MMD-FUSE .56 / .84,
 //! MMDAgg .64 / .70): studentising gives every kernel, the nearly constant ones included, a null
@@ -126,7 +126,7 @@
 //!
 //! # Measured (issue 15)
 //! Paired comparison on the data sets of `cargo xtask repro power` (same seeds) with the same
-//! permutations for every test: `cargo run --release -p bke-bench --example test_variants -- BENCH
+//! permutations for every test: `cargo run --release -p bke-report --example test_variants -- BENCH
 //! SCALE R 500` (B = 500, α = 0.05; R = 50 data sets, 40 at d = 1 scale 0.2). Rejection rates ±
 //! binomial SE; in brackets, data sets where the test rejects and MMD-FUSE does not / the reverse.
 //! "old" = BKL-Bayes before this change (MMDAgg prior without floors, studentised statistics).

@@ -9,9 +9,9 @@
 //! one fit (a fold) on whatever the machine is doing: compare them within a run.
 
 use crate::plot::{Figure, Series};
-use crate::report::Table;
 use crate::repro::Ctx;
 use crate::repro::bank_data::find;
+use crate::table::Table;
 use bke_bank::cv::{CvParams, CvResult, Method};
 use bke_bank::{BankParams, Task};
 use bke_core::Params;

@@ -21,8 +21,8 @@
 //! BKL (θ ≈ 0.85) rejects from ε = 2 on; both fail for ε < 2.
 
 use crate::plot::{Figure, Series};
-use crate::report::Table;
 use crate::repro::Ctx;
+use crate::table::Table;
 use bke_core::Points;
 use bke_core::hypothesis::{BklParams, LengthscaleSelection, MedianConvention, MmdParams};
 use bke_core::{Params, TwoSamples, check_positive};

@@ -9,8 +9,8 @@
 
 use super::fig2c::blobs;
 use crate::plot::{ColorScale, Figure, Series, grid_points};
-use crate::report::Table;
 use crate::repro::Ctx;
+use crate::table::Table;
 use bke_core::hypothesis::{LengthscaleSelection, WitnessParams};
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;

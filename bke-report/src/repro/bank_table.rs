@@ -17,9 +17,9 @@
 //! every method on 300-row subsamples with `M = 16` and 20 sweeps (the CI check that the
 //! reproduction runs).
 
-use crate::report::Table;
 use crate::repro::Ctx;
 use crate::repro::bank_data::{CLASSIFICATION, REGRESSION, Spec, find};
+use crate::table::Table;
 use bke_bank::compare::paired_p_value;
 use bke_bank::cv::{CvParams, CvResult, Method};
 use bke_bank::{BankParams, Task};

@@ -8,12 +8,10 @@
 //!   MMDAgg), `ref` (reference MMDAgg), `fuse`, or `union` (reference MMDAgg ∪ FUSE), aggregated on
 //!   studentised statistics at `λ = 1` (`stud`) or on FUSE-normalised ones at `λ = √(n(n−1))` (`fnorm`).
 //!
-//! `cargo run --release -p bke-bench --example test_variants -- BENCH SCALE REPS [B] [FIRST_REP]` with
+//! `cargo run --release -p bke-report --example test_variants -- BENCH SCALE REPS [B] [FIRST_REP]` with
 //! BENCH `d1`, `d2`, `blobs` or `laplace` (SCALE = n then); the data sets are those of
 //! `bke-repro power` (same seeds).
 
-use bke_bench::repro::fig2c::blobs_iid;
-use bke_bench::repro::power::{normal_vs_laplace, perturbed_uniform};
 use bke_core::TwoSamples;
 use bke_core::hypothesis::aggregate::{KernelStatistics, min_p, soft_max_test, studentise};
 use bke_core::hypothesis::kernels::{
@@ -25,6 +23,8 @@ use bke_core::hypothesis::{
     BandwidthWeights, BklParams, MmdPermutation, MmdStatistic, TestFamily, WeightedKernel,
 };
 use bke_linalg::Faer;
+use bke_report::repro::fig2c::blobs_iid;
+use bke_report::repro::power::{normal_vs_laplace, perturbed_uniform};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;

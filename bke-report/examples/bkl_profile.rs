@@ -3,15 +3,15 @@
 //! pseudolikelihood split into its Gaussian and Jacobian terms, the landmark spacing, and the kernels
 //! BKL and BKL-Bayes choose.
 //!
-//! `cargo run --release -p bke-bench --example bkl_profile -- [d=1] [scale=0.3] [landmarks=100] [seed=1] [q]`
+//! `cargo run --release -p bke-report --example bkl_profile -- [d=1] [scale=0.3] [landmarks=100] [seed=1] [q]`
 //! (`q`: only the chosen kernels); `d = laplace`: normal vs Laplace (`repro power --dims laplace`),
 //! the scale the sample size `n`.
 
-use bke_bench::repro::power::{normal_vs_laplace, perturbed_uniform};
 use bke_core::embedding::EmbeddingParams;
 use bke_core::hypothesis::select::canonical_order;
 use bke_core::{BkeParams, Params, Points, marginal_pseudolikelihood};
 use bke_linalg::Faer;
+use bke_report::repro::power::{normal_vs_laplace, perturbed_uniform};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

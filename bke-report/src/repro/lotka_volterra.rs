@@ -30,8 +30,8 @@
 
 use super::Ctx;
 use crate::plot::{Figure, Series};
-use crate::report::Table;
 use crate::stats::mean_se;
+use crate::table::Table;
 use anyhow::Context;
 use bke_core::{Params, Points};
 use bke_dme::abc::{RejectionAbcParams, SmcAbcData, SmcAbcParams, WeightedSamples, stream};

@@ -7,8 +7,8 @@
 //! with n = 50 the band rarely excludes 0; with n = 400 it mostly does.
 
 use crate::plot::{Figure, Series};
-use crate::report::Table;
 use crate::repro::Ctx;
+use crate::table::Table;
 use bke_core::hypothesis::{LengthscaleSelection, WitnessParams};
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;

@@ -1,10 +1,10 @@
-//! `cargo xtask demo` (see `bke_bench::demo`): `bke-demo --bke PATH [--report DIR] [--data DIR]
+//! `cargo xtask demo` (see `bke_report::demo`): `bke-demo --bke PATH [--report DIR] [--data DIR]
 //! [--json]`, run from the project root. Prints timed progress lines on stderr and a short summary
 //! with the report's path (or, with `--json`, every command and its JSON output) on stdout.
 
 use anyhow::Context;
-use bke_bench::demo::{Demo, summary};
-use bke_bench::html::Report;
+use bke_report::demo::{Demo, summary};
+use bke_report::html::Report;
 use std::path::PathBuf;
 
 fn main() -> anyhow::Result<()> {

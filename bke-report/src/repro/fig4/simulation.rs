@@ -19,8 +19,8 @@
 //! error over graphs; differences are paired by graph.
 
 use super::{chosen_selections, flag, mean_se, pc_params};
-use crate::report::Table;
 use crate::repro::Ctx;
+use crate::table::Table;
 use bke_core::causal::pc::pc_oriented;
 use bke_core::causal::{Orientation, PcResult, Pdag};
 use bke_core::{Params, Points};

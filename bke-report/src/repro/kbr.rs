@@ -12,7 +12,7 @@
 
 use super::Ctx;
 use crate::plot::{Figure, Series};
-use crate::report::Table;
+use crate::table::Table;
 use bke_core::{Params, Points};
 use bke_dme::kbr::{KbrParams, KbrVariant};
 use bke_dme::lfi::{LfiData, LfiParams};

@@ -1,5 +1,6 @@
-//! Timing and report tables: median of repeated runs, printed as an aligned table and written as
-//! CSV and markdown under `target/bench/`.
+//! Timing: median of repeated runs, the process's CPU time, and the timing columns of the suites'
+//! tables ([`bke_report::table::Table`], printed aligned and written as CSV and markdown under
+//! `target/bench/`).
 //!
 //! Every suite's CSV is machine-readable: sizes are plain integers and the last columns of each
 //! timed row are `seconds` (median wall time), `gflops` (where a flop count is defined, else empty),
@@ -8,13 +9,13 @@
 //! GEMM rate on any machine.
 
 use bke_linalg::{Backend, Faer, Mat, Trans};
-use std::path::Path;
+use bke_report::table::{Table, fmt_seconds};
 use std::time::Instant;
 
 /// One faer GEMM `C ← A B` of `n × n` standard normal matrices, timed in the same run as a suite
 /// (median of at least 3 runs and 0.5 s of work): the machine's own dense rate, against which every
 /// other time is reported.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy)]
 pub struct GemmReference {
     /// Matrix order.
     pub n: usize,
@@ -63,7 +64,7 @@ impl GemmReference {
     }
 }
 
-/// Headers of the machine-readable timing columns appended by [`Table::push_timed`].
+/// Headers of the machine-readable timing columns appended by [`TimingColumns::push_timed`].
 pub const TIMING_HEADERS: [&str; 5] = ["seconds", "gflops", "gemm_n", "gemm_seconds", "x_gemm"];
 
 /// CPU seconds used so far by every thread of this process (the sum of the threads'
@@ -106,50 +107,26 @@ pub fn median_seconds<S>(
     times[times.len() / 2]
 }
 
-/// A report table: a title, column headers and string cells.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct Table {
-    /// Title, printed above the table and used as the markdown heading.
-    pub title: String,
-    /// Column headers.
-    pub headers: Vec<String>,
-    /// Rows of cells.
-    pub rows: Vec<Vec<String>>,
-    /// Notes printed under the table (thread counts, machine, flop conventions).
-    pub notes: Vec<String>,
-    /// The GEMM reference of the run, for tables with timing columns.
-    pub gemm: Option<GemmReference>,
-}
-
-impl Table {
-    /// An empty table with the given title and headers.
-    pub fn new(title: &str, headers: &[&str]) -> Self {
-        Self {
-            title: title.into(),
-            headers: headers.iter().map(|h| h.to_string()).collect(),
-            ..Self::default()
-        }
-    }
-
-    /// The same table with the machine-readable timing columns ([`TIMING_HEADERS`]) appended to
-    /// its headers, measured against `gemm`.
-    pub fn with_timing(mut self, gemm: GemmReference) -> Self {
-        self.headers.extend(TIMING_HEADERS.iter().map(|h| h.to_string()));
-        self.notes.push(gemm.note());
-        self.gemm = Some(gemm);
-        self
-    }
-
-    /// Appends a row.
-    pub fn push(&mut self, row: Vec<String>) {
-        self.rows.push(row);
-    }
+/// The machine-readable timing columns ([`TIMING_HEADERS`]) of a benchmark table, stated against the
+/// run's [`GemmReference`].
+pub trait TimingColumns {
+    /// The same table with the timing columns appended to its headers and the reference's note under it.
+    fn with_timing(self, gemm: GemmReference) -> Self;
 
     /// Appends a row followed by its timing cells: `seconds` (empty when not finite, e.g. a
     /// skipped configuration), `gflops` (empty without a flop count), the GEMM reference and the
-    /// ratio. Panics if the table was not built [`with_timing`](Self::with_timing) (a bench bug).
-    pub fn push_timed(&mut self, mut row: Vec<String>, seconds: f64, flops: Option<f64>) {
-        let gemm = self.gemm.expect("push_timed on a table built with_timing");
+    /// ratio.
+    fn push_timed(&mut self, gemm: GemmReference, row: Vec<String>, seconds: f64, flops: Option<f64>);
+}
+
+impl TimingColumns for Table {
+    fn with_timing(mut self, gemm: GemmReference) -> Self {
+        self.headers.extend(TIMING_HEADERS.iter().map(|h| h.to_string()));
+        self.notes.push(gemm.note());
+        self
+    }
+
+    fn push_timed(&mut self, gemm: GemmReference, mut row: Vec<String>, seconds: f64, flops: Option<f64>) {
         let finite = seconds.is_finite();
         let num = |v: f64| if finite { format!("{v:.6e}") } else { String::new() };
         row.push(num(seconds));
@@ -158,82 +135,6 @@ impl Table {
         row.push(format!("{:.6e}", gemm.seconds));
         row.push(if finite { format!("{:.4}", seconds / gemm.seconds) } else { String::new() });
         self.rows.push(row);
-    }
-
-    /// Aligned plain-text rendering.
-    pub fn to_text(&self) -> String {
-        let widths: Vec<usize> = (0..self.headers.len())
-            .map(|j| self.rows.iter().map(|r| r[j].len()).chain([self.headers[j].len()]).max().unwrap_or(0))
-            .collect();
-        let line = |cells: &[String]| {
-            cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect::<Vec<_>>().join("  ")
-        };
-        let mut out = format!("{}\n{}\n", self.title, line(&self.headers));
-        for r in &self.rows {
-            out += &line(r);
-            out.push('\n');
-        }
-        for n in &self.notes {
-            out += &format!("  {n}\n");
-        }
-        out
-    }
-
-    /// Markdown rendering.
-    pub fn to_markdown(&self) -> String {
-        let mut out = format!(
-            "### {}\n\n| {} |\n|{}\n",
-            self.title,
-            self.headers.join(" | "),
-            "---|".repeat(self.headers.len())
-        );
-        for r in &self.rows {
-            out += &format!("| {} |\n", r.join(" | "));
-        }
-        if !self.notes.is_empty() {
-            out.push('\n');
-            for n in &self.notes {
-                out += &format!("- {n}\n");
-            }
-        }
-        out
-    }
-
-    /// CSV rendering (cells never contain commas).
-    pub fn to_csv(&self) -> String {
-        let mut out = self.headers.join(",") + "\n";
-        for r in &self.rows {
-            out += &(r.join(",") + "\n");
-        }
-        out
-    }
-
-    /// Prints the table and writes `<dir>/<stem>.csv` and `<dir>/<stem>.md`.
-    pub fn emit(&self, dir: &Path, stem: &str) -> anyhow::Result<()> {
-        print!("{}", self.to_text());
-        self.write_files(dir, stem)?;
-        println!("wrote {}/{stem}.csv and {stem}.md\n", dir.display());
-        Ok(())
-    }
-
-    /// Writes `<dir>/<stem>.csv` and `<dir>/<stem>.md` without printing (the reproductions put
-    /// their tables in the HTML report instead).
-    pub fn write_files(&self, dir: &Path, stem: &str) -> anyhow::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        bke_core::model_file::write_atomic(dir.join(format!("{stem}.csv")), self.to_csv())?;
-        bke_core::model_file::write_atomic(dir.join(format!("{stem}.md")), self.to_markdown())?;
-        Ok(())
-    }
-}
-
-/// Formats seconds with a unit that keeps three significant digits.
-pub fn fmt_seconds(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.1} us", s * 1e6)
     }
 }
 
@@ -246,8 +147,8 @@ mod tests {
     fn timing_columns_are_numeric() {
         let gemm = GemmReference { n: 4, seconds: 2e-3 };
         let mut t = Table::new("t", &["n", "backend"]).with_timing(gemm);
-        t.push_timed(vec!["10".into(), "faer".into()], 1e-3, Some(4e6));
-        t.push_timed(vec!["20".into(), "faer".into()], f64::NAN, Some(4e6));
+        t.push_timed(gemm, vec!["10".into(), "faer".into()], 1e-3, Some(4e6));
+        t.push_timed(gemm, vec!["20".into(), "faer".into()], f64::NAN, Some(4e6));
         let csv = t.to_csv();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], "n,backend,seconds,gflops,gemm_n,gemm_seconds,x_gemm");

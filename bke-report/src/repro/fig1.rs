@@ -13,9 +13,9 @@
 //! the truth and how often the band covers it.
 
 use crate::plot::{Figure, Series};
-use crate::report::Table;
 use crate::repro::Ctx;
 use crate::stats::{mean_se, rmse};
+use crate::table::Table;
 use bke_core::embedding::{BkeParams, EmbeddingPrior};
 use bke_core::{Kernel, Params, Points, Predict};
 use bke_linalg::{Backend, Faer, Mat};

@@ -1,7 +1,8 @@
 //! Paper reproductions run by `cargo xtask repro <name|all> [--smoke]` (registered in
 //! `src/bin/bke-repro.rs`). Each writes its CSV under its output directory and publishes one or more
 //! [`Section`]s — paragraphs, figures, tables, rerun command — to the HTML report
-//! (`target/bke-report/index.html`, see [`crate::html`] for an example).
+//! (`target/bke-report/index.html`, see [`crate::html`] for an example); the runner then writes the
+//! measured part of those sections to `docs/results.md` ([`crate::results`]).
 //!
 //! A reproduction is a `fn(&mut Ctx) -> anyhow::Result<()>`. [`Ctx::size`] picks the full or the
 //! reduced ("smoke") size: the smoke size runs in seconds and is what CI runs, to check the pipeline;
@@ -78,8 +79,8 @@ pub struct Ctx {
     pub progress: Progress,
     section_start: Instant,
     parts: u32,
-    /// Sections published so far (titles), for the summary.
-    pub published: Vec<String>,
+    /// Sections published so far, for the summary and `docs/results.md`.
+    pub published: Vec<Section>,
 }
 
 impl Ctx {
@@ -144,7 +145,7 @@ impl Ctx {
         section.finished = utc_now();
         self.report.publish(&section)?;
         self.progress(&format!("published \"{}\" ({:.1} s)", section.title, section.seconds));
-        self.published.push(section.title);
+        self.published.push(section);
         self.section_start = Instant::now();
         Ok(())
     }

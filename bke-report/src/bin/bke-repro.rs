@@ -1,12 +1,16 @@
 //! The paper reproductions behind `cargo xtask repro [name|all] [--smoke] [--json] [--out DIR]
-//! [--report DIR]`: each writes its data (CSV) under `DIR/repro` and publishes its sections —
-//! paragraphs, figures, tables, the rerun command — to the HTML report (default
-//! `target/bke-report/index.html`). `--smoke` runs every reproduction at a reduced size (CI);
-//! `--json` prints the sections' text and tables as JSON on stdout instead of the summary.
+//! [--report DIR] [--results FILE]`: each writes its data (CSV) under `DIR/repro`, publishes its
+//! sections — paragraphs, figures, tables, the rerun command — to the HTML report (default
+//! `target/bke-report/index.html`), and writes their measured part as its block of the results file
+//! (default `docs/results.md`; see `bke_report::results`). `--smoke` runs every reproduction at a
+//! reduced size (CI) and writes `results.md` in the report directory instead, leaving the
+//! repository's file alone; `--json` prints the sections' text and tables as JSON on stdout instead
+//! of the summary.
 
 use anyhow::bail;
-use bke_bench::html::{Report, Section};
-use bke_bench::repro::{Ctx, Progress};
+use bke_report::html::{Environment, Report, Section};
+use bke_report::repro::{Ctx, Progress};
+use bke_report::results;
 use std::path::PathBuf;
 
 /// A registered reproduction: its name, what it reproduces, and the function that runs it and
@@ -19,97 +23,97 @@ const REPROS: &[Repro] = &[
     (
         "fig1",
         "seed 000 Fig. 1: prior draws of the embedding, the empirical embedding, the posterior against the truth",
-        bke_bench::repro::fig1::run,
+        bke_report::repro::fig1::run,
     ),
     (
         "fig2-panels",
         "seed 000 Fig. 2A/B (blob samples at two ε) and 2E (witness of the ε = 2 blobs as a heat map)",
-        bke_bench::repro::fig2_panels::run,
+        bke_report::repro::fig2_panels::run,
     ),
     (
         "fig2d",
         "seed 000 Fig. 2D: BKE marginal pseudolikelihood vs lengthscale, grid of Gaussians",
-        bke_bench::repro::fig2d::run,
+        bke_report::repro::fig2d::run,
     ),
     (
         "fig2c",
         "seed 000 Fig. 2C: MMD type-II error vs ε, median heuristic vs BKL (--reps, --permutations)",
-        bke_bench::repro::fig2c::run,
+        bke_report::repro::fig2c::run,
     ),
     (
         "level",
         "type-I error of every MMD/HSIC null × kernel selection, BKL included (--reps, --permutations)",
-        bke_bench::repro::level::run,
+        bke_report::repro::level::run,
     ),
     (
         "power",
         "MMD power of median / bkl / mmdagg / fuse / bkl-bayes on perturbed uniform d = 1, 2, blobs, normal vs Laplace (--reps, --permutations, --dims 1|2|blobs|laplace, --scales, --selections)",
-        bke_bench::repro::power::run,
+        bke_report::repro::power::run,
     ),
     (
         "witness",
         "seed 000 Fig. 3: witness N(0,1) vs Laplace with BKE posterior bands, n = 50 and 400 (θ by BKL)",
-        bke_bench::repro::witness::run,
+        bke_report::repro::witness::run,
     ),
     (
         "fig3",
         "seed 000 Fig. 3: witness posterior with (lengthscale, tau2) integrated out by NUTS, n = 50 and 400",
-        bke_bench::repro::fig3::run,
+        bke_report::repro::fig3::run,
     ),
     (
         "bank-fig3",
         "BaNK seed 001 Fig. 3: learned spectral density and kernel",
-        bke_bench::repro::bank_fig3::run,
+        bke_report::repro::bank_fig3::run,
     ),
     (
         "bank-cv",
         "BaNK seed 001 Tables 1-2 at the seed's M = 384: RKS, MKL, BaNK, paired tests",
-        bke_bench::repro::bank_cv::run,
+        bke_report::repro::bank_cv::run,
     ),
     (
         "bank-table",
         "BaNK seed 001 Tables 1-2: every baseline (RKS, MKL, AlaC/RFO, GBDT, GP-ARD) and dataset (--smoke)",
-        bke_bench::repro::bank_table::run,
+        bke_report::repro::bank_table::run,
     ),
     (
         "bank-fig4",
         "BaNK seed 001 Fig. 4: error and time vs N and vs M (the M-curve on concrete and abalone; --smoke)",
-        bke_bench::repro::bank_fig4::run,
+        bke_report::repro::bank_fig4::run,
     ),
     (
         "dme",
         "seed 004 Fig. 3 (TTGP vs cascade/impute), Fig. 4 (inducing points), LFI exponential-gamma",
-        bke_bench::repro::dme::run,
+        bke_report::repro::dme::run,
     ),
     (
         "lfi-budget",
         "issue 17: LFI (DME, DME --learn, KBR(b)) error vs simulation budget against exact posteriors (--reps, --budgets)",
-        bke_bench::repro::lfi_budget::run,
+        bke_report::repro::lfi_budget::run,
     ),
     (
         "kbr",
         "seed 004 §7: DME vs kernel Bayes' rule posterior mean as δ → 0⁺, two priors, conjugate linear-Gaussian",
-        bke_bench::repro::kbr::run,
+        bke_report::repro::kbr::run,
     ),
     (
         "lotka-volterra",
         "seed 004 Fig. 5 (right): Lotka-Volterra LFI, DME (learned), KBR, rejection ABC (1x, 10x), SMC-ABC vs budget (--smoke, --reps, --budgets)",
-        bke_bench::repro::lotka_volterra::run,
+        bke_report::repro::lotka_volterra::run,
     ),
     (
         "fig4",
         "seed 000 Fig. 4: PC causal discovery on ozone, BKL / BKL-Bayes / HSICAgg vs median heuristic; CI-test level/power; random-DAG SHD",
-        bke_bench::repro::fig4::run,
+        bke_report::repro::fig4::run,
     ),
     (
         "density",
         "seed 003: Fig. 1 (quadratic feature map) and held-out log-likelihood vs Gaussian KDE",
-        bke_bench::repro::density::run,
+        bke_report::repro::density::run,
     ),
     (
         "fantasy",
         "seed 003 Fig. 2: fantasy data from a 2-D kernel student-t model at three α, next-draw log density as grey levels",
-        bke_bench::repro::fantasy::run,
+        bke_report::repro::fantasy::run,
     ),
 ];
 
@@ -125,6 +129,12 @@ fn main() -> anyhow::Result<()> {
     let report = Report::new(flag_value(&args, "--report").unwrap_or_else(|| "target/bke-report".into()));
     let smoke = args.iter().any(|a| a == "--smoke");
     let json = args.iter().any(|a| a == "--json");
+    // smoke runs must not touch tracked files: their results go next to the report
+    let results_file = match flag_value(&args, "--results") {
+        _ if smoke => report.dir().join("results.md"),
+        Some(path) => PathBuf::from(path),
+        None => PathBuf::from("docs/results.md"),
+    };
     let name = args.first().filter(|a| !a.starts_with("--")).map(String::as_str);
     let chosen: Vec<(usize, &Repro)> = match name {
         None => {
@@ -141,6 +151,8 @@ fn main() -> anyhow::Result<()> {
         },
     };
     let progress = Progress::new();
+    let env = Environment::read();
+    let order: Vec<&str> = REPROS.iter().map(|r| r.0).collect();
     let mut summary = Vec::new();
     let mut sections: Vec<String> = Vec::new();
     for (i, (name, what, runner)) in chosen {
@@ -150,12 +162,15 @@ fn main() -> anyhow::Result<()> {
         runner(&mut ctx)?;
         let dt = progress.elapsed() - t0;
         progress.line(&format!("{name}: done in {dt:.1} s ({} section(s))", ctx.published.len()));
-        summary.push(format!("  {name:<10} {dt:>7.1} s  {}", ctx.published.join("; ")));
-        sections.extend(ctx.published.iter().cloned());
+        let titles: Vec<&str> = ctx.published.iter().map(|s| s.title.as_str()).collect();
+        summary.push(format!("  {name:<10} {dt:>7.1} s  {}", titles.join("; ")));
+        sections.extend(ctx.published.iter().map(|s| s.id.clone()));
+        let block = results::repro_block(name, what, &ctx.command, &ctx.published, &env);
+        results::update(&results_file, block, &order)?;
     }
     if json {
         let published: Vec<Section> =
-            report.sections()?.into_iter().filter(|s| sections.contains(&s.title)).collect();
+            report.sections()?.into_iter().filter(|s| sections.contains(&s.id)).collect();
         let items: Vec<serde_json::Value> = published
             .iter()
             .map(|s| {
@@ -177,6 +192,7 @@ fn main() -> anyhow::Result<()> {
         summary.iter().for_each(|l| println!("{l}"));
         println!("data: {}", out.display());
         println!("report: {}", report.index().display());
+        println!("results: {}", results_file.display());
     }
     Ok(())
 }

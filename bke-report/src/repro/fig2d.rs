@@ -12,8 +12,8 @@
 //! "20" (between the two main modes).
 
 use crate::plot::{Figure, Series};
-use crate::report::Table;
 use crate::repro::Ctx;
+use crate::table::Table;
 use bke_core::Params;
 use bke_core::Points;
 use bke_core::embedding::{BkeParams, EmbeddingParams, hold_out_landmarks, marginal_pseudolikelihood};

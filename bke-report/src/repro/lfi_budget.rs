@@ -18,8 +18,8 @@
 
 use super::Ctx;
 use crate::plot::{Figure, Series};
-use crate::report::Table;
 use crate::stats::{mean_sd, mean_se};
+use crate::table::Table;
 use bke_core::hypothesis::mmd::mmd_statistic;
 use bke_core::hypothesis::{MmdStatistic, WeightedKernel};
 use bke_core::{Params, Points};

@@ -14,9 +14,9 @@
 //! α = 1.01, the closest value bke accepts. The seed gives neither the box nor σ₀².
 
 use crate::plot::{ColorScale, Figure, Series, grid_points};
-use crate::report::Table;
 use crate::repro::Ctx;
 use crate::stats::mean_se;
+use crate::table::Table;
 use bke_core::density::{Domain, KernelStudentT, NiwParams, NormaliseOptions};
 use bke_core::{Kernel, LogDensity, Points};
 use bke_linalg::Faer;

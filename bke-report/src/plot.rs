@@ -10,7 +10,7 @@
 //! embeds the same font so the page renders as it was measured.
 //!
 //! ```
-//! use bke_bench::plot::{Figure, Series};
+//! use bke_report::plot::{Figure, Series};
 //! let xs: Vec<f64> = (1..=50).map(|i| 0.1 * i as f64).collect();
 //! let fig = Figure::new("Pseudolikelihood against lengthscale", "lengthscale θ (°F)", "log p(x | θ) (nats)")
 //!     .log_x()

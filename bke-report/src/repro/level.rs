@@ -15,8 +15,8 @@
 //! selections' names in the table, e.g. `BKL-Bayes,MMD-FUSE`; all when absent).
 
 use super::fig2c::{blobs_iid, options_from_args};
-use crate::report::Table;
 use crate::repro::Ctx;
+use crate::table::Table;
 use bke_core::hypothesis::select::{TestKind, select_kernels};
 use bke_core::hypothesis::{
     AggParams, BklParams, Families, HsicParams, HsicStatistic, LengthscaleSelection, MedianConvention,

@@ -9,8 +9,8 @@
 //!    densities are not rewarded for ties.
 
 use crate::plot::{Figure, Series};
-use crate::report::Table;
 use crate::repro::Ctx;
+use crate::table::Table;
 use anyhow::Context;
 use bke_core::density::{
     Bandwidth, Domain, KdeParams, KernelStudentT, KernelStudentTParams, NiwParams, NormaliseOptions,
@@ -108,8 +108,8 @@ fn timing(ctx: &mut Ctx, dir: &Path) -> anyhow::Result<()> {
             t.push(vec![
                 n.to_string(),
                 backend.into(),
-                crate::report::fmt_seconds(fit),
-                crate::report::fmt_seconds(per),
+                crate::table::fmt_seconds(fit),
+                crate::table::fmt_seconds(per),
                 format!("{:.2e} s", per / (n * n) as f64),
             ]);
         }

@@ -25,9 +25,9 @@
 //! `--smoke` shrinks everything (4 ozone variables on 120 days, 100 permutations, 20 repetitions,
 //! 2 graphs of 4 variables) to check the pipeline in CI; only the full size gives the numbers.
 
-use crate::report::Table;
 use crate::repro::Ctx;
 use crate::repro::density::read_columns;
+use crate::table::Table;
 use bke_core::causal::draw::graph_svg;
 use bke_core::causal::pc::pc_oriented;
 use bke_core::causal::whiten::prewhiten;

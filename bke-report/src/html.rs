@@ -7,14 +7,15 @@
 //! by different runs and processes accumulate, the newest of each id winning) and re-renders the page
 //! from all of them, with the machine, backends and versions at the bottom. Nothing in the page is
 //! fetched: figures are inline SVG, the font they were measured with is embedded, there is no script.
+//! The same sections, less their figures, are the Markdown of `docs/results.md` ([`crate::results`]).
 //!
-//! A reproduction (`bke-bench/src/repro/*.rs`, registered in `src/bin/bke-repro.rs`) receives a
+//! A reproduction (`bke-report/src/repro/*.rs`, registered in `src/bin/bke-repro.rs`) receives a
 //! [`crate::repro::Ctx`] that pre-fills the id, order and rerun command:
 //!
 //! ```no_run
-//! # fn demo(ctx: &mut bke_bench::repro::Ctx) -> anyhow::Result<()> {
-//! use bke_bench::plot::{Figure, Series};
-//! use bke_bench::report::Table;
+//! # fn demo(ctx: &mut bke_report::repro::Ctx) -> anyhow::Result<()> {
+//! use bke_report::plot::{Figure, Series};
+//! use bke_report::table::Table;
 //! let reps = ctx.size(1000, 20); // full size, smoke size (`--smoke`, what CI runs)
 //! let mut table = Table::new("type-I error at α = 0.05", &["test", "rate"]);
 //! table.push(vec!["MMD".into(), "0.049".into()]);
@@ -35,7 +36,7 @@
 //! [`Report::publish`] yourself.
 
 use crate::plot::{FONT_FAMILY, FONT_TTF, Figure};
-use crate::report::Table;
+use crate::table::Table;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -30,7 +30,7 @@
 use super::Ctx;
 use super::fig2c::{blobs_iid, options_from_args};
 use crate::plot::{Figure, Series};
-use crate::report::Table;
+use crate::table::Table;
 use bke_core::hypothesis::{
     AggParams, BklParams, Families, LengthscaleSelection, MedianConvention, MmdParams,
 };
