@@ -4,12 +4,12 @@
 //! and every JSON shape belong to the library.
 
 use crate::exec::{Bar, ExecArgs};
-use crate::io;
 use anyhow::{Context, bail};
 use bke_bank::cv::{CvParams, Method};
 use bke_bank::{BankModel, BankParams, Task};
 use bke_core::model_file::{self, Saved};
 use bke_core::{Dataset, Params, Points};
+use bke_io as io;
 use bke_linalg::{Backend, WithBackend};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;

@@ -6,11 +6,11 @@
 
 use crate::exec::{Bar, ExecArgs};
 use crate::hypothesis::{Select, Selection};
-use crate::io;
 use anyhow::{Context, bail};
 use bke_core::causal::{CausalData, Orientation, PcParams, PcResult, Prewhitening, draw};
 use bke_core::hypothesis::hsic::HsicStatistic;
 use bke_core::{Params, Points};
+use bke_io as io;
 use bke_linalg::{Backend, WithBackend};
 use clap::{Args, Subcommand};
 use serde_json::json;

@@ -99,7 +99,7 @@ impl Bar {
 
 impl bke_core::Progress for Bar {
     fn cancelled(&self) -> bool {
-        crate::interrupt::interrupted()
+        bke_io::interrupt::interrupted()
     }
 
     fn update(&self, stage: &str, done: u64, total: u64) {

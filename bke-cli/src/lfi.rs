@@ -6,7 +6,6 @@
 //! lotka-volterra`, bke-dme `lotka_volterra`).
 
 use crate::exec::{Bar, ExecArgs};
-use crate::io::{self, CsvTable};
 use anyhow::{Context, bail};
 use bke_core::{CoreError, Kernel, Params, Points};
 use bke_dme::DmeError;
@@ -15,6 +14,7 @@ use bke_dme::herding::HerdingParams;
 use bke_dme::infer::{LfiMethod, LfiSpec, infer};
 use bke_dme::lfi::LfiData;
 use bke_dme::lotka_volterra::LotkaVolterra;
+use bke_io::{self as io, CsvTable};
 use bke_linalg::{Backend, WithBackend};
 use clap::Args;
 use serde_json::{Value, json};

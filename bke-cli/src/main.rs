@@ -1,20 +1,16 @@
 //! `bke`: Bayesian kernel learning from the command line. CSV in (header row, numeric columns),
 //! JSON out on stdout, progress on stderr, errors that name the file, line and column.
 
+use bke_io::interrupt;
 use clap::{Parser, Subcommand};
 
 mod bank;
 mod causal;
-mod chunks;
 mod density;
 mod dme;
 mod embed;
 mod exec;
-mod finite;
 mod hypothesis;
-#[allow(dead_code)] // shared by the command modules
-mod interrupt;
-mod io;
 mod lfi;
 mod sample;
 mod table_out;
@@ -85,5 +81,5 @@ fn backends() -> anyhow::Result<()> {
         "available": names,
         "default": bke_linalg::BackendKind::default_kind().name(),
     });
-    io::emit(&out)
+    bke_io::emit(&out)
 }

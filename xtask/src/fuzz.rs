@@ -8,7 +8,7 @@
 //!
 //! Needs a nightly toolchain and cargo-fuzz (`rustup toolchain install nightly`,
 //! `cargo install cargo-fuzz`). Without them, the corpus is still replayed by `cargo test`
-//! (`bke-cli/tests/fuzz_corpus.rs`), which CI runs.
+//! (`bke-cli/tests/cli/fuzz_corpus.rs`), which CI runs.
 
 use anyhow::{Context, bail};
 use std::path::Path;

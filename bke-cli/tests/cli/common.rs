@@ -1,7 +1,5 @@
 //! Helpers shared by the end-to-end CLI tests.
 
-#![allow(dead_code)] // each test binary uses its own subset
-
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -1,8 +1,6 @@
 //! End-to-end tests of `bke causal pc`: the JSON contract, the SVG, pre-whitening, and errors.
 
-mod common;
-
-use common::{bke, write_in};
+use crate::common::{bke, write_in};
 
 /// A collider a → c ← b with c → d, a time column t, nonlinear mechanisms and uniform noise (a
 /// fixed linear-congruential stream, so the file is the same on every run).

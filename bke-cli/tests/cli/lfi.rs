@@ -5,12 +5,10 @@
 
 use std::path::PathBuf;
 
-mod common;
-
-use common::bke;
+use crate::common::bke;
 
 fn write(name: &str, body: &str) -> PathBuf {
-    common::write_in("lfi", name, body)
+    crate::common::write_in("lfi", name, body)
 }
 
 /// Standard normal draws from splitmix64 and Box–Muller (deterministic, no dependency).

@@ -3,8 +3,7 @@
 //! conditioning, the gradient against central differences, the MAP limit against the parametric DME
 //! of Def. 4.5 with λ = σ²/(nβ²), ε = σ²/(mγ²), learning, and model files.
 
-mod common;
-
+use crate::common::*;
 use bke_core::model_file::{Saved, from_str, to_string};
 use bke_core::{Kernel, KernelFamily, Params, Points, Predict};
 use bke_dme::dme::{ParametricDmeParams, fourier_pair};
@@ -14,7 +13,6 @@ use bke_dme::ttblr::{
     feature_log_marginal_value, log_marginal, weight_posterior,
 };
 use bke_linalg::{DefaultBackend, Mat};
-use common::*;
 
 fn features(data: &bke_dme::TaskData, kx: &Kernel, ky: &Kernel, count: usize) -> FeatureData {
     let (fx, fy) = fourier_pair(kx, ky, (data.x.dim(), data.y.dim()), count, 3).unwrap();

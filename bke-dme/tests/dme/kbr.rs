@@ -1,13 +1,11 @@
 //! Kernel Bayes' rule (seed 004 §6, §7, App. F): the weights of KBR(a) and KBR(b) with both
 //! regularised inverses against the dense non-symmetric formulas (Gaussian elimination on `KΛ`).
 
-mod common;
-
+use crate::common::*;
 use bke_core::{Kernel, Params, Points};
 use bke_dme::kbr::{EvidenceInverse, KbrParams, KbrVariant};
 use bke_dme::lfi::LfiData;
 use bke_linalg::{DefaultBackend, Mat};
-use common::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};

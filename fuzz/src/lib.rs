@@ -1,11 +1,10 @@
 //! The entry points the fuzz targets (`fuzz/fuzz_targets/*.rs`) and the corpus replay
-//! (`bke-cli/tests/fuzz_corpus.rs`) share: each takes arbitrary bytes and must return without a
+//! (`bke-cli/tests/cli/fuzz_corpus.rs`) share: each takes arbitrary bytes and must return without a
 //! panic, an abort or a hang; errors are the expected answer to bad input.
 //!
-//! The including crate declares the CLI's `finite` and `io` modules at its root (with `#[path]`),
-//! so the CSV reader fuzzed is exactly the CLI's.
-
-#![allow(dead_code)]
+//! The CSV reader fuzzed is the one the CLI uses (`bke_io::CsvTable`). This
+//! library needs no libFuzzer: the targets need the `libfuzzer` feature (on by default), and the
+//! replay test uses the library with default features off.
 
 use bke_bank::{BankModel, BankParams};
 use bke_core::density::KernelStudentT;
@@ -18,7 +17,7 @@ use bke_linalg::Faer;
 
 /// The CSV reader: parse, select every column and the first one by name.
 pub fn csv_reader(data: &[u8]) {
-    if let Ok(table) = crate::io::CsvTable::from_bytes(data, "fuzz.csv".into()) {
+    if let Ok(table) = bke_io::CsvTable::from_bytes(data, "fuzz.csv".into()) {
         let _ = table.points(None);
         if let Some(first) = table.names.first() {
             let _ = table.points(Some(std::slice::from_ref(first)));

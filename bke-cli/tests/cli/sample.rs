@@ -3,12 +3,10 @@
 
 use std::path::PathBuf;
 
-mod common;
-
-use common::bke;
+use crate::common::bke;
 
 fn write(name: &str, body: &str) -> PathBuf {
-    common::write_in("sample", name, body)
+    crate::common::write_in("sample", name, body)
 }
 
 fn data(name: &str) -> PathBuf {

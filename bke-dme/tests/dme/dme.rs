@@ -3,14 +3,12 @@
 //! as a property test. (The parametric DME against the nonparametric one with the finite-feature
 //! kernel, Lemma 5.2, is a unit test of `dme.rs`.)
 
-mod common;
-
+use crate::common::*;
 use bke_core::{Kernel, Params, Points, Predict, TwoSamples};
 use bke_dme::TaskData;
 use bke_dme::cme::{Cme, CmeParams};
 use bke_dme::dme::{Dme, DmeForm, DmeParams, ParametricDmeParams, fourier_pair, parametric_weights};
 use bke_linalg::{DefaultBackend, Mat};
-use common::*;
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

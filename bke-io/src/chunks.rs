@@ -2,8 +2,8 @@
 //! (`bke embed loglik`) holds a bounded part of the file in memory whatever its length.
 //!
 //! **CSV**: blocks of about [`BLOCK_BYTES`] bytes, cut after the last complete line, each parsed by
-//! the parallel fast path of `io` (the same `str::parse::<f64>` as the whole-file reader, so the
-//! values are identical). **`.npy`** (C order): blocks of rows read straight from the file. Memory:
+//! the parallel fast path of [`crate::csv_parse`] (the same `str::parse::<f64>` as the whole-file
+//! reader, so the values are identical). **`.npy`** (C order): blocks of rows read straight from the file. Memory:
 //! one block of bytes and its values, whatever the number of rows.
 //!
 //! Anything the fast path does not handle — a quoted field, `\r` line ends, a bad cell, a ragged
@@ -13,7 +13,10 @@
 //! plain (quotes, `\r`) is still read correctly, in memory. (A file with several problems can name
 //! a different one first: the column selection is checked from the header, before the rows.)
 
-use crate::io::{CsvTable, integer_note, npy, parse_plain_data};
+use crate::csv_parse::parse_plain_data;
+use crate::note::integer_note;
+use crate::npy;
+use crate::table::CsvTable;
 use anyhow::Context;
 use bke_core::Points;
 use std::collections::HashSet;
@@ -150,7 +153,7 @@ impl PointChunks {
         Ok(())
     }
 
-    /// Prints the note of [`crate::io::note_integer_columns`] for the rows read (after the last chunk).
+    /// Prints the note of [`crate::note::note_integer_columns`] for the rows read (after the last chunk).
     pub fn note_integer_columns(&self) {
         self.note.report(&self.path, &self.selected, self.served);
     }
@@ -268,7 +271,7 @@ fn npy_values(bytes: &[u8], dtype: npy::Dtype) -> Option<Vec<f64>> {
     v.iter().all(|x| x.is_finite()).then_some(v)
 }
 
-/// The streaming form of [`crate::io::note_integer_columns`]: per column, the distinct values
+/// The streaming form of [`crate::note::note_integer_columns`]: per column, the distinct values
 /// while every value seen is an integer, up to [`NOTE_CAP`] of them (past that the column is
 /// dropped, so memory stays bounded: a column of more than 65 536 distinct integers is never
 /// noted, where the whole-file reader would note it when there are at least twice as many rows).
@@ -334,7 +337,7 @@ mod tests {
     }
 
     fn same(p: &Path, cols: Option<&[String]>, block: usize) -> usize {
-        let whole = crate::io::read_points(p, cols);
+        let whole = crate::read::read_points(p, cols);
         match (read_all(p, cols, block), whole) {
             (Ok((a, chunks)), Ok(w)) => {
                 assert_eq!(a.len(), w.as_slice().len(), "{}", p.display());
@@ -407,7 +410,7 @@ mod tests {
 
     #[test]
     fn npy_chunks_equal_the_whole_file_reader() {
-        let npy = crate::io::npy::tests::npy;
+        let npy = crate::npy::tests::npy;
         let v: Vec<f64> = (0..3000).map(|i| (i as f64 * 0.37).sin() * 1e3).collect();
         let f8: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
         let f4: Vec<u8> = v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect();

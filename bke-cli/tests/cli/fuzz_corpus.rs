@@ -1,17 +1,7 @@
 //! Replays the committed fuzz corpus (`fuzz/corpus/<target>/*`) through the fuzz targets' own entry
-//! points (`fuzz/src/entries.rs`): in process, and through the `bke` binary for the CSV and model
-//! files. No input may panic, abort or print `null`; bad input must end in a one-line error.
+//! points (the `bke-fuzz` library, `fuzz/src/lib.rs`): in process, and through the `bke` binary for
+//! the CSV and model files. No input may panic, abort or print `null`; bad input must end in a one-line error.
 //! New crash inputs found by `cargo xtask fuzz` are added to the corpus and so become tests here.
-
-mod common;
-#[path = "../../fuzz/src/entries.rs"]
-mod entries;
-#[path = "../src/finite.rs"]
-#[allow(dead_code)]
-mod finite;
-#[path = "../src/io.rs"]
-#[allow(dead_code)]
-mod io;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,7 +30,7 @@ fn clean_run(args: &[&str]) {
 #[test]
 fn csv_corpus_replays_cleanly() {
     for f in corpus("csv_reader") {
-        entries::csv_reader(&std::fs::read(&f).unwrap());
+        bke_fuzz::csv_reader(&std::fs::read(&f).unwrap());
         let p = f.to_str().unwrap();
         clean_run(&["embed", "loglik", "--data", p, "--landmarks", p, "--lengthscale", "1"]);
         clean_run(&["embed", "posterior", "--data", p, "--at", p, "--lengthscale", "1"]);
@@ -49,10 +39,10 @@ fn csv_corpus_replays_cleanly() {
 
 #[test]
 fn model_file_corpus_replays_cleanly() {
-    let q = common::write_in("fuzz-corpus", "q.csv", "a,b\n0.1,0.2\n-1,0.5\n2,-0.3\n");
+    let q = crate::common::write_in("fuzz-corpus", "q.csv", "a,b\n0.1,0.2\n-1,0.5\n2,-0.3\n");
     let q = q.to_str().unwrap();
     for f in corpus("model_files") {
-        entries::model_files(&std::fs::read(&f).unwrap());
+        bke_fuzz::model_files(&std::fs::read(&f).unwrap());
         let m = f.to_str().unwrap();
         clean_run(&["bank", "predict", "--model", m, "--data", q]);
         clean_run(&["density", "eval", "--model", m, "--at", q]);
@@ -62,14 +52,14 @@ fn model_file_corpus_replays_cleanly() {
 #[test]
 fn params_corpus_replays_cleanly() {
     for f in corpus("params") {
-        entries::params(&std::fs::read(&f).unwrap());
+        bke_fuzz::params(&std::fs::read(&f).unwrap());
     }
 }
 
 #[test]
 fn hand_edited_model_files_are_refused_naming_the_problem() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/model_files");
-    let q = common::write_in("fuzz-corpus", "q1.csv", "a,b\n0.1,0.2\n");
+    let q = crate::common::write_in("fuzz-corpus", "q1.csv", "a,b\n0.1,0.2\n");
     for (file, cmd, needle) in [
         ("bank_zero_scale.json", "bank", "scale"),
         ("bank_negative_y_scale.json", "bank", "scale"),
@@ -82,7 +72,7 @@ fn hand_edited_model_files_are_refused_naming_the_problem() {
             "bank" => vec!["bank", "predict", "--model", m.to_str().unwrap(), "--data", q.to_str().unwrap()],
             _ => vec!["density", "eval", "--model", m.to_str().unwrap(), "--at", q.to_str().unwrap()],
         };
-        let (ok, _, err) = common::bke(&args);
+        let (ok, _, err) = crate::common::bke(&args);
         assert!(!ok && err.contains(file) && err.contains(needle), "{file}: {err}");
     }
 }

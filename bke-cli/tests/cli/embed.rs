@@ -2,12 +2,10 @@
 
 use std::path::PathBuf;
 
-mod common;
-
-use common::bke;
+use crate::common::bke;
 
 fn write(name: &str, body: &str) -> PathBuf {
-    common::write_in("embed", name, body)
+    crate::common::write_in("embed", name, body)
 }
 
 /// `bke embed loglik --data DATA --landmarks LANDMARKS --lengthscale THETA EXTRA…`.

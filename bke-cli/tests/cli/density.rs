@@ -3,12 +3,10 @@
 
 use std::path::PathBuf;
 
-mod common;
-
-use common::bke;
+use crate::common::bke;
 
 fn write(name: &str, body: &str) -> PathBuf {
-    common::write_in("density", name, body)
+    crate::common::write_in("density", name, body)
 }
 
 fn data() -> PathBuf {

@@ -1,9 +1,7 @@
 //! End-to-end tests of `bke test mmd`, `bke test hsic`: the JSON contract of issue #4, defaults,
 //! determinism across thread counts, and clear errors on bad input.
 
-mod common;
-
-use common::bke;
+use crate::common::bke;
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {

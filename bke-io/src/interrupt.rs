@@ -1,10 +1,11 @@
 //! SIGINT / SIGTERM: a clean stop instead of a kill in the middle of a write.
 //!
 //! [`install`] replaces the default action of both signals with a handler that only sets a flag.
-//! Long fits poll it through [`crate::exec::Bar`] (`Progress::cancelled`) and end with
-//! `CoreError::Cancelled`; `main` then prints one line and exits with status 130. Work that does not
-//! poll (a short step, or a loop without progress) is stopped by a watchdog thread
-//! [`GRACE`] after the signal, with the same message and status. A second signal exits at once.
+//! Long fits poll it through the caller's progress reporter (`Progress::cancelled`, e.g. the CLI's
+//! progress bar) and end with `CoreError::Cancelled`; the caller's `main` then prints [`MESSAGE`]
+//! and exits with [`EXIT_STATUS`]. Work that does not poll (a short step, or a loop without
+//! progress) is stopped by a watchdog thread [`GRACE`] after the signal, with the same message and
+//! status. A second signal exits at once.
 //! Every output file is written atomically (a temporary file renamed into place), so a stopped run
 //! leaves the old file or none, never half of one.
 

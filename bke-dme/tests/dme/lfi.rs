@@ -4,15 +4,13 @@
 //! default hyperparameters and with q̄ learning: mean, sd and a Wasserstein/MMD distance to exact
 //! samples. The error-vs-budget table with repetitions is `cargo xtask repro dme`.
 
-mod common;
-
+use crate::common::*;
 use bke_core::hypothesis::MmdStatistic;
 use bke_core::hypothesis::mmd::mmd_statistic;
 use bke_core::{Kernel, Params, Points};
 use bke_dme::herding::{HerdingParams, PosteriorEmbedding, wasserstein1};
 use bke_dme::lfi::{LfiData, LfiHyperparameters, LfiLearnParams, LfiParams, q_bar};
 use bke_linalg::{DefaultBackend, Mat};
-use common::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma, Normal};

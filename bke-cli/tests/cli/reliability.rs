@@ -2,13 +2,11 @@
 //! the setting, the estimate and `--max-memory`), the columns of `--ytilde` and of `bke lfi`'s
 //! observation, and SIGINT/SIGTERM (a prompt, clean stop that leaves no half-written output).
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn w(name: &str, body: &str) -> String {
-    common::write_in("reliability", name, body).display().to_string()
+    crate::common::write_in("reliability", name, body).display().to_string()
 }
 
 fn column(name: &str, v: impl Iterator<Item = f64>) -> String {
@@ -30,7 +28,7 @@ fn dme_files() -> [String; 4] {
 
 /// Runs `bke`, which must fail with a one-line error containing every one of `needles`.
 fn fails_with(args: &[&str], needles: &[&str]) {
-    let (ok, _, err) = common::bke(args);
+    let (ok, _, err) = crate::common::bke(args);
     assert!(!ok, "{args:?} succeeded");
     assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{args:?}: {err}");
     let last = err.lines().last().unwrap_or("");
@@ -72,7 +70,7 @@ fn dme_task_inputs_must_have_the_columns_of_y() {
     let sparse = |yt: &'_ str, u: &'_ str| -> Vec<String> {
         ["dme", "loglik", "--ytilde", yt, "--ztilde", &zt, "--inducing-points", u].map(String::from).to_vec()
     };
-    let run = |v: Vec<String>| common::bke(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    let run = |v: Vec<String>| crate::common::bke(&v.iter().map(String::as_str).collect::<Vec<_>>());
     let (ok, _, err) = run(sparse(&yt, &u_other));
     assert!(!ok && err.contains("--inducing-points") && err.contains("(w)") && err.contains("(y)"), "{err}");
     let (ok, _, err) = run(sparse(&two, &u_swapped));
@@ -118,7 +116,7 @@ fn lfi_refuses_huge_herds_and_ambiguous_observation_columns() {
     fails_with(&[&base[..], &["--observed", &two]].concat(), &["no column named stat", "a, b"]);
     // One unnamed column: taken by position, and said so.
     let one = w("obs_one.csv", "value\n3.1\n");
-    let (ok, _, err) = common::bke(&[&base[..], &["--observed", &one, "--herd", "5"]].concat());
+    let (ok, _, err) = crate::common::bke(&[&base[..], &["--observed", &one, "--herd", "5"]].concat());
     assert!(ok && err.contains("by position"), "{err}");
     // SMC-ABC's particle count is checked against the memory budget before anything is simulated.
     let lv_obs = w(
@@ -157,7 +155,7 @@ fn an_interrupted_run_stops_promptly_and_leaves_no_half_written_file() {
     let a: String =
         (0..200).map(|i| format!("{},{}\n", (i as f64 * 0.7).sin(), (i as f64 * 1.3).cos())).collect();
     let a = w("a.csv", &format!("u,v\n{a}"));
-    let draws = common::write_in("reliability", "draws.csv", "").display().to_string();
+    let draws = crate::common::write_in("reliability", "draws.csv", "").display().to_string();
     std::fs::remove_file(&draws).unwrap();
     let sample =
         ["embed", "sample", "--data", &a, "--warmup", "1000000", "--draws", "1000000", "--draws-out", &draws];
@@ -197,12 +195,12 @@ fn an_interrupted_run_stops_promptly_and_leaves_no_half_written_file() {
 fn integer_valued_data_get_a_note_about_the_lattice() {
     let ints: String = (0..60).map(|i| format!("{},{}\n", (i * 7) % 9, (i as f64 * 0.37).sin())).collect();
     let data = w("ints.csv", &format!("count,level\n{ints}"));
-    let (ok, j, err) = common::bke(&["embed", "fit", "--data", &data, "--grid-points", "5"]);
+    let (ok, j, err) = crate::common::bke(&["embed", "fit", "--data", &data, "--grid-points", "5"]);
     assert!(ok, "{err}");
     assert!(j["lengthscale"].is_array() || j["lengthscale"].is_number(), "{j}");
     assert!(err.contains("note: column count of") && err.contains("dequantise"), "{err}");
     assert!(!err.contains("column level"), "a continuous column was flagged: {err}");
     let (ok, _, err) =
-        common::bke(&["embed", "loglik", "--data", &data, "--landmarks", &data, "--lengthscale", "1"]);
+        crate::common::bke(&["embed", "loglik", "--data", &data, "--landmarks", &data, "--lengthscale", "1"]);
     assert!(ok && err.contains("column count"), "{err}");
 }

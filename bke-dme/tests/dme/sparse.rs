@@ -1,15 +1,13 @@
 //! Inducing points (§8.2): the sparse marginal likelihood is the TTGP one with x = y = u, its
 //! gradients (hyperparameters and inducing points) match central differences, learning helps.
 
-mod common;
-
+use crate::common::*;
 use bke_core::{Dataset, Kernel, Params, Points, Predict};
 use bke_dme::TaskData;
 use bke_dme::learn::{Learn, MultiStartOptions};
 use bke_dme::sparse::{SparseTtgpParams, initial_inducing, sparse_log_marginal};
 use bke_dme::ttgp::{MarginalForm, TtgpParams, log_marginal_value};
 use bke_linalg::DefaultBackend;
-use common::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -2,8 +2,6 @@
 //! (after removing wall-clock fields and the paths of output files), and `--threads 0` is an error
 //! everywhere.
 
-mod common;
-
 use std::process::Command;
 
 /// Writes the scratch CSV files; returns (two-column sample, shifted sample, regression table).
@@ -17,7 +15,7 @@ fn data() -> (String, String, String) {
         b.push_str(&format!("{},{}\n", s + 0.4, c * 0.8));
         r.push_str(&format!("{s},{c},{}\n", s * 2.0 - c + 0.1 * (i as f64 * 3.1).sin()));
     }
-    let w = |n: &str, t: &str| common::write_in("threads", n, t).display().to_string();
+    let w = |n: &str, t: &str| crate::common::write_in("threads", n, t).display().to_string();
     (w("a.csv", &a), w("b.csv", &b), w("r.csv", &r))
 }
 
@@ -39,7 +37,7 @@ fn dme_data() -> [String; 7] {
         sims.push_str(&format!("{t},{}\n", 2.0 * t + 0.1 * (i as f64 * 2.3).sin()));
     }
     let prior: Vec<f64> = (0..25).map(|i| 0.05 + 0.12 * i as f64).collect();
-    let w = |n: &str, t: String| common::write_in("threads", n, &t).display().to_string();
+    let w = |n: &str, t: String| crate::common::write_in("threads", n, &t).display().to_string();
     [
         w("x.csv", col("x", &x)),
         w("y.csv", col("y", &y)),
@@ -70,7 +68,7 @@ fn stdout(args: &[&str], threads: &str) -> String {
 #[test]
 fn every_command_gives_identical_json_on_one_and_two_threads() {
     let (a, b, r) = data();
-    let model = |t: &str| common::write_in("threads", &format!("m{t}.json"), "").display().to_string();
+    let model = |t: &str| crate::common::write_in("threads", &format!("m{t}.json"), "").display().to_string();
     let (bank1, bank2) = (model("bank1"), model("bank2"));
     let (dens1, dens2) = (model("dens1"), model("dens2"));
     let commands: Vec<Vec<&str>> = vec![
@@ -178,7 +176,7 @@ fn every_model_variant_gives_identical_json_on_one_and_two_threads() {
         let (s, c) = ((i as f64 * 0.7).sin(), (i as f64 * 1.3).cos());
         labels.push_str(&format!("{s},{c},{}\n", u8::from(s + 0.3 * c > 0.0)));
     }
-    let labels = common::write_in("threads", "labels.csv", &labels).display().to_string();
+    let labels = crate::common::write_in("threads", "labels.csv", &labels).display().to_string();
     let cls = ["bank", "cv", "--data", &labels, "--target", "c", "--task", "classification", "--folds", "2"];
     for method in ["bank", "rfo"] {
         same_on_one_and_two(&[&cls[..], &["--method", method, "--iterations", "10"]].concat());
@@ -189,7 +187,8 @@ fn every_model_variant_gives_identical_json_on_one_and_two_threads() {
     same_on_one_and_two(&[&dme[..], &["--model", "parametric", "--features", "10"]].concat());
     let inducing = ["dme", "fit", "--ytilde", &yt, "--ztilde", &zt, "--inducing", "3", "--starts", "2"];
     same_on_one_and_two(&inducing);
-    let model = |t: &str| common::write_in("threads", &format!("dme{t}.json"), "").display().to_string();
+    let model =
+        |t: &str| crate::common::write_in("threads", &format!("dme{t}.json"), "").display().to_string();
     let (m1, m2) = (model("1"), model("2"));
     let fit =
         |out: &str, t: &str| stdout(&[&dme[..], &["--model-out", out]].concat(), t).replace(out, "MODEL");
@@ -219,7 +218,7 @@ fn every_model_variant_gives_identical_json_on_one_and_two_threads() {
     // The ABC baselines: rejection on the same simulations, SMC-ABC (parallel simulation batches)
     // against the built-in Lotka-Volterra simulator.
     same_on_one_and_two(&[&lfi[..], &["--method", "abc-rejection", "--abc-quantile", "0.3"]].concat());
-    let lv_obs = common::write_in(
+    let lv_obs = crate::common::write_in(
         "threads",
         "lv_obs.csv",
         "s1,s2,s3,s4,s5,s6,s7,s8,s9\n83.0,106.0,8.5,8.9,0.93,0.80,0.93,0.80,-0.2\n",
@@ -242,7 +241,7 @@ fn zero_threads_is_an_error_everywhere() {
     ] {
         let mut all = args.clone();
         all.extend(["--threads", "0"]);
-        let (ok, _, err) = common::bke(&all);
+        let (ok, _, err) = crate::common::bke(&all);
         assert!(!ok && err.contains("--threads must be at least 1"), "{args:?}: {err}");
     }
 }

@@ -1,15 +1,13 @@
 //! TTGP marginal likelihoods against dense Gaussian log densities, gradients against central finite
 //! differences, forms and backends against each other, predictions against the DME, bad input.
 
-mod common;
-
+use crate::common::*;
 use bke_core::{CoreError, Kernel, KernelFamily, Params, Points, Predict};
 use bke_dme::dme::{DmeForm, DmeParams};
 use bke_dme::learn::{Learn, MultiStartOptions};
 use bke_dme::ttgp::{MarginalForm, TtgpParams, log_marginal, log_marginal_value, marginal_covariance};
 use bke_dme::{DmeError, TaskData};
 use bke_linalg::DefaultBackend;
-use common::*;
 
 const FORMS: [MarginalForm; 3] = [MarginalForm::Full, MarginalForm::Map, MarginalForm::Alternative];
 

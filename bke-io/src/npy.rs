@@ -8,7 +8,7 @@
 //! and column (0-based, as in numpy). Anything else (big-endian, other dtypes, object arrays, more
 //! dimensions, a truncated file) is an error that says what was found and what to write instead.
 
-use super::CsvTable;
+use crate::table::CsvTable;
 use anyhow::{Context, bail};
 
 /// The element type of a `.npy` file.

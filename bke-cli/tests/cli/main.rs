@@ -1,0 +1,14 @@
+//! The end-to-end tests of the `bke` binary, one module per command family, in one test binary
+//! (so the tests link once).
+
+mod bank;
+mod causal;
+mod common;
+mod density;
+mod embed;
+mod fuzz_corpus;
+mod hypothesis;
+mod lfi;
+mod reliability;
+mod sample;
+mod threads;

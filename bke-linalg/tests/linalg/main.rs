@@ -1,0 +1,4 @@
+//! The integration tests of bke-linalg in one test binary (so the tests link once).
+
+mod conformance;
+mod thread_invariance;
