@@ -428,3 +428,48 @@ fn every_build_sees_one_feature_set_per_dependency() {
          twice): add the union of their features to workspace-hack/Cargo.toml",
     );
 }
+
+/// The "may use" column of `docs/ARCHITECTURE.md`'s crate table: folder → allowed bke packages.
+fn crate_rules() -> Vec<(String, Vec<String>)> {
+    let doc = read(&workspace_root().join("docs/ARCHITECTURE.md"));
+    let package = |name: &str| if name == "workspace-hack" { format!("bke-{name}") } else { name.to_string() };
+    let ticked = |cell: &str| -> Vec<String> { cell.split('`').skip(1).step_by(2).map(package).collect() };
+    doc.lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|row| {
+            let cells: Vec<&str> = row.trim_matches('|').split('|').collect();
+            let folder = cells.first()?.split('`').nth(1)?.to_string();
+            Some((folder, ticked(cells.last()?)))
+        })
+        .collect()
+}
+
+/// The bke packages a manifest depends on (any section: normal, dev or build).
+fn bke_dependencies(manifest: &str) -> Vec<String> {
+    manifest
+        .lines()
+        .filter_map(|l| {
+            let name = l.split(['=', '.', ' ']).next()?;
+            name.starts_with("bke-").then(|| name.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn crates_use_only_what_the_architecture_allows() {
+    let rules = crate_rules();
+    let mut problems = Vec::new();
+    for member in members() {
+        let Some((_, allowed)) = rules.iter().find(|(folder, _)| *folder == member) else {
+            problems.push(format!("{member}: a workspace member without a row in docs/ARCHITECTURE.md"));
+            continue;
+        };
+        let manifest = read(&workspace_root().join(&member).join("Cargo.toml"));
+        for dep in bke_dependencies(&manifest) {
+            if !allowed.contains(&dep) {
+                problems.push(format!("{member} uses {dep}, which docs/ARCHITECTURE.md does not allow"));
+            }
+        }
+    }
+    fail_if_any(problems, "crate dependencies outside docs/ARCHITECTURE.md's rules");
+}
