@@ -20,7 +20,7 @@
 
 use crate::baselines::{Baseline, BaselineModel};
 use crate::error::{BankError, check_count};
-use crate::features::{Standardizer, fill_features, target_moments};
+use crate::features::{StandardisedRows, fill_features, standardised_rows};
 use crate::params::Task;
 use bke_core::numeric::LN_2PI;
 use bke_core::optim::{LbfgsOptions, minimize};
@@ -66,9 +66,7 @@ impl Default for AlacParams {
 impl bke_core::Params for AlacParams {
     type Error = BankError;
     fn validate(&self) -> Result<(), BankError> {
-        check_count("frequencies", self.frequencies)?;
-        crate::error::check_features(self.frequencies, 1, 1, 1)?;
-        check_count("components", self.components)?;
+        crate::error::check_frequencies(self.frequencies, self.components)?;
         check_count("restarts", self.restarts)?;
         check_count("max_iterations", self.max_iterations)?;
         check_count("max_rows", self.max_rows)?;
@@ -249,20 +247,8 @@ fn fit<B: Backend>(
     data: &Dataset,
     progress: &dyn Progress,
 ) -> Result<BaselineModel, BankError> {
-    let n0 = data.len();
-    if n0 < 2 {
-        return Err(BankError::TooFewRows { what: "A la Carte".into(), needed: 2, found: n0 });
-    }
-    let rows: Vec<usize> = if n0 > p.max_rows {
-        (0..p.max_rows).map(|k| k * n0 / p.max_rows).collect()
-    } else {
-        (0..n0).collect()
-    };
-    let data = data.select(&rows);
-    let inputs = Standardizer::fit(data.x());
-    let xs = inputs.apply(data.x());
-    let (y_mean, y_scale) = target_moments(data.y());
-    let ys: Vec<f64> = data.y().iter().map(|v| (v - y_mean) / y_scale).collect();
+    let StandardisedRows { inputs, x: xs, y_moments: (y_mean, y_scale), y: ys } =
+        standardised_rows(data, p.max_rows, "A la Carte")?;
     let ell = crate::baselines::median_or_one(&xs);
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
     let prob = AlacProblem::new(xs, ys, p.frequencies, p.components, &mut rng);

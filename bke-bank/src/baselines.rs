@@ -13,10 +13,10 @@
 //! `ΦᵀΦ`) for regression, and MAP logistic regression (Newton/IRLS, prior variance chosen by the
 //! Laplace-approximate evidence on a log-grid) for classification.
 
-use crate::classification::sigmoid;
 use crate::error::{BankError, check_count, check_labels, invalid, mismatch};
 use crate::evidence::NigParams;
 use crate::features::{Standardizer, feature_matrix, target_moments};
+use crate::logistic::sigmoid;
 use crate::params::Task;
 use bke_core::{Dataset, Estimator, Points, Predict, Prediction, Progress, Valid};
 use bke_linalg::{Backend, Mat, Trans};

@@ -34,27 +34,14 @@
 use crate::error::{BankError, mismatch};
 use crate::features::{feature_matrix, fill_features};
 use crate::logistic::{linear_predictor, log_posterior, weight_laplace};
+// The logistic link lives in crate::logistic; re-exported here for the public path.
+pub use crate::logistic::{sigmoid, softplus};
 use crate::priors::InvGammaPrior;
 use crate::regression::SweepStats;
 use bke_core::numeric::LN_2PI;
 use bke_linalg::{Backend, Mat};
 use rand::Rng;
 use rand_distr::StandardNormal;
-
-/// The logistic function `σ(t) = 1/(1 + e^{−t})`, evaluated without overflow.
-pub fn sigmoid(t: f64) -> f64 {
-    if t >= 0.0 {
-        1.0 / (1.0 + (-t).exp())
-    } else {
-        let e = t.exp();
-        e / (1.0 + e)
-    }
-}
-
-/// `log(1 + e^t)` without overflow.
-pub fn softplus(t: f64) -> f64 {
-    if t > 0.0 { t + (-t).exp().ln_1p() } else { t.exp().ln_1p() }
-}
 
 /// `Σ_i y_i η_i − log(1 + e^{η_i})` with `η = o + Σ_k b_k col_k`.
 pub fn log_likelihood(y: &[f64], o: &[f64], cols: &[&[f64]], b: &[f64]) -> f64 {
@@ -67,6 +54,34 @@ pub fn log_likelihood(y: &[f64], o: &[f64], cols: &[&[f64]], b: &[f64]) -> f64 {
         s += y[i] * eta - softplus(eta);
     }
     s
+}
+
+/// The gradient `g` and negative Hessian `H` (row-major 2 × 2, symmetric) at `b` of
+/// `ℓ(o + Σ_k b_k col_k) − ‖b‖²/(2s²)`, `k = cols.len() ≤ 2`.
+fn newton_terms(y: &[f64], o: &[f64], cols: &[&[f64]], b: &[f64; 2], s2: f64) -> ([f64; 2], [f64; 4]) {
+    let k = cols.len();
+    let mut g = [0.0; 2];
+    let mut h = [0.0; 4];
+    for i in 0..y.len() {
+        let mut eta = o[i];
+        for a in 0..k {
+            eta += cols[a][i] * b[a];
+        }
+        let p = sigmoid(eta);
+        let wgt = p * (1.0 - p);
+        for a in 0..k {
+            g[a] += (y[i] - p) * cols[a][i];
+            for c in 0..=a {
+                h[a * 2 + c] += wgt * cols[a][i] * cols[c][i];
+            }
+        }
+    }
+    for a in 0..k {
+        g[a] -= b[a] / s2;
+        h[a * 2 + a] += 1.0 / s2;
+    }
+    h[1] = h[2];
+    (g, h)
 }
 
 /// A Gaussian (Laplace) approximation `N(mode, H⁻¹)` in `k ≤ 2` dimensions.
@@ -91,28 +106,8 @@ impl Laplace {
         let mut f = obj(&b[..k]);
         let mut h = [0.0; 4];
         for it in 0..=iters {
-            // gradient and negative Hessian at b
-            let mut g = [0.0; 2];
-            h = [0.0; 4];
-            for i in 0..y.len() {
-                let mut eta = o[i];
-                for a in 0..k {
-                    eta += cols[a][i] * b[a];
-                }
-                let p = sigmoid(eta);
-                let wgt = p * (1.0 - p);
-                for a in 0..k {
-                    g[a] += (y[i] - p) * cols[a][i];
-                    for c in 0..=a {
-                        h[a * 2 + c] += wgt * cols[a][i] * cols[c][i];
-                    }
-                }
-            }
-            for a in 0..k {
-                g[a] -= b[a] / s2;
-                h[a * 2 + a] += 1.0 / s2;
-            }
-            h[1] = h[2];
+            let (g, hb) = newton_terms(y, o, cols, &b, s2);
+            h = hb;
             if it == iters {
                 break;
             }
@@ -143,26 +138,8 @@ impl Laplace {
                 t *= 0.5;
             }
             if !moved || step.iter().map(|v| v.abs()).fold(0.0, f64::max) < 1e-12 {
-                // converged: recompute H at the final b on the next pass, then stop
-                let mut hh = [0.0; 4];
-                for i in 0..y.len() {
-                    let mut eta = o[i];
-                    for a in 0..k {
-                        eta += cols[a][i] * b[a];
-                    }
-                    let p = sigmoid(eta);
-                    let wgt = p * (1.0 - p);
-                    for a in 0..k {
-                        for c in 0..=a {
-                            hh[a * 2 + c] += wgt * cols[a][i] * cols[c][i];
-                        }
-                    }
-                }
-                for a in 0..k {
-                    hh[a * 2 + a] += 1.0 / s2;
-                }
-                hh[1] = hh[2];
-                h = hh;
+                // converged: H at the final b, then stop
+                h = newton_terms(y, o, cols, &b, s2).1;
                 break;
             }
         }

@@ -45,6 +45,14 @@ impl From<LinalgError> for BankError {
     }
 }
 
+/// Errors unless a spectral-mixture baseline (A la Carte, RFO) has a positive number of frequencies
+/// and of mixture components, and its `2 × frequencies` features fit in memory.
+pub(crate) fn check_frequencies(frequencies: usize, components: usize) -> Result<(), BankError> {
+    check_count("frequencies", frequencies)?;
+    check_features(frequencies, 1, 1, 1)?;
+    check_count("components", components)
+}
+
 /// `CoreError::InvalidParameter` for `name = value` with `reason`.
 pub(crate) fn invalid(name: &str, value: f64, reason: impl Into<String>) -> BankError {
     BankError::Core(CoreError::InvalidParameter { name: name.into(), value, reason: reason.into() })

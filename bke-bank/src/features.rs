@@ -5,8 +5,9 @@
 //! The feature matrix `Φ` (`N × 2M`, column-major) has the cosines of frequency `j` in column `j` and the
 //! sines in column `M + j`; it is filled by [`bke_core::rff::fill_features`].
 
-use bke_core::Points;
+use crate::error::BankError;
 pub use bke_core::rff::fill_features;
+use bke_core::{Dataset, Points};
 use bke_linalg::Mat;
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +59,40 @@ impl Standardizer {
     pub fn apply(&self, x: &Points) -> Mat {
         Mat::from_fn(x.len(), x.dim(), |i, k| (x.point(i)[k] - self.shift[k]) / self.scale[k])
     }
+}
+
+/// The training data of a regression baseline on the standardised scale: at most `max_rows` evenly
+/// spaced rows (a subset of data when there are more), inputs and target standardised.
+#[derive(Debug, Clone)]
+pub(crate) struct StandardisedRows {
+    /// The input standardisation (fitted on the kept rows).
+    pub inputs: Standardizer,
+    /// The standardised inputs (`n × d`).
+    pub x: Mat,
+    /// Target mean and standard deviation.
+    pub y_moments: (f64, f64),
+    /// The standardised target.
+    pub y: Vec<f64>,
+}
+
+/// [`StandardisedRows`] of `data`; errors with fewer than two rows (`what` names the method).
+pub(crate) fn standardised_rows(
+    data: &Dataset,
+    max_rows: usize,
+    what: &str,
+) -> Result<StandardisedRows, BankError> {
+    let n0 = data.len();
+    if n0 < 2 {
+        return Err(BankError::TooFewRows { what: what.into(), needed: 2, found: n0 });
+    }
+    let rows: Vec<usize> =
+        if n0 > max_rows { (0..max_rows).map(|k| k * n0 / max_rows).collect() } else { (0..n0).collect() };
+    let data = data.select(&rows);
+    let inputs = Standardizer::fit(data.x());
+    let x = inputs.apply(data.x());
+    let (mean, scale) = target_moments(data.y());
+    let y = data.y().iter().map(|v| (v - mean) / scale).collect();
+    Ok(StandardisedRows { inputs, x, y_moments: (mean, scale), y })
 }
 
 /// Mean and standard deviation of a target vector (standard deviation 1 if it is constant).

@@ -15,8 +15,8 @@
 //! `x ≤ threshold`. Trees grow level by level: each level scans every feature once in its presorted
 //! order, so a tree costs `O(depth · N · d)` after one `O(N d log N)` sort.
 
-use crate::classification::sigmoid;
 use crate::error::{BankError, check_count, check_labels, check_positive, mismatch};
+use crate::logistic::sigmoid;
 use crate::params::Task;
 use bke_core::{Dataset, Estimator, Points, Predict, Prediction, Progress, Valid};
 use bke_linalg::Backend;

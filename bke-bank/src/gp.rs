@@ -2,20 +2,20 @@
 //! likelihood, the gold-standard baseline of the BaNK tables (exact for `N ≤ max_rows`; above it, a
 //! subset-of-data GP on `max_rows` evenly spaced rows of the shuffled data).
 //!
-//! On standardised inputs and target, `k(x, x') = σ_f² exp(−½ Σ_d (x_d − x'_d)²/ℓ_d²)` and
-//! `K = k(X, X) + σ_n² I`; the negative log marginal likelihood is
-//! `½ yᵀK⁻¹y + ½ log|K| + (N/2) log 2π` and its gradient in `u_j = log θ_j` is
-//! `−½ tr((ααᵀ − K⁻¹) ∂K/∂u_j)` with `α = K⁻¹y`, `∂K/∂ log ℓ_d = K_f ⊙ Δ_d²/ℓ_d²`,
-//! `∂K/∂ log σ_f² = K_f`, `∂K/∂ log σ_n² = σ_n² I` (Rasmussen & Williams 2006, eq. (5.9)). L-BFGS
-//! ([`bke_core::optim`]) from `ℓ_d = ` the median pairwise distance, `σ_f² = 1`, `σ_n² = 0.1`.
-//! Prediction: mean `k_*ᵀα`, variance `σ_f² − ‖L⁻¹k_*‖² + σ_n²` (of the target).
+//! The GP itself is bke-core's exact GP regression ([`bke_core::gp`]: the model, its log marginal
+//! likelihood with gradient, R&W eqs. (5.8)–(5.9), and prediction); this module is the baseline's
+//! policy around it. On standardised inputs and target it minimises the negative log marginal
+//! likelihood over `u = (log ℓ_1..ℓ_d, log σ_f², log σ_n²)` by L-BFGS ([`bke_core::optim`]) from one
+//! start, `ℓ_d = ` the median pairwise distance, `σ_f² = 1`, `σ_n² = 0.1`. Prediction: mean `k_*ᵀα`,
+//! variance `σ_f² − ‖L⁻¹k_*‖² + σ_n²` (of the target, so the noise is included).
 
 use crate::error::{BankError, check_count, mismatch};
-use crate::features::{Standardizer, target_moments};
-use bke_core::numeric::{LN_2PI, LogParams};
+use crate::features::{StandardisedRows, Standardizer, standardised_rows};
+use bke_core::gp::{FittedGp, GpKernel, GpParams};
+use bke_core::numeric::LogParams;
 use bke_core::optim::{LbfgsOptions, minimize};
-use bke_core::{Dataset, Estimator, Kernel, Points, Predict, Prediction, Progress, Valid};
-use bke_linalg::{Backend, Mat, Trans};
+use bke_core::{Dataset, Estimator, Kernel, Params, Points, Predict, Prediction, Progress, Valid};
+use bke_linalg::Backend;
 
 /// Parameters of the GP-ARD baseline.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,8 @@ impl bke_core::Params for GpArdParams {
     }
 }
 
-/// A fitted GP: the training inputs, the hyperparameters, `α` and the Cholesky factor of `K`.
+/// A fitted GP: the input and target standardisation, the hyperparameters and bke-core's fitted GP
+/// (`α` and the Cholesky factor of `K`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpArdModel {
     /// Input standardisation.
@@ -57,8 +58,7 @@ pub struct GpArdModel {
     pub noise: f64,
     /// The minimised negative log marginal likelihood.
     pub nlml: f64,
-    alpha: Vec<f64>,
-    chol: Mat,
+    gp: FittedGp,
 }
 
 impl Estimator for GpArdParams {
@@ -95,70 +95,27 @@ fn unpack(u: &[f64], d: usize) -> Option<(Kernel, f64, f64)> {
     Some((k, signal, noise))
 }
 
-/// `K_f` (signal kernel matrix) and the factor of `K = K_f + σ_n² I`.
-fn factor<B: Backend>(x: &Points, k: &Kernel, signal: f64, noise: f64) -> Option<(Mat, Mat)> {
-    let mut kf = k.gram(x).ok()?;
-    for v in kf.as_mut_slice() {
-        *v *= signal;
-    }
-    let mut kk = kf.clone();
-    for i in 0..x.len() {
-        kk[(i, i)] += noise.max(1e-10);
-    }
-    let l = B::cholesky(kk.as_ref()).ok()?;
-    Some((kf, l))
+/// The hyperparameters as bke-core's [`GpKernel`].
+fn gp_kernel(k: &Kernel, signal: f64, noise: f64) -> GpKernel {
+    GpKernel { lengthscales: k.lengthscales().to_vec(), signal_variance: signal, noise_variance: noise }
 }
 
-/// The negative log marginal likelihood and its gradient in `u` (module docs).
+/// The negative log marginal likelihood and its gradient in `u` (module docs), by
+/// [`GpKernel::log_marginal`].
 pub fn nlml_and_gradient<B: Backend>(x: &Points, y: &[f64], u: &[f64]) -> Option<(f64, Vec<f64>)> {
-    let (n, d) = (x.len(), x.dim());
-    let (k, signal, noise) = unpack(u, d)?;
-    let (kf, l) = factor::<B>(x, &k, signal, noise)?;
-    let mut alpha = y.to_vec();
-    B::cholesky_solve_vec_in_place(l.as_ref(), &mut alpha).ok()?;
-    let value = 0.5 * alpha.iter().zip(y).map(|(a, b)| a * b).sum::<f64>()
-        + 0.5 * B::cholesky_logdet(l.as_ref())
-        + 0.5 * n as f64 * LN_2PI;
-    let mut kinv = Mat::identity(n);
-    B::cholesky_solve_in_place(l.as_ref(), kinv.as_mut()).ok()?;
-    // W = K⁻¹ − ααᵀ; gradient_j = ½ Σ_ij W_ij ∂K_ij/∂u_j
-    let ls = k.lengthscales();
-    let mut grad = vec![0.0; d + 2];
-    for j in 0..n {
-        let xj = x.point(j);
-        for i in 0..n {
-            let w = kinv[(i, j)] - alpha[i] * alpha[j];
-            let kw = w * kf[(i, j)];
-            grad[d] += kw;
-            let xi = x.point(i);
-            for q in 0..d {
-                grad[q] += kw * ((xi[q] - xj[q]) / ls[q]).powi(2);
-            }
-        }
-        grad[d + 1] += kinv[(j, j)] - alpha[j] * alpha[j];
-    }
-    for g in &mut grad[..=d] {
-        *g *= 0.5;
-    }
-    grad[d + 1] *= 0.5 * noise;
-    Some((value, grad))
+    let (k, signal, noise) = unpack(u, x.dim())?;
+    let data = Dataset::new(x.clone(), y.to_vec()).ok()?;
+    let e = gp_kernel(&k, signal, noise).log_marginal::<B>(&data).ok()?;
+    let mut grad: Vec<f64> = e.grad_log_lengthscales.iter().map(|g| -g).collect();
+    grad.push(-e.grad_log_signal_variance);
+    grad.push(-e.grad_log_noise_variance);
+    Some((-e.log_marginal, grad))
 }
 
 fn fit<B: Backend>(p: &GpArdParams, data: &Dataset) -> Result<GpArdModel, BankError> {
-    let n0 = data.len();
-    if n0 < 2 {
-        return Err(BankError::TooFewRows { what: "GP regression".into(), needed: 2, found: n0 });
-    }
-    let rows: Vec<usize> = if n0 > p.max_rows {
-        (0..p.max_rows).map(|k| k * n0 / p.max_rows).collect()
-    } else {
-        (0..n0).collect()
-    };
-    let data = data.select(&rows);
-    let inputs = Standardizer::fit(data.x());
-    let xs = Points::from_mat("inputs", &inputs.apply(data.x()))?;
-    let (ym, ysd) = target_moments(data.y());
-    let y: Vec<f64> = data.y().iter().map(|v| (v - ym) / ysd).collect();
+    let StandardisedRows { inputs, x, y_moments: (ym, ysd), y } =
+        standardised_rows(data, p.max_rows, "GP regression")?;
+    let xs = Points::from_mat("inputs", &x)?;
     let d = xs.dim();
     let ell = bke_core::median_distance(&xs).unwrap_or(1.0);
     let u0 = pack(&vec![ell; d], 1.0, 0.1);
@@ -169,13 +126,12 @@ fn fit<B: Backend>(p: &GpArdParams, data: &Dataset) -> Result<GpArdModel, BankEr
         what: "GP hyperparameters".into(),
         detail: "the optimiser left the valid range".into(),
     })?;
-    let (_, chol) = factor::<B>(&xs, &kernel, signal, noise).ok_or_else(|| BankError::Numerical {
+    let fixed = GpParams { fixed: Some(gp_kernel(&kernel, signal, noise)), ..GpParams::default() };
+    let gp = fixed.check()?.fit::<B>(&Dataset::new(xs.clone(), y)?).map_err(|_| BankError::Numerical {
         what: "GP kernel matrix".into(),
         detail: "not positive definite at the learned hyperparameters".into(),
     })?;
-    let mut alpha = y;
-    B::cholesky_solve_vec_in_place(chol.as_ref(), &mut alpha)?;
-    Ok(GpArdModel { inputs, y_moments: (ym, ysd), x: xs, kernel, signal, noise, nlml: res.f, alpha, chol })
+    Ok(GpArdModel { inputs, y_moments: (ym, ysd), x: xs, kernel, signal, noise, nlml: res.f, gp })
 }
 
 impl Predict for GpArdModel {
@@ -187,29 +143,16 @@ impl Predict for GpArdModel {
             return Err(mismatch("prediction inputs (columns)", self.x.dim(), x.dim()));
         }
         let xt = Points::from_mat("inputs", &self.inputs.apply(x))?;
-        let mut ks = self.kernel.cross_gram(&self.x, &xt)?;
-        for v in ks.as_mut_slice() {
-            *v *= self.signal;
-        }
-        let mut mean = vec![0.0; x.len()];
-        B::gemv(1.0, ks.as_ref(), Trans::Yes, &self.alpha, 0.0, &mut mean)?;
-        B::solve_lower_in_place(self.chol.as_ref(), ks.as_mut())?;
+        let latent = self.gp.predict::<B>(&xt)?;
         let (ym, ysd) = self.y_moments;
-        let variance = (0..x.len())
-            .map(|j| {
-                let q: f64 = ks.col(j).iter().map(|v| v * v).sum();
-                (self.signal - q).max(0.0) + self.noise
-            })
-            .map(|v| v * ysd * ysd)
-            .collect();
-        Ok(Prediction { mean: mean.iter().map(|m| m * ysd + ym).collect(), variance })
+        let variance = latent.variance.iter().map(|v| (v + self.noise) * ysd * ysd).collect();
+        Ok(Prediction { mean: latent.mean.iter().map(|m| m * ysd + ym).collect(), variance })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bke_core::Params;
     use bke_linalg::DefaultBackend;
 
     /// The analytic gradient against central finite differences.

@@ -10,9 +10,23 @@
 //! and `b = (β, β₀)`. Damped Newton from a given start reaches the unique mode `b̂`; the Laplace
 //! approximation is `N(b̂, H(b̂)⁻¹)`.
 
-use crate::classification::{sigmoid, softplus};
 use crate::error::BankError;
 use bke_linalg::{Backend, Mat, MatMut, Trans};
+
+/// The logistic function `σ(t) = 1/(1 + e^{−t})`, evaluated without overflow.
+pub fn sigmoid(t: f64) -> f64 {
+    if t >= 0.0 {
+        1.0 / (1.0 + (-t).exp())
+    } else {
+        let e = t.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// `log(1 + e^t)` without overflow.
+pub fn softplus(t: f64) -> f64 {
+    if t > 0.0 { t + (-t).exp().ln_1p() } else { t.exp().ln_1p() }
+}
 
 /// The Laplace approximation `N(mode, H⁻¹)` of the posterior of `(β, β₀)` (module docs).
 #[derive(Debug, Clone)]

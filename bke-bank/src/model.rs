@@ -11,10 +11,10 @@
 //! serialised [`BankModel`]. Files written by the bke 0.1 CLI (`{columns, target, model}` with the
 //! fixed-hyperparameter layout of the parameters) still load: their hyperparameters read as fixed.
 
-use crate::classification::sigmoid;
 use crate::dpmix::Mixture;
 use crate::error::{BankError, bad_model, mismatch};
 use crate::features::{Standardizer, feature_matrix};
+use crate::logistic::sigmoid;
 use crate::params::{BankParams, Resolved, Task};
 use crate::regression::SweepStats;
 use bke_core::model_file::{ModelFile, Saved};
@@ -170,6 +170,11 @@ impl BankModel {
         }
     }
 
+    /// `2M`, the width of the feature map (an error for a model whose `M` overflows it).
+    fn feature_width(&self) -> Result<usize, CoreError> {
+        self.frequencies.checked_mul(2).ok_or_else(|| bad_model("the number of frequencies is too large"))
+    }
+
     fn check_inputs(&self, x: &Points) -> Result<(), BankError> {
         if x.dim() != self.dim {
             return Err(mismatch("prediction inputs (columns)", self.dim, x.dim()));
@@ -188,10 +193,7 @@ impl BankModel {
         };
         let xs = self.inputs.apply(x);
         let t = x.len();
-        let f = self
-            .frequencies
-            .checked_mul(2)
-            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
+        let f = self.feature_width()?;
         let mut mean = vec![0.0; t];
         let mut second = vec![0.0; t];
         let mut mu = vec![0.0; t];
@@ -225,10 +227,7 @@ impl BankModel {
         };
         let xs = self.inputs.apply(x);
         let t = x.len();
-        let f = self
-            .frequencies
-            .checked_mul(2)
-            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
+        let f = self.feature_width()?;
         let mut p = vec![0.0; t];
         let mut eta = vec![0.0; t];
         for s in samples {
@@ -373,10 +372,7 @@ impl BankModel {
     }
 
     fn validate_samples(&self) -> Result<usize, CoreError> {
-        let f = self
-            .frequencies
-            .checked_mul(2)
-            .ok_or_else(|| bad_model("the number of frequencies is too large"))?;
+        let f = self.feature_width()?;
         match &self.samples {
             Samples::Regression(v) => {
                 for s in v {

@@ -21,9 +21,9 @@
 //! rows.
 
 use crate::baselines::{Baseline, BaselineModel, logistic_map};
-use crate::classification::{sigmoid, softplus};
 use crate::error::{BankError, check_count, check_labels};
 use crate::features::{Standardizer, fill_features};
+use crate::logistic::{sigmoid, softplus};
 use crate::params::Task;
 use bke_core::optim::{LbfgsOptions, minimize};
 use bke_core::{Dataset, Estimator, Progress, Valid};
@@ -63,9 +63,7 @@ impl Default for RfoParams {
 impl bke_core::Params for RfoParams {
     type Error = BankError;
     fn validate(&self) -> Result<(), BankError> {
-        check_count("frequencies", self.frequencies)?;
-        crate::error::check_features(self.frequencies, 1, 1, 1)?;
-        check_count("components", self.components)?;
+        crate::error::check_frequencies(self.frequencies, self.components)?;
         check_count("max_iterations", self.max_iterations)?;
         check_count("prior_variances (count)", self.prior_variances.len())?;
         for &v in &self.prior_variances {

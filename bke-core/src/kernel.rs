@@ -1,3 +1,10 @@
+//! The kernel families of bke and their evaluation, used by the embeddings, the tests, the density
+//! estimator and the DME: the stationary kernels here ([`KernelFamily`], [`Kernel`]); the kernels of
+//! a distance that the tests weight and aggregate ([`TestFamily`], [`WeightedKernel`], Gram matrices
+//! from shared distances: [`Distances`]); and kernels given by a feature map, with the pull-back
+//! Jacobian the density estimator needs ([`DensityKernel`], [`Polynomial`]).
+//!
+//! # Stationary kernels
 //! Stationary kernels `k(x, y) = f(r²)` of the scaled squared distance
 //! `r² = Σ_d (x_d − y_d)² / ℓ_d²` (one lengthscale: isotropic; one per dimension: ARD), all with unit
 //! amplitude `k(x, x) = 1`, with derivatives with respect to the inputs and to the log-hyperparameters.
@@ -13,6 +20,12 @@
 //! Chain rule: `∂k/∂x_d = 2 f'(r²)(x_d − y_d)/ℓ_d²`, `∂k/∂log ℓ_d = −2 f'(r²)(x_d − y_d)²/ℓ_d²`
 //! (summed over d for an isotropic lengthscale), and for the rational quadratic
 //! `∂k/∂log α = α k [u/(1+u) − log(1+u)]`, `u = r²/(2α)`.
+
+mod distance;
+mod feature_map;
+
+pub use distance::{Distances, TestFamily, WeightedKernel};
+pub use feature_map::{DensityKernel, Polynomial};
 
 use crate::{CoreError, Points, error::check_positive};
 use bke_linalg::Mat;

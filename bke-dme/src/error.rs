@@ -57,6 +57,11 @@ pub(crate) fn check_finite_vec(what: &str, v: &[f64]) -> Result<(), DmeError> {
     Ok(())
 }
 
+/// `CoreError::InvalidChoice`: an option name that is not one of the choices (`reason` lists them).
+pub(crate) fn unknown_choice(what: String, reason: &str) -> DmeError {
+    DmeError::Core(CoreError::InvalidChoice { what, reason: reason.into() })
+}
+
 /// An [`CoreError::InvalidParameter`] for `name = value`.
 pub(crate) fn invalid(name: &str, value: f64, reason: &str) -> DmeError {
     CoreError::InvalidParameter { name: name.into(), value, reason: reason.into() }.into()

@@ -36,7 +36,7 @@ use crate::herding::PosteriorEmbedding;
 use crate::lfi::{LfiData, default_epsilon, rule_of_thumb};
 use crate::ops::{add_diag, mm, mv};
 use crate::ttgp::transform;
-use bke_core::{CoreError, Estimator, Kernel, Params, Points, Progress, Valid, check_positive};
+use bke_core::{Estimator, Kernel, Params, Points, Progress, Valid, check_positive};
 use bke_linalg::{Backend, JitterOptions, Mat, Trans};
 
 /// Which kernel Bayes' rule (see the module docs).
@@ -57,11 +57,7 @@ impl std::str::FromStr for KbrVariant {
         match s.trim().to_ascii_lowercase().as_str() {
             "a" => Ok(Self::A),
             "b" => Ok(Self::B),
-            _ => Err(CoreError::InvalidChoice {
-                what: format!("KBR variant '{s}'"),
-                reason: "use a or b".into(),
-            }
-            .into()),
+            _ => Err(crate::error::unknown_choice(format!("KBR variant '{s}'"), "use a or b")),
         }
     }
 }
@@ -135,11 +131,10 @@ impl std::str::FromStr for EvidenceInverse {
         match s.trim().to_ascii_lowercase().as_str() {
             "tikhonov" => Ok(Self::Tikhonov),
             "squared" => Ok(Self::Squared),
-            _ => Err(CoreError::InvalidChoice {
-                what: format!("evidence inverse '{s}'"),
-                reason: "use tikhonov or squared".into(),
-            }
-            .into()),
+            _ => Err(crate::error::unknown_choice(
+                format!("evidence inverse '{s}'"),
+                "use tikhonov or squared",
+            )),
         }
     }
 }

@@ -69,26 +69,9 @@ pub(crate) fn contract_params(kernel: &Kernel, xs: &Points, ys: &Points, g: &Mat
         .as_slice()
         .par_chunks(n)
         .enumerate()
-        .map(|(j, col)| {
-            let mut acc = vec![0.0; np];
-            let mut buf = vec![0.0; np];
-            let y = ys.point(j);
-            for (i, &gij) in col.iter().enumerate() {
-                if gij != 0.0 {
-                    kernel.eval_grad_params(xs.point(i), y, &mut buf);
-                    for (a, b) in acc.iter_mut().zip(&buf) {
-                        *a += gij * b;
-                    }
-                }
-            }
-            acc
-        })
+        .map(|(j, col)| column_params(kernel, xs, ys.point(j), col.iter().copied().enumerate()))
         .collect();
-    let mut out = vec![0.0; np];
-    for p in partials {
-        out.iter_mut().zip(&p).for_each(|(a, b)| *a += b);
-    }
-    out
+    add_in_order(partials, np)
 }
 
 /// [`contract_params`] for a symmetric pair set (`ys = xs`): `Σ_ij G_ij ∂k(x_i, x_j)/∂ log θ_p` for
@@ -100,22 +83,41 @@ pub(crate) fn contract_params_symmetric(kernel: &Kernel, xs: &Points, g: &Mat) -
     let partials: Vec<Vec<f64>> = (0..n)
         .into_par_iter()
         .map(|j| {
-            let mut acc = vec![0.0; np];
-            let mut buf = vec![0.0; np];
-            let y = xs.point(j);
             let col = g.col(j);
-            for (i, &gij) in col.iter().enumerate().skip(j) {
-                let w = if i == j { gij } else { gij + g[(j, i)] };
-                if w != 0.0 {
-                    kernel.eval_grad_params(xs.point(i), y, &mut buf);
-                    for (a, b) in acc.iter_mut().zip(&buf) {
-                        *a += w * b;
-                    }
-                }
-            }
-            acc
+            let weights = col
+                .iter()
+                .enumerate()
+                .skip(j)
+                .map(|(i, &gij)| (i, if i == j { gij } else { gij + g[(j, i)] }));
+            column_params(kernel, xs, xs.point(j), weights)
         })
         .collect();
+    add_in_order(partials, np)
+}
+
+/// `Σ_i w_i ∂k(x_i, y)/∂ log θ` over the `(i, w_i)` given (zero weights skipped: no evaluation).
+fn column_params(
+    kernel: &Kernel,
+    xs: &Points,
+    y: &[f64],
+    weights: impl Iterator<Item = (usize, f64)>,
+) -> Vec<f64> {
+    let np = kernel.n_params();
+    let mut acc = vec![0.0; np];
+    let mut buf = vec![0.0; np];
+    for (i, w) in weights {
+        if w != 0.0 {
+            kernel.eval_grad_params(xs.point(i), y, &mut buf);
+            for (a, b) in acc.iter_mut().zip(&buf) {
+                *a += w * b;
+            }
+        }
+    }
+    acc
+}
+
+/// The per-column partial sums added in column order: the result does not depend on scheduling.
+fn add_in_order(partials: Vec<Vec<f64>>, np: usize) -> Vec<f64> {
     let mut out = vec![0.0; np];
     for p in partials {
         out.iter_mut().zip(&p).for_each(|(a, b)| *a += b);

@@ -100,11 +100,10 @@ impl std::str::FromStr for TtblrForm {
         match s.trim().to_ascii_lowercase().as_str() {
             "full" => Ok(Self::Full),
             "map" => Ok(Self::Map),
-            _ => Err(bke_core::CoreError::InvalidChoice {
-                what: format!("TTBLR marginal likelihood form '{s}'"),
-                reason: "use full or map".into(),
-            }
-            .into()),
+            _ => Err(crate::error::unknown_choice(
+                format!("TTBLR marginal likelihood form '{s}'"),
+                "use full or map",
+            )),
         }
     }
 }

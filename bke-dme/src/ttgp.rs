@@ -44,7 +44,7 @@ use crate::learn::{Learn, MultiStartOptions};
 use crate::ops::{add_diag, contract_params, contract_params_symmetric, mm};
 use bke_core::budget::Bytes;
 use bke_core::numeric::LogParams;
-use bke_core::{CoreError, Kernel, KernelFamily, check_positive};
+use bke_core::{Kernel, KernelFamily, check_positive};
 use bke_linalg::{Backend, Mat, Trans};
 use serde::{Deserialize, Serialize};
 
@@ -303,11 +303,10 @@ impl std::str::FromStr for MarginalForm {
             "full" => Ok(Self::Full),
             "map" => Ok(Self::Map),
             "alternative" | "alt" => Ok(Self::Alternative),
-            _ => Err(CoreError::InvalidChoice {
-                what: format!("marginal likelihood form '{s}'"),
-                reason: "use full, map or alternative".into(),
-            }
-            .into()),
+            _ => Err(crate::error::unknown_choice(
+                format!("marginal likelihood form '{s}'"),
+                "use full, map or alternative",
+            )),
         }
     }
 }

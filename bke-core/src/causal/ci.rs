@@ -19,24 +19,17 @@
 //! pseudolikelihood's log-Jacobian grows as the lengthscale shrinks (`½ D(D − 2) log θ` per point
 //! above the landmark spacing `h`, [`crate::hypothesis::select`]), whatever the data, so the
 //! single-kernel rule ([`LengthscaleSelection::Bkl`]) lands on its resolution limit `θ = h`: with the
-//! `n/5` landmarks of a sample of 150 residuals of s.d. ≈ 0.28, `θ ≈ 0.01`, 1/28 of the median
-//! distance (0.28). Measured on the level/power check of `repro fig4` (first 4 repetitions: BKL θ =
-//! 0.010–0.014 on every residual, local optima at 0.004–0.011 and 0.82–0.89). At that scale the
-//! residuals' Gram matrices are close to the identity and HSIC sees almost nothing: power 0.27 ± 0.04
-//! against 1.00 for the median heuristic (100 repetitions, 200 permutations). The lengthscale is not
-//! too large (HSIC is not made nearly linear): it is far too small. Rescaling the residuals does not
-//! help (the rule is scale-equivariant: `h` and `θ` scale together).
+//! `n/5` landmarks of a sample of residuals, `h` is a small fraction of the median distance. At that
+//! scale the residuals' Gram matrices are close to the identity and HSIC sees almost nothing. The
+//! lengthscale is not too large (HSIC is not made nearly linear): it is far too small. Rescaling the
+//! residuals does not help (the rule is scale-equivariant: `h` and `θ` scale together).
 //!
 //! **BKL-Bayes** ([`LengthscaleSelection::BklBayes`]) uses the same pseudolikelihood as a posterior
 //! over `θ` (learning rate `1/n`) and weights a collection of kernels by it, so it keeps the
-//! informative scales the single-kernel rule discards: power 1.00, level 0.06 ± 0.02 on the same 100
-//! repetitions (HSICAgg 0.74 / 0.00). It is therefore the default here and in `bke causal pc`;
-//! `bkl` remains available and is reported next to it by `repro fig4`. At full size (`repro fig4
-//! --parts ci`, 300 repetitions, 200 permutations, α = 0.05; level / power ± binomial s.e.; re-measured
-//! after BKL-Bayes gained its ε-contamination, issue 15): BKL .050 ± .013 / .303 ± .027, BKL-Bayes
-//! .047 ± .012 / 1.000, HSICAgg .013 ± .007 / .773 ± .024, median .060 ± .014 / 1.000 — every level
-//! within α + 3 s.d. (.088). On 40 random nonlinear DAGs (`repro fig4 --parts simulation`) PC with
-//! BKL-Bayes has SHD 2.67 ± .34 against 2.73 ± .35 with the median heuristic (paired −0.05 ± .18).
+//! informative scales the single-kernel rule discards. It is therefore the default here and in
+//! `bke causal pc`; `bkl` remains available and is reported next to it by `repro fig4`, which
+//! measures the level and power of each selection (`cargo xtask repro fig4 --parts ci`) and the
+//! structural Hamming distance of PC on random nonlinear DAGs (`--parts simulation`).
 //!
 //! Regressions are cached by `(variable, conditioning set)`: the PC algorithm asks for the same
 //! residuals many times; test outcomes are cached by `({x, y}, conditioning set)` (a test is a
@@ -299,6 +292,15 @@ fn test_seed(seed: u64, a: usize, b: usize, z: &[usize]) -> u64 {
         h = mix(h ^ (*v as u64).wrapping_add(0x9e37_79b9_7f4a_7c15));
     }
     h
+}
+
+/// What the search needs from a conditional-independence test (the kernel test, or in the tests a
+/// d-separation oracle).
+pub(crate) trait IndependenceTest: Sync {
+    /// Prepares the tests of `keys` (variable, conditioning set) in one batch.
+    fn prefetch(&self, keys: &[(usize, Vec<usize>)]) -> Result<(), CoreError>;
+    /// Tests `X_i ⫫ X_j | X_s`.
+    fn test(&self, i: usize, j: usize, s: &[usize]) -> Result<CiOutcome, CoreError>;
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@
 //! "orientation".
 
 use super::CausalData;
-use super::ci::{CiOutcome, CiParams, CiTester};
+use super::ci::{CiOutcome, CiParams, CiTester, IndependenceTest};
 use super::graph::{Pdag, Triple};
 use super::orient::{Decision, Orientation, OrientationTest, classify};
 use super::whiten::{Prewhitening, WhiteningRecord, prewhiten};
@@ -277,15 +277,6 @@ pub fn pc_oriented<B: Backend>(
     let bound = Bound::<B>(tester, std::marker::PhantomData);
     let found = search(&bound, p, alpha, max_condition, orientation, progress)?;
     Ok(assemble(tester, names, alpha, orientation, found))
-}
-
-/// What the search needs from a conditional-independence test (the kernel test, or in the tests a
-/// d-separation oracle).
-pub(crate) trait IndependenceTest: Sync {
-    /// Prepares the tests of `keys` (variable, conditioning set) in one batch.
-    fn prefetch(&self, keys: &[(usize, Vec<usize>)]) -> Result<(), CoreError>;
-    /// Tests `X_i ⫫ X_j | X_s`.
-    fn test(&self, i: usize, j: usize, s: &[usize]) -> Result<CiOutcome, CoreError>;
 }
 
 struct Bound<'a, B>(&'a CiTester, std::marker::PhantomData<B>);

@@ -94,13 +94,13 @@
 //! ```
 
 mod kde;
-mod kernels;
 mod model;
 mod normalise;
 mod select;
 
 pub use kde::{Bandwidth, GaussianKde, KdeBandwidth, KdeParams};
-pub use kernels::{DensityKernel, Polynomial};
+// The density kernels live with the other kernel families; re-exported for the paths.
+pub use crate::kernel::{DensityKernel, Polynomial};
 pub use model::{DensitySummary, KernelStudentT};
 pub use normalise::{Domain, Normalisation, NormaliseOptions, Sample, gauss_legendre};
 pub use select::{Candidate, MAX_WIDENINGS, SelectOptions, Selection, select_hyperparameters};

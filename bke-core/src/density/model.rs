@@ -2,7 +2,7 @@
 //! eq. (3)–(6)), fitted once in O(N³), O(N²) per query, and its model file (kind `density`). See the
 //! [module docs](super) for the formulas.
 
-use super::normalise::{Domain, Normalisation};
+use super::normalise::{self, Domain, Normalisation, NormaliseOptions, Sample};
 use super::{DensityKernel, NiwParams};
 use crate::estimator::LogDensity;
 use crate::model_file::{ModelFile, Saved};
@@ -138,6 +138,34 @@ impl<K: DensityKernel> KernelStudentT<K> {
 
     pub(super) fn set_normalisation(&mut self, n: Option<Normalisation>) {
         self.normalisation = n;
+    }
+
+    /// The same density normalised on `domain` (1-D or 2-D; see the [`super::normalise`] module docs
+    /// for the rule and its accuracy): [`crate::LogDensity`] then gives `log q_k(x) − log Z_B` on the
+    /// box and `−∞` outside. Errors for `d > 2`, on invalid options, or a domain of the wrong
+    /// dimension.
+    pub fn normalise<B: Backend>(
+        mut self,
+        domain: Domain,
+        opts: &NormaliseOptions,
+    ) -> Result<Self, CoreError> {
+        let log_q = |q: &Points| self.log_unnormalised::<B>(q);
+        let norm = normalise::normalise(&log_q, self.dim(), domain, opts)?;
+        self.set_normalisation(Some(norm));
+        Ok(self)
+    }
+
+    /// `n` draws from the normalised density (seeded; the result does not depend on the thread
+    /// count). A panel of the normaliser's rule is chosen with probability equal to its quadrature
+    /// mass (one pass of that rule), then a point in it by rejection ([`super::normalise`] module
+    /// docs). Errors unless the density is normalised.
+    pub fn sample<B: Backend>(&self, n: usize, seed: u64) -> Result<Sample, CoreError> {
+        let norm = self.normalisation().ok_or_else(|| CoreError::InvalidChoice {
+            what: "sampling an unnormalised density".into(),
+            reason: "normalise it on a box first (KernelStudentT::normalise, or normalise = true)".into(),
+        })?;
+        let log_q = |q: &Points| self.log_unnormalised::<B>(q);
+        normalise::sample(&log_q, self.dim(), norm, n, seed)
     }
 
     /// How the selection widened its grids because the optimum sat at an edge, and the edges that

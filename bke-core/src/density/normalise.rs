@@ -18,10 +18,8 @@
 //! the panel)`. This is exact up to the quadrature error of the panel masses, provided the envelope
 //! holds; draws where it does not (`q > envelope`) are counted in [`Sample::envelope_violations`].
 
-use super::{DensityKernel, KernelStudentT};
 use crate::numeric::log_sum_exp;
 use crate::{CoreError, Points};
-use bke_linalg::Backend;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -323,135 +321,123 @@ pub struct Sample {
     pub envelope_violations: usize,
 }
 
+/// The unnormalised log density `log q(x)` at each of a set of points.
+pub(super) type LogQ<'a> = dyn Fn(&Points) -> Result<Vec<f64>, CoreError> + 'a;
+
 /// `log Z` of a rule: `log Σ w_i q(x_i)` and the nodal values `log q(x_i)`.
-fn integrate<K: DensityKernel, B: Backend>(
-    model: &KernelStudentT<K>,
-    grid: &Grid,
-) -> Result<(f64, Vec<f64>), CoreError> {
-    let lq = model.log_unnormalised::<B>(&grid.nodes)?;
+fn integrate(log_q: &LogQ, grid: &Grid) -> Result<(f64, Vec<f64>), CoreError> {
+    let lq = log_q(&grid.nodes)?;
     let terms: Vec<f64> = lq.iter().zip(&grid.log_weights).map(|(a, b)| a + b).collect();
     Ok((log_sum_exp(&terms), lq))
 }
 
-impl<K: DensityKernel> KernelStudentT<K> {
-    /// The same density normalised on `domain` (1-D or 2-D; see the module docs for the rule and its
-    /// accuracy): [`crate::LogDensity`] then gives `log q_k(x) − log Z_B` on the box and `−∞`
-    /// outside. Errors for `d > 2`, on invalid options, or a domain of the wrong dimension.
-    pub fn normalise<B: Backend>(
-        mut self,
-        domain: Domain,
-        opts: &NormaliseOptions,
-    ) -> Result<Self, CoreError> {
-        opts.check()?;
-        let d = self.dim();
-        if domain.dim() != d {
-            return Err(CoreError::DimensionMismatch {
-                what: "normalisation domain".into(),
-                expected: d,
-                found: domain.dim(),
-            });
+/// The normalising constant of the `d`-dimensional density `q` on `domain` by the adaptive
+/// composite Gauss–Legendre rule of the module docs. Errors for `d > 2`, on invalid options, or a
+/// domain of the wrong dimension.
+pub(super) fn normalise(
+    log_q: &LogQ,
+    d: usize,
+    domain: Domain,
+    opts: &NormaliseOptions,
+) -> Result<Normalisation, CoreError> {
+    opts.check()?;
+    if domain.dim() != d {
+        return Err(CoreError::DimensionMismatch {
+            what: "normalisation domain".into(),
+            expected: d,
+            found: domain.dim(),
+        });
+    }
+    let nodes_for = |p: usize| (p * opts.order).pow(d as u32);
+    let mut p = opts.min_panels;
+    let grid = Grid::new(&domain, p, opts.order)?;
+    let (mut lz, _) = integrate(log_q, &grid)?;
+    let mut evaluations = grid.nodes.len();
+    let mut rel_err = f64::INFINITY;
+    let mut converged = false;
+    while nodes_for(2 * p) <= opts.max_nodes {
+        let grid2 = Grid::new(&domain, 2 * p, opts.order)?;
+        let (lz2, _) = integrate(log_q, &grid2)?;
+        evaluations += grid2.nodes.len();
+        rel_err = (lz2 - lz).exp_m1().abs();
+        p *= 2;
+        lz = lz2;
+        if rel_err <= opts.rel_tol {
+            converged = true;
+            break;
         }
-        let nodes_for = |p: usize| (p * opts.order).pow(d as u32);
-        let mut p = opts.min_panels;
-        let grid = Grid::new(&domain, p, opts.order)?;
-        let (mut lz, _) = integrate::<K, B>(&self, &grid)?;
-        let mut evaluations = grid.nodes.len();
-        let mut rel_err = f64::INFINITY;
-        let mut converged = false;
-        while nodes_for(2 * p) <= opts.max_nodes {
-            let grid2 = Grid::new(&domain, 2 * p, opts.order)?;
-            let (lz2, _) = integrate::<K, B>(&self, &grid2)?;
-            evaluations += grid2.nodes.len();
-            rel_err = (lz2 - lz).exp_m1().abs();
-            p *= 2;
-            lz = lz2;
-            if rel_err <= opts.rel_tol {
-                converged = true;
-                break;
-            }
-        }
-        if !lz.is_finite() {
-            return Err(CoreError::InvalidParameter {
-                name: "normalising constant".into(),
-                value: lz,
-                reason: "the density underflows or overflows on the whole domain; check the domain and \
+    }
+    if !lz.is_finite() {
+        return Err(CoreError::InvalidParameter {
+            name: "normalising constant".into(),
+            value: lz,
+            reason: "the density underflows or overflows on the whole domain; check the domain and \
                          hyperparameters"
-                    .into(),
-            });
-        }
-        self.set_normalisation(Some(Normalisation {
-            domain,
-            log_z: lz,
-            rel_err,
-            converged,
-            panels: p,
-            order: opts.order,
-            evaluations,
-        }));
-        Ok(self)
+                .into(),
+        });
     }
+    Ok(Normalisation { domain, log_z: lz, rel_err, converged, panels: p, order: opts.order, evaluations })
+}
 
-    /// `n` draws from the normalised density (seeded; the result does not depend on the thread
-    /// count). A panel of the normaliser's rule is chosen with probability equal to its quadrature
-    /// mass (one pass of that rule), then a point in it by rejection (module docs). Errors unless
-    /// the density is normalised.
-    pub fn sample<B: Backend>(&self, n: usize, seed: u64) -> Result<Sample, CoreError> {
-        let norm = self.normalisation().ok_or_else(|| CoreError::InvalidChoice {
-            what: "sampling an unnormalised density".into(),
-            reason: "normalise it on a box first (KernelStudentT::normalise, or normalise = true)".into(),
-        })?;
-        let d = self.dim();
-        // The samples, and batches of proposals (twice the samples still wanted, with their panel,
-        // uniform draw and density).
-        let bytes =
-            crate::budget::Bytes::f64s(n).times(d).plus(crate::budget::Bytes::f64s(n).times(2 * d + 6));
-        crate::budget::check(&format!("n = {n} samples"), bytes)?;
-        let grid = Grid::new(&norm.domain, norm.panels, norm.order)?;
-        let (lz, lq) = integrate::<K, B>(self, &grid)?;
-        let npanels = grid.nodes.len() / grid.per_panel;
-        let mut cdf = Vec::with_capacity(npanels);
-        let mut panel_log_max = Vec::with_capacity(npanels);
-        let mut acc = 0.0;
-        for c in 0..npanels {
-            let r = c * grid.per_panel..(c + 1) * grid.per_panel;
-            let terms: Vec<f64> =
-                lq[r.clone()].iter().zip(&grid.log_weights[r.clone()]).map(|(a, b)| a + b).collect();
-            acc += (log_sum_exp(&terms) - lz).exp();
-            cdf.push(acc);
-            panel_log_max.push(lq[r].iter().cloned().fold(f64::NEG_INFINITY, f64::max));
-        }
-        cdf.iter_mut().for_each(|c| *c /= acc);
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut out = Vec::with_capacity(n * d);
-        let (mut proposals, mut violations, mut accepted) = (0, 0, 0);
-        while accepted < n {
-            let batch = (n - accepted).saturating_mul(2).max(64);
-            let mut props = Vec::with_capacity(batch * d);
-            let mut meta = Vec::with_capacity(batch);
-            for _ in 0..batch {
-                let u: f64 = rng.random();
-                let c = cdf.partition_point(|&v| v < u).min(npanels - 1);
-                let (lo, w) = panel_box(&norm.domain, norm.panels, c);
-                for k in 0..d {
-                    props.push(lo[k] + w[k] * rng.random::<f64>());
-                }
-                meta.push((c, rng.random::<f64>()));
-            }
-            let pts = Points::new("proposals", props, d)?;
-            let lq = self.log_unnormalised::<B>(&pts)?;
-            proposals += batch;
-            for (i, &(c, u)) in meta.iter().enumerate() {
-                let log_env = panel_log_max[c] + std::f64::consts::LN_2;
-                let ratio = (lq[i] - log_env).exp();
-                if ratio > 1.0 {
-                    violations += 1;
-                }
-                if accepted < n && u < ratio {
-                    out.extend_from_slice(pts.point(i));
-                    accepted += 1;
-                }
-            }
-        }
-        Ok(Sample { points: Points::new("samples", out, d)?, proposals, envelope_violations: violations })
+/// `n` draws from the `d`-dimensional density `q` normalised by `norm` (seeded; the result does not
+/// depend on the thread count): a panel of the normaliser's rule is chosen with probability equal to
+/// its quadrature mass (one pass of that rule), then a point in it by rejection (module docs).
+pub(super) fn sample(
+    log_q: &LogQ,
+    d: usize,
+    norm: &Normalisation,
+    n: usize,
+    seed: u64,
+) -> Result<Sample, CoreError> {
+    // The samples, and batches of proposals (twice the samples still wanted, with their panel,
+    // uniform draw and density).
+    let bytes = crate::budget::Bytes::f64s(n).times(d).plus(crate::budget::Bytes::f64s(n).times(2 * d + 6));
+    crate::budget::check(&format!("n = {n} samples"), bytes)?;
+    let grid = Grid::new(&norm.domain, norm.panels, norm.order)?;
+    let (lz, lq) = integrate(log_q, &grid)?;
+    let npanels = grid.nodes.len() / grid.per_panel;
+    let mut cdf = Vec::with_capacity(npanels);
+    let mut panel_log_max = Vec::with_capacity(npanels);
+    let mut acc = 0.0;
+    for c in 0..npanels {
+        let r = c * grid.per_panel..(c + 1) * grid.per_panel;
+        let terms: Vec<f64> =
+            lq[r.clone()].iter().zip(&grid.log_weights[r.clone()]).map(|(a, b)| a + b).collect();
+        acc += (log_sum_exp(&terms) - lz).exp();
+        cdf.push(acc);
+        panel_log_max.push(lq[r].iter().cloned().fold(f64::NEG_INFINITY, f64::max));
     }
+    cdf.iter_mut().for_each(|c| *c /= acc);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::with_capacity(n * d);
+    let (mut proposals, mut violations, mut accepted) = (0, 0, 0);
+    while accepted < n {
+        let batch = (n - accepted).saturating_mul(2).max(64);
+        let mut props = Vec::with_capacity(batch * d);
+        let mut meta = Vec::with_capacity(batch);
+        for _ in 0..batch {
+            let u: f64 = rng.random();
+            let c = cdf.partition_point(|&v| v < u).min(npanels - 1);
+            let (lo, w) = panel_box(&norm.domain, norm.panels, c);
+            for k in 0..d {
+                props.push(lo[k] + w[k] * rng.random::<f64>());
+            }
+            meta.push((c, rng.random::<f64>()));
+        }
+        let pts = Points::new("proposals", props, d)?;
+        let lq = log_q(&pts)?;
+        proposals += batch;
+        for (i, &(c, u)) in meta.iter().enumerate() {
+            let log_env = panel_log_max[c] + std::f64::consts::LN_2;
+            let ratio = (lq[i] - log_env).exp();
+            if ratio > 1.0 {
+                violations += 1;
+            }
+            if accepted < n && u < ratio {
+                out.extend_from_slice(pts.point(i));
+                accepted += 1;
+            }
+        }
+    }
+    Ok(Sample { points: Points::new("samples", out, d)?, proposals, envelope_violations: violations })
 }

@@ -241,21 +241,8 @@ fn fast(
     Some(half_logdet)
 }
 
-/// The robust path alone, for tests.
-#[cfg(test)]
-pub(crate) fn robust_for_test(
-    u: &[f64],
-    q: &[f64],
-    m: usize,
-    dim: usize,
-    grad: Option<&mut [f64]>,
-    scratch: &mut JacScratch,
-) -> f64 {
-    robust(u, q, m, dim, grad, scratch)
-}
-
-/// Robust log-scaled Givens path (see the module docs).
-fn robust(
+/// Robust log-scaled Givens path (see the module docs). Visible to the tests, which check it alone.
+pub(super) fn robust(
     u: &[f64],
     q: &[f64],
     m: usize,

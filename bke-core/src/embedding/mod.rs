@@ -60,6 +60,7 @@ mod pass;
 mod posterior;
 mod prior;
 mod simd;
+mod stats;
 #[cfg(test)]
 mod tests;
 
@@ -68,10 +69,11 @@ pub use learn::{
     ScanPoint, StatsSource, default_num_landmarks, hold_out_landmarks, landmark_indices, learn_from_stats,
 };
 pub use marginal::{
-    MarginalLikelihood, PartialStats, PseudolikelihoodPlan, PseudolikelihoodStream, marginal_pseudolikelihood,
+    MarginalLikelihood, PseudolikelihoodPlan, PseudolikelihoodStream, marginal_pseudolikelihood,
 };
 pub use posterior::BkePosterior;
 pub use prior::EmbeddingPrior;
+pub use stats::PartialStats;
 
 use crate::estimator::{Estimator, Params, Progress, Valid};
 use crate::{CoreError, Kernel, Points, check_positive};

@@ -1,7 +1,7 @@
 //! Oracles for the BKE model: the dense `mn`-dimensional Gaussian, an explicit Jacobian, Cauchy–Binet
 //! in log space, central finite differences, direct GP conditioning, a second backend, thread counts.
 
-use super::jacobian::{JacScratch, log_volume, robust_for_test};
+use super::jacobian::{JacScratch, log_volume, robust};
 use super::*;
 use crate::estimator::{Predict, Prediction};
 use bke_linalg::{Backend, DefaultBackend, Mat};
@@ -231,7 +231,7 @@ fn jacobian_is_finite_and_exact_for_tiny_lengthscales_and_dominant_landmarks() {
                     (got - want).abs() <= 1e-9 * want.abs().max(1.0),
                     "D={dim} θ={theta}: {got} vs {want}"
                 );
-                let rob = robust_for_test(&u, &q, z.len(), dim, None, &mut scratch);
+                let rob = robust(&u, &q, z.len(), dim, None, &mut scratch);
                 assert!(
                     (rob - want).abs() <= 1e-9 * want.abs().max(1.0),
                     "robust D={dim} θ={theta}: {rob} vs {want}"
@@ -269,7 +269,7 @@ fn robust_path_gradient() {
         let (u, q, k) = features(&x, &z, &ls);
         let (mut g1, mut g2) = (vec![0.0; dim], vec![0.0; dim]);
         let a = log_volume(&u, &q, &k, 6, dim, Some(&mut g1), &mut scratch);
-        let b = robust_for_test(&u, &q, 6, dim, Some(&mut g2), &mut scratch);
+        let b = robust(&u, &q, 6, dim, Some(&mut g2), &mut scratch);
         assert!((a - b).abs() < 1e-12 * a.abs().max(1.0));
         for d in 0..dim {
             assert!((g1[d] - g2[d]).abs() < 1e-10 * g1[d].abs().max(1.0), "{g1:?} vs {g2:?}");

@@ -37,8 +37,8 @@
 //! exact, and kernels become comparable whatever their scale.
 //!
 //! The HSIC BKL-Bayes test aggregates them at `λ = 1` ([`STUDENTISED_TEMPERATURE`]; the two-sample
-//! BKL-Bayes test uses MMD-FUSE's normalisation instead since issue 15's re-measurement,
-//! [`super::mmd`]): `F = log Σ_k π_k exp(S_k)` is
+//! BKL-Bayes test uses MMD-FUSE's normalisation instead, [`super::mmd`]; [`super::select`] says
+//! why): `F = log Σ_k π_k exp(S_k)` is
 //! the log of the posterior mixture of the exponential tilts `exp(S_k)` — for a studentised statistic
 //! that is roughly Gaussian, `exp(S − ½)` is the likelihood ratio of a shift by one null standard
 //! deviation, so `F` is a log Bayes factor against that local alternative, averaged over the

@@ -20,12 +20,48 @@
 //! and the draws `(εᵀHε − tr H)/(4h(h−1))` are one GEMM per batch ([`super::mmd_null`]).
 
 use super::aggregate::KernelStatistics;
-use super::hsic::HsicStatistic;
 use super::mmd_null::{draw_permutation, rademacher_forms};
-use super::{batch_size, draw_rng};
+use super::{batch_size, choice, draw_rng};
 use crate::CoreError;
 use bke_linalg::{Backend, Mat, MatMut, MatRef, Trans};
 use rayon::prelude::*;
+
+/// Which HSIC estimator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HsicStatistic {
+    /// The biased V-statistic `tr(KHLH)/n²` (Gretton et al. 2008). The default.
+    #[default]
+    Biased,
+    /// The unbiased estimator of Song et al. (2012); needs `n ≥ 4`.
+    Unbiased,
+}
+
+impl HsicStatistic {
+    /// Name used in outputs and on the command line: "biased", "unbiased".
+    pub fn name(self) -> &'static str {
+        match self {
+            HsicStatistic::Biased => "biased",
+            HsicStatistic::Unbiased => "unbiased",
+        }
+    }
+
+    /// Parses a name as written by [`HsicStatistic::name`].
+    pub fn parse(name: &str) -> Result<Self, CoreError> {
+        match name {
+            "biased" => Ok(Self::Biased),
+            "unbiased" => Ok(Self::Unbiased),
+            other => Err(choice(&format!("HSIC statistic '{other}'"), "use biased or unbiased")),
+        }
+    }
+
+    /// The fewest observations the estimator is defined for.
+    pub(super) fn min_points(self) -> usize {
+        match self {
+            HsicStatistic::Biased => 2,
+            HsicStatistic::Unbiased => 4,
+        }
+    }
+}
 
 /// The centred Gram matrix `HKH`.
 pub(crate) fn centre(k: &Mat) -> Mat {

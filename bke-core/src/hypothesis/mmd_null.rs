@@ -7,7 +7,7 @@
 //! threads and any batch size.
 
 use super::kernels::WeightedKernel;
-use super::mmd::{MmdStatistic, block_sums_statistic, check_gram};
+use super::mmd_statistic::{MmdStatistic, block_sums_statistic, check_gram};
 use super::{batch_size, check_draws, choice, draw_rng};
 use crate::special::normal_cdf;
 use crate::{CoreError, Points};
@@ -260,18 +260,6 @@ pub(crate) fn rademacher_forms<B: Backend>(h: &Mat, draws: usize, seed: u64) -> 
         start += len;
     }
     Ok(out)
-}
-
-/// `h_i = h(z_{2i−1}, z_{2i})` of the linear-time statistic, `i = 1…⌊n/2⌋`, for `n = m`.
-pub(crate) fn linear_h(kernel: &WeightedKernel, x: &Points, y: &Points) -> Vec<f64> {
-    (0..x.len() / 2)
-        .map(|i| {
-            let (a, b) = (2 * i, 2 * i + 1);
-            kernel.eval(x.point(a), x.point(b)) + kernel.eval(y.point(a), y.point(b))
-                - kernel.eval(x.point(a), y.point(b))
-                - kernel.eval(x.point(b), y.point(a))
-        })
-        .collect()
 }
 
 /// The asymptotic normal null of the linear-time statistic: `(p, sd)` with `p = Φ(−T/sd)`,

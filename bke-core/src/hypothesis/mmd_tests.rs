@@ -3,7 +3,8 @@
 
 use super::kernels::{Distances, TestFamily, WeightedKernel};
 use super::mmd::{MmdStatistic, mmd_from_gram, mmd_statistic, mmd_test_gram};
-use super::mmd_null::{MmdPermutation, draw_subset, gamma_moments, linear_h, wild_null};
+use super::mmd_null::{MmdPermutation, draw_subset, gamma_moments, wild_null};
+use super::mmd_statistic::linear_h;
 use super::select::{BklParams, Families, LengthscaleSelection};
 use super::{AggParams, MmdParams, MmdReport, NullDistribution, draw_rng};
 use crate::special::{gamma_sf, normal_cdf};

@@ -42,6 +42,7 @@ pub mod kernels;
 pub mod median;
 pub mod mmd;
 mod mmd_null;
+mod mmd_statistic;
 #[cfg(test)]
 mod mmd_tests;
 pub mod report;

@@ -23,32 +23,28 @@
 //! two-stage calibration ([`super::aggregate`]) is exact up to its `B₁` Monte-Carlo error.
 //! `cargo xtask repro level` measures it.
 //!
-//! # BKL: why ML-II picks θ ≈ 0.005 on uniform data, and the rule among optima
+//! # BKL: the optima of the pseudolikelihood, and the rule among them
 //! With `τ² = 1` fixed (the seed's setting) the log pseudolikelihood of seed 000 eq. (15) is a Gaussian
 //! term in the landmark features `φ(x) = (k_θ(x, z_l))_l` plus the log-Jacobian `Σ_i log γ_θ(x_i)`,
-//! `γ = det(JᵀJ)^{1/2}` (seed 000 eq. (16)–(17)). Measured on the pooled sample of the d = 1
-//! perturbed-uniform benchmark (n = 900 data points, m = 100 landmarks, `repro power`):
-//! - the **Gaussian term** is U-shaped in `θ`, with both ends at the same limit
-//!   `−½ nm log 2π`: features ≈ 0 (θ → 0) or ≈ 1 (θ → ∞) are explained perfectly, and it is lowest
-//!   (−88 500 against −82 700) near `θ ≈ 0.6 ×` the median distance, where the features vary most
-//!   across points. With `τ² = 1` and features in `[0, 1]` it penalises exactly the informative scales.
-//! - the **Jacobian** depends on the landmark layout, not on the data. For `θ` above the landmark
+//! `γ = det(JᵀJ)^{1/2}` (seed 000 eq. (16)–(17)).
+//! - The **Gaussian term** is U-shaped in `θ`, with both ends at the same limit `−½ nm log 2π`:
+//!   features ≈ 0 (θ → 0) or ≈ 1 (θ → ∞) are explained perfectly, and it is lowest at intermediate
+//!   scales, where the features vary most across points. With `τ² = 1` and features in `[0, 1]` it
+//!   penalises exactly the informative scales.
+//! - The **Jacobian** depends on the landmark layout, not on the data. For `θ` above the landmark
 //!   spacing `h` the sum over landmarks in `JᵀJ = θ⁻⁴ Σ_l k_l² (x − z_l)(x − z_l)ᵀ` is a Riemann sum,
 //!   `≈ θ⁻⁴ h^{−D} ∫ e^{−‖u‖²/θ²} uuᵀ du = ½ (√π/h)^D θ^{D−2} I`, so per point
 //!   `log γ ≈ ½ D(D−2) log θ − ½ D² log h + c`: growing as θ shrinks in d = 1, flat in d = 2. Below `h`
 //!   one landmark at distance `d` dominates, `log γ ≈ log d − 2 log θ − d²/(2θ²)` (d = 1), maximal at
-//!   `θ = d/√2` and collapsing for smaller θ. So the Jacobian peaks at the landmark resolution
-//!   (measured, d = 1: +3 966 nats at θ = 0.0066 against +2 955 at θ = 0.1; d = 2: flat at ≈ +4 200
-//!   from θ = 0.06 to 0.16, −186 000 at θ = 0.005).
+//!   `θ = d/√2` and collapsing for smaller θ. So the Jacobian peaks at the landmark resolution.
 //!
-//! With the Gaussian term falling away from its θ → 0 limit, the sum has its global maximum at θ ≈ 0.6 h (0.0058 here; 0.063 in d = 2 with h = 0.1; 0.73 on
-//! the blobs of seed Fig. 2C): a **degenerate** optimum, a real maximum of the pseudolikelihood that
-//! measures the landmark design, not the data (d = 1 uniform: θ* = 0.018, 0.011, 0.005, 0.003 for 25,
-//! 50, 100, 200 landmarks; blobs: 0.55 / 0.73 / 1.0 for 200 / 100 / 50). The second optimum
-//! (≈ 0.82, 3 × the median distance) is where the Gaussian term has recovered toward its θ → ∞ limit
-//! while the Jacobian decays; it is the "nearly constant features" end, also uninformative. On
-//! uniform-like data the pseudolikelihood has no optimum at the scales in between, where the
-//! perturbations of the power benchmark live (0.02–0.1).
+//! With the Gaussian term falling away from its θ → 0 limit, the sum can have its global maximum just
+//! below the landmark spacing: a **degenerate** optimum, a real maximum of the pseudolikelihood that
+//! measures the landmark design, not the data (it moves with the number of landmarks). A second,
+//! far optimum lies at a few times the median distance, where the Gaussian term has recovered toward
+//! its θ → ∞ limit while the Jacobian decays; it is the "nearly constant features" end, also
+//! uninformative. On uniform-like data the pseudolikelihood need have no optimum at the scales in
+//! between, where the differences a test looks for may live.
 //!
 //! The rule ([`LengthscaleSelection::Bkl`]): **only lengthscales the landmarks resolve and the data
 //! resolve count**, `h ≤ θ ≤ t̃`, with `h` the [`landmark_spacing`] (the side of the cube per landmark,
@@ -59,20 +55,15 @@
 //! Jacobian no longer depend on where a point falls between landmarks; below `h/2` they do by more
 //! than 1 %. Why `t̃`: above it more than half of all pairs lie within one lengthscale, where
 //! `k = 1 − r²/(2θ²) + O(r⁴/θ⁴)`: the features are nearly constant and the embedding compares the
-//! samples through their low moments only — the regime of the far optimum (≈ 3 t̃). BKL takes the
-//! largest pseudolikelihood over `[h, t̃]`: the interior local optima there and the scan points at both
-//! limits (the first at or above `h`, the last at or below `t̃`; the constrained maximum when the
-//! objective rises beyond a limit — below `h` toward a degenerate optimum, above `t̃` toward the far
-//! one; at the upper limit BKL's kernel is the median heuristic's to within one scan step, a factor
-//! 1.19). The limits are reported as `resolution` and `upper_limit` (JSON `bkl_resolution`,
-//! `bkl_upper_limit`). They depend on the landmarks and the pooled distances only, not on the labels,
-//! so the tests stay exact. Consequences, measured (`repro power`, `repro fig2c`): on d = 1 uniform
-//! data BKL picks θ ≈ h ≈ 0.01 instead of 0.0058; on the 2-D benchmark θ ≈ 0.1 instead of 0.063;
-//! on the blobs θ ≈ 1.1–1.6 instead of 0.73 (still the within-cluster scale, where the median
-//! heuristic takes the between-cluster distance ≈ 14). On normal vs Laplace (n = 200) the lower rule
-//! alone took the far optimum (θ ≈ 2.7–3.2, 2.9–3.4 × t̃) on 88 of 200 data sets, with 4 rejections
-//! there: a power of .300 against the median heuristic's .485; with the upper limit every data set
-//! takes the interior optimum at 0.04–0.18 and BKL rejects .535 (table below).
+//! samples through their low moments only — the regime of the far optimum. BKL takes the largest
+//! pseudolikelihood over `[h, t̃]`: the interior local optima there and the scan points at both limits
+//! (the first at or above `h`, the last at or below `t̃`; the constrained maximum when the objective
+//! rises beyond a limit — below `h` toward a degenerate optimum, above `t̃` toward the far one; at the
+//! upper limit BKL's kernel is the median heuristic's to within one scan step, a factor 1.19). The
+//! limits are reported as `resolution` and `upper_limit` (JSON `bkl_resolution`, `bkl_upper_limit`).
+//! They depend on the landmarks and the pooled distances only, not on the labels, so the tests stay
+//! exact. The lengthscales chosen and the resulting power are measured by `cargo xtask repro power`
+//! and `cargo xtask repro fig2c`.
 //!
 //! # BKL-Bayes: a posterior over the lengthscale weights a collection
 //! The ML-II scan (41 log-spaced θ from `m/100` to `10m`, `m` the median distance) gives
@@ -84,14 +75,14 @@
 //! summarised by 11 Gaussian kernels a factor 2 apart (every 4th grid point; each carries the mass of
 //! its nearest grid points); kernels with less than 10⁻³ of the largest mass are left out. Unlike the
 //! single-kernel rule, the posterior keeps the sub-resolution optimum with its mass: a mixture can
-//! afford a kernel that is only sometimes the right one (in d = 2 the landmark spacing happens to match
-//! the perturbations), and the level holds whatever the weights. For HSIC the posterior is per
-//! variable and the collection the product. How the weights enter the test: below.
+//! afford a kernel that is only sometimes the right one, and the level holds whatever the weights. For
+//! HSIC the posterior is per variable and the collection the product. How the weights enter the test:
+//! below.
 //!
 //! ## Robust Bayes: the posterior contaminated by the aggregated tests' prior
 //! The pseudolikelihood describes the pooled sample's density, not the difference between the two
-//! samples: where the difference lives at a scale the density does not single out (the perturbed
-//! uniform benchmark, whose perturbations at ≈ 0.05 are no optimum of `ℓ`), a pure posterior weights
+//! samples: where the difference lives at a scale the density does not single out (as on the
+//! perturbed uniform benchmark, whose perturbations are no optimum of `ℓ`), a pure posterior weights
 //! the wrong kernels. BKL-Bayes therefore uses the ε-contaminated posterior of robust Bayesian
 //! analysis (Berger 1985, §4.7): weights `(1 − ε) π(θ | z) + ε u`, `u` uniform over a prior collection,
 //! with `ε = ½` ([`PRIOR_SHARE`]). For MMD the prior collection is the union of the two published
@@ -102,9 +93,8 @@
 //! paper's choice of spacing is privileged. For HSIC it is the variable's 5 HSICAgg bandwidths. The
 //! collection of the test is the union of posterior and prior kernels (a kernel in both gets both
 //! shares). Every prior kernel keeps weight `≥ ε/K`, whatever the posterior; where the posterior is
-//! informative (the blobs' within-cluster scale, the 2-D landmark scale) its kernels keep `1 − ε` of
-//! their posterior weight. The prior collection is a function of the pooled sample's distances
-//! (order-free), so the proof of exact level above holds.
+//! informative its kernels keep `1 − ε` of their posterior weight. The prior collection is a function
+//! of the pooled sample's distances (order-free), so the proof of exact level above holds.
 //!
 //! ## The statistic: MMD-FUSE with the posterior as its prior
 //! MMD-FUSE's statistic is `F = (1/λ) log Σ_k π_k exp(λ S_k)` with `S_k = n(n−1) MMD²_k/√N̂_k`,
@@ -115,77 +105,12 @@
 //! `λ S_k` has a null spread of order one for kernels that resolve the data, and far below one for
 //! nearly constant kernels (large bandwidths: `√N̂_k ≈ N` while the null spread of `MMD²_k` is set by
 //! the centred kernel, which is small), which then add `≈ π_k` to the sum and do not compete with the
-//! informative kernels. The HSIC BKL-Bayes test keeps studentised statistics at `λ = 1`
-//! ([`super::aggregate`]). Until issue 15's re-measurement the MMD test used those too, and the prior
-//! was the MMDAgg collection alone; on the same data sets and the same permutations (paired,
-//! `bke-report/examples/test_variants.rs`, 50 data sets, B = 500) the studentised soft maximum rejected
-//! .54 / .62 at d = 1 scale 0.3 / d = 2 scale 0.8 with the MMDAgg prior and .48 / .58 with the union
-//! prior, against .60 / .78 for the FUSE-normalised statistic with either prior (MMD-FUSE .56 / .84,
-//! MMDAgg .64 / .70): studentising gives every kernel, the nearly constant ones included, a null
-//! spread of one, so every added kernel adds noise to the soft maximum.
+//! informative kernels. Studentised statistics, by contrast, give every kernel, the nearly constant
+//! ones included, a null spread of one, so every added kernel adds noise to a soft maximum; the HSIC
+//! BKL-Bayes test keeps studentised statistics at `λ = 1` ([`super::aggregate`]).
 //!
-//! # Measured (issue 15)
-//! Paired comparison on the data sets of `cargo xtask repro power` (same seeds) with the same
-//! permutations for every test: `cargo run --release -p bke-report --example test_variants -- BENCH
-//! SCALE R 500` (B = 500, α = 0.05; R = 50 data sets, 40 at d = 1 scale 0.2). Rejection rates ±
-//! binomial SE; in brackets, data sets where the test rejects and MMD-FUSE does not / the reverse.
-//! "old" = BKL-Bayes before this change (MMDAgg prior without floors, studentised statistics).
-//!
-//! | benchmark | MMDAgg | MMDAgg w/o floors | MMD-FUSE | BKL-Bayes | BKL-Bayes old | published MMDAgg / FUSE |
-//! |---|---|---|---|---|---|---|
-//! | d = 1, 0.2 | .175 ± .060 | .175 | .200 ± .063 | .200 ± .063 (+0/−0) | .200 | .21 / .18 |
-//! | d = 1, 0.3 | .640 ± .068 | .560 | .560 ± .070 | .600 ± .069 (+3/−1) | .540 | .605 / .505 |
-//! | d = 1, 0.4 | .820 ± .054 | .820 | .800 ± .057 | .800 ± .057 (+2/−2) | .800 | .88 / .825 |
-//! | d = 2, 0.8 | .700 ± .065 | .700 | .840 ± .052 | .780 ± .059 (+1/−4) | .620 | .83 / .885 |
-//! | blobs, ε = 2 | .420 ± .070 | .420 | .580 ± .070 | .560 ± .070 (+1/−2) | .400 | — |
-//!
-//! The floors of the reference MMDAgg collection bind on d = 1 only; there they gain 4 data sets of
-//! 50 at scale 0.3 (4 rejections more, none fewer). BKL-Bayes is now within 1 SE of MMD-FUSE and
-//! MMDAgg at every point measured, and gains 4–8 data sets of 50 over the old statistic on d = 2 and
-//! the blobs, where MMD-FUSE led by ≈ 2.3–2.9 SE before. The published figures (200 data sets,
-//! `B = 2000`; MMDAgg with `B₁ = B₂ = 2000` and the wild bootstrap) are within 1.1 SE of ours except
-//! MMDAgg at d = 2, 0.8 (.83 against .70 ± .065, 2 SE; 2 SE in the earlier 100-data-set run too):
-//! the differences left there are `B₁ = 500` against 2000 (with 20 kernels the smallest weighted
-//! p-value is `20/(B₁ + 1)`, so a small `B₁` coarsens the level correction), the wild bootstrap, and
-//! the reference's collection from the `x`–`y` distances; none measured separately.
-//! Through the integrated code, 200 data sets (`cargo xtask repro power --reps 200 --permutations 500
-//! --dims 1 --scales 0.3,0.4,0.2 --selections bkl-bayes`; the first 10 data sets at 0.3 decide as in
-//! the paired run): BKL-Bayes at d = 1 rejects .605 ± .035 at scale 0.3 and .865 ± .024 at 0.4
-//! (published MMDAgg .605 / .88, MMD-FUSE .505 / .825): equal to the published best at 0.3, 0.6 SE
-//! below it at 0.4; .225 ± .030 at 0.2 (published .21 / .18). 1007 s user + 23 s sys CPU for the
-//! 600 data sets on a shared, loaded 2-core machine. At the papers' `B = 2000` (`--permutations 2000
-//! --scales 0.4`) BKL-Bayes rejects .855 ± .025: the gap to .88 is not the permutation count.
-//! d = 2, the blobs and normal vs Laplace through the integrated code, 200 data sets, every selection
-//! on the same data sets (`cargo xtask repro power --reps 200 --permutations 500 --dims 2 --scales
-//! 0.4,0.6,0.8`, 59 CPU-min; `--dims blobs --scales 2`; `--dims laplace --scales 100,200,400`, 16 min
-//! wall; d = 1: `--dims 1 --scales 0.2,0.3,0.4`, BKL-Bayes from the run above), rejection rate
-//! (binomial SE ≤ .035); BKL with the rule above (its upper limit changes no decision on d = 1, d = 2
-//! or the blobs: `--selections bkl` gives the same rates as before it):
-//!
-//! | benchmark | median | BKL | MMDAgg | MMD-FUSE | BKL-Bayes | published MMD-FUSE |
-//! |---|---|---|---|---|---|---|
-//! | d = 1, 0.2 | .105 | .135 | .195 | .180 | .225 ± .030 | .18 |
-//! | d = 1, 0.3 | .285 | .425 | .600 | .535 | .605 ± .035 | .505 |
-//! | d = 1, 0.4 | .505 | .735 | .855 | .830 | .865 ± .024 | .825 |
-//! | d = 2, 0.4 | .050 | .125 | .120 | .150 | .130 ± .024 | .17 |
-//! | d = 2, 0.6 | .045 | .380 | .350 | .440 | .420 ± .035 | .485 |
-//! | d = 2, 0.8 | .060 | .710 | .785 | .880 | .835 ± .026 | .885 |
-//! | blobs, ε = 2 | .045 | .370 | .360 | .480 | .440 ± .035 | — |
-//! | N vs Laplace, n = 100 | .240 | .245 | .250 | .260 | .320 ± .033 | — |
-//! | N vs Laplace, n = 200 | .485 | .535 | .530 | .515 | .590 ± .035 | — |
-//! | N vs Laplace, n = 400 | .845 | .865 | .900 | .910 | .930 ± .018 | — |
-//!
-//! BKL-Bayes is above MMDAgg everywhere and within 1.3 unpaired SE of MMD-FUSE (below it by
-//! .02–.045 on d = 2 and the blobs, above it by .035–.07 at d = 1 and .02–.075 on normal vs Laplace).
-//! Plain BKL is at least the median heuristic's at every point, by .005 (normal vs Laplace, n = 100)
-//! to .65 (d = 2, 0.8); on normal vs Laplace at n = 100 and 400 by less than one SE. Before the upper
-//! limit it rejected .300 at n = 200 (the far optimum, above). Plain BKL no longer has the d = 2 lead
-//! the sub-resolution θ ≈ 0.063 gave it before the resolution limit (.255 / .625 / .905 in issue 15's
-//! measurement): that lead came from the landmark spacing matching the perturbations.
-//! Level (`cargo xtask repro level --reps 500 --permutations 200 --selections 'BKL-Bayes,MMDAgg /
-//! HSICAgg,MMD-FUSE'`, bound .079): BKL-Bayes MMD permutation .040, wild .044; MMDAgg .026 / .020;
-//! MMD-FUSE .038 / .046; the HSIC tests unchanged (BKL-Bayes .060 / .064 / .050).
-//! Earlier measurements of this table (100–200 data sets, the old BKL-Bayes): git history of this file.
+//! Power and level of every rule here, against MMDAgg and MMD-FUSE on the benchmarks of their papers,
+//! are measured by `cargo xtask repro power` and `cargo xtask repro level`.
 use super::kernels::{
     BandwidthWeights, TestFamily, WeightedKernel, fuse_collection, hsicagg_lengthscales, mmdagg_collection,
 };
@@ -695,5 +620,4 @@ fn posterior_collection(r: &FittedEmbedding) -> Result<Vec<WeightedKernel>, Core
 }
 
 #[cfg(test)]
-#[path = "select_tests.rs"]
 mod tests;

@@ -42,9 +42,11 @@
 
 mod adapt;
 pub mod diagnostics;
+mod target;
 mod tree;
 
 pub use diagnostics::Summary;
+pub use target::Target;
 
 use crate::CoreError;
 use crate::budget::Bytes;
@@ -54,24 +56,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tree::{PsPoint, Sampler, evaluate};
-
-/// A log density on `ℝ^d` with its gradient: the target of [`sample`] (not to be confused with
-/// [`crate::LogDensity`], the trait of fitted density models).
-///
-/// Implementations are shared by the chains running in parallel (hence `Sync`).
-pub trait Target: Sync {
-    /// The dimension `d`.
-    fn dim(&self) -> usize;
-
-    /// Returns `log π(q)` (up to an additive constant) and writes `∇ log π(q)` into `grad`
-    /// (`grad.len() == q.len() == dim()`).
-    ///
-    /// An error, or a non-finite value or gradient, marks `q` as outside the support: during sampling
-    /// the trajectory ends there as a divergence; during initialisation the point is rejected, and the
-    /// error is reported if no acceptable initial point is found.
-    fn log_density_grad(&self, q: &[f64], grad: &mut [f64]) -> Result<f64, CoreError>;
-}
+use tree::{PsPoint, Sampler, Settings, evaluate};
 
 /// Settings of [`sample`]. Defaults follow Stan. [`Params::validate`] checks them.
 #[derive(Debug, Clone, PartialEq)]
@@ -450,7 +435,12 @@ fn run_chain<M: Target + ?Sized>(
     rng.set_stream(chain as u64);
     let mut start = PsPoint::new(dim);
     initialise(model, params, chain, init, &mut rng, &mut start)?;
-    let mut s = Sampler::new(model, params, rng, &start);
+    let settings = Settings {
+        initial_step_size: params.initial_step_size,
+        max_energy_error: params.max_energy_error,
+        max_depth: params.max_depth,
+    };
+    let mut s = Sampler::new(model, &settings, rng, &start);
     let name_chain = |e: CoreError| match e {
         CoreError::Sampler(m) => CoreError::Sampler(format!("chain {chain}: {m}")),
         e => e,

@@ -2,7 +2,7 @@
 //! leapfrog integrator, the recursive tree builder with multinomial sampling and the generalised
 //! no-U-turn criterion, and the per-chain sampler state.
 
-use super::{NutsParams, Target};
+use super::target::Target;
 use crate::CoreError;
 use crate::numeric::{dot, log_add_exp};
 use rand::Rng;
@@ -303,6 +303,41 @@ impl<M: Target + ?Sized> Tree<'_, M> {
     }
 }
 
+/// The settings of [`super::NutsParams`] the trajectory builder uses.
+pub(super) struct Settings {
+    /// The starting step size `ε` (before any adaptation).
+    pub initial_step_size: f64,
+    /// The energy error `H − H₀` past which a trajectory is divergent.
+    pub max_energy_error: f64,
+    /// The maximum tree depth.
+    pub max_depth: usize,
+}
+
+/// One end of the trajectory: its outermost point, the momenta (and `M⁻¹p`) at its outer end and
+/// at its inner end (the seam with the other half), and the sum `ρ` of the momenta of this half.
+struct End {
+    z: PsPoint,
+    p_outer: Vec<f64>,
+    p_sharp_outer: Vec<f64>,
+    p_inner: Vec<f64>,
+    p_sharp_inner: Vec<f64>,
+    rho: Vec<f64>,
+}
+
+impl End {
+    fn new(start: &PsPoint) -> Self {
+        let v = || vec![0.0; start.q.len()];
+        Self {
+            z: start.clone(),
+            p_outer: v(),
+            p_sharp_outer: v(),
+            p_inner: v(),
+            p_sharp_inner: v(),
+            rho: v(),
+        }
+    }
+}
+
 /// The state of one chain: the tree builder, the current state and the trajectory buffers.
 pub(super) struct Sampler<'m, M: Target + ?Sized> {
     pub(super) tree: Tree<'m, M>,
@@ -311,26 +346,18 @@ pub(super) struct Sampler<'m, M: Target + ?Sized> {
     z: PsPoint,
     /// The current state (the last draw).
     pub(super) z_sample: PsPoint,
-    z_fwd: PsPoint,
-    z_bck: PsPoint,
+    /// The forward end of the trajectory.
+    fwd: End,
+    /// The backward end of the trajectory.
+    bck: End,
     z_propose: PsPoint,
-    p_fwd_fwd: Vec<f64>,
-    p_sharp_fwd_fwd: Vec<f64>,
-    p_fwd_bck: Vec<f64>,
-    p_sharp_fwd_bck: Vec<f64>,
-    p_bck_fwd: Vec<f64>,
-    p_sharp_bck_fwd: Vec<f64>,
-    p_bck_bck: Vec<f64>,
-    p_sharp_bck_bck: Vec<f64>,
     rho: Vec<f64>,
-    rho_fwd: Vec<f64>,
-    rho_bck: Vec<f64>,
     rho_ext: Vec<f64>,
     levels: Vec<Level>,
 }
 
 impl<'m, M: Target + ?Sized> Sampler<'m, M> {
-    pub(super) fn new(model: &'m M, params: &NutsParams, rng: ChaCha8Rng, start: &PsPoint) -> Self {
+    pub(super) fn new(model: &'m M, params: &Settings, rng: ChaCha8Rng, start: &PsPoint) -> Self {
         let dim = model.dim();
         let v = || vec![0.0; dim];
         Self {
@@ -348,23 +375,42 @@ impl<'m, M: Target + ?Sized> Sampler<'m, M> {
             max_depth: params.max_depth,
             z: start.clone(),
             z_sample: start.clone(),
-            z_fwd: start.clone(),
-            z_bck: start.clone(),
+            fwd: End::new(start),
+            bck: End::new(start),
             z_propose: start.clone(),
-            p_fwd_fwd: v(),
-            p_sharp_fwd_fwd: v(),
-            p_fwd_bck: v(),
-            p_sharp_fwd_bck: v(),
-            p_bck_fwd: v(),
-            p_sharp_bck_fwd: v(),
-            p_bck_bck: v(),
-            p_sharp_bck_bck: v(),
             rho: v(),
-            rho_fwd: v(),
-            rho_bck: v(),
             rho_ext: v(),
             levels: (0..params.max_depth).map(|_| Level::new(dim)).collect(),
         }
+    }
+
+    /// Extends the trajectory at its forward (`forward`) or backward end by a subtree of `2^depth`
+    /// leapfrog steps; the old trajectory becomes the other half. Whether the subtree is valid.
+    fn extend(&mut self, forward: bool, depth: usize, h0: f64, log_sum_weight_subtree: &mut f64) -> bool {
+        let (this, other, direction) =
+            if forward { (&mut self.fwd, &mut self.bck, 1.0) } else { (&mut self.bck, &mut self.fwd, -1.0) };
+        self.z.copy_from(&this.z);
+        other.rho.copy_from_slice(&self.rho);
+        other.p_inner.copy_from_slice(&this.p_inner);
+        other.p_sharp_inner.copy_from_slice(&this.p_sharp_inner);
+        let valid = self.tree.build_tree(
+            depth,
+            &mut self.levels[..depth],
+            &mut self.z,
+            TreeOut {
+                z_propose: &mut self.z_propose,
+                p_sharp_beg: &mut this.p_sharp_inner,
+                p_sharp_end: &mut this.p_sharp_outer,
+                rho: &mut this.rho,
+                p_beg: &mut this.p_inner,
+                p_end: &mut this.p_outer,
+            },
+            h0,
+            direction,
+            log_sum_weight_subtree,
+        );
+        this.z.copy_from(&self.z);
+        valid
     }
 
     /// Re-runs the step-size heuristic at the current state.
@@ -377,20 +423,20 @@ impl<'m, M: Target + ?Sized> Sampler<'m, M> {
         let dim = self.tree.dim;
         self.z.copy_from(&self.z_sample);
         self.tree.sample_momentum(&mut self.z);
-        self.z_fwd.copy_from(&self.z);
-        self.z_bck.copy_from(&self.z);
+        self.fwd.z.copy_from(&self.z);
+        self.bck.z.copy_from(&self.z);
         self.z_sample.copy_from(&self.z);
         for i in 0..dim {
             let p = self.z.p[i];
             let ps = self.tree.inv_metric[i] * p;
-            self.p_fwd_fwd[i] = p;
-            self.p_fwd_bck[i] = p;
-            self.p_bck_fwd[i] = p;
-            self.p_bck_bck[i] = p;
-            self.p_sharp_fwd_fwd[i] = ps;
-            self.p_sharp_fwd_bck[i] = ps;
-            self.p_sharp_bck_fwd[i] = ps;
-            self.p_sharp_bck_bck[i] = ps;
+            self.fwd.p_outer[i] = p;
+            self.fwd.p_inner[i] = p;
+            self.bck.p_inner[i] = p;
+            self.bck.p_outer[i] = p;
+            self.fwd.p_sharp_outer[i] = ps;
+            self.fwd.p_sharp_inner[i] = ps;
+            self.bck.p_sharp_inner[i] = ps;
+            self.bck.p_sharp_outer[i] = ps;
             self.rho[i] = p;
         }
         let mut log_sum_weight = 0.0;
@@ -400,59 +446,11 @@ impl<'m, M: Target + ?Sized> Sampler<'m, M> {
         self.tree.divergent = false;
         let mut depth = 0;
         while depth < self.max_depth {
-            self.rho_fwd.iter_mut().for_each(|v| *v = 0.0);
-            self.rho_bck.iter_mut().for_each(|v| *v = 0.0);
+            self.fwd.rho.iter_mut().for_each(|v| *v = 0.0);
+            self.bck.rho.iter_mut().for_each(|v| *v = 0.0);
             let mut log_sum_weight_subtree = f64::NEG_INFINITY;
             let forward = self.tree.rng.random::<f64>() > 0.5;
-            let valid = if forward {
-                // Extend the forward end; the old trajectory becomes the backward half.
-                self.z.copy_from(&self.z_fwd);
-                self.rho_bck.copy_from_slice(&self.rho);
-                self.p_bck_fwd.copy_from_slice(&self.p_fwd_bck);
-                self.p_sharp_bck_fwd.copy_from_slice(&self.p_sharp_fwd_bck);
-                let valid = self.tree.build_tree(
-                    depth,
-                    &mut self.levels[..depth],
-                    &mut self.z,
-                    TreeOut {
-                        z_propose: &mut self.z_propose,
-                        p_sharp_beg: &mut self.p_sharp_fwd_bck,
-                        p_sharp_end: &mut self.p_sharp_fwd_fwd,
-                        rho: &mut self.rho_fwd,
-                        p_beg: &mut self.p_fwd_bck,
-                        p_end: &mut self.p_fwd_fwd,
-                    },
-                    h0,
-                    1.0,
-                    &mut log_sum_weight_subtree,
-                );
-                self.z_fwd.copy_from(&self.z);
-                valid
-            } else {
-                // Extend the backward end; the old trajectory becomes the forward half.
-                self.z.copy_from(&self.z_bck);
-                self.rho_fwd.copy_from_slice(&self.rho);
-                self.p_fwd_bck.copy_from_slice(&self.p_bck_fwd);
-                self.p_sharp_fwd_bck.copy_from_slice(&self.p_sharp_bck_fwd);
-                let valid = self.tree.build_tree(
-                    depth,
-                    &mut self.levels[..depth],
-                    &mut self.z,
-                    TreeOut {
-                        z_propose: &mut self.z_propose,
-                        p_sharp_beg: &mut self.p_sharp_bck_fwd,
-                        p_sharp_end: &mut self.p_sharp_bck_bck,
-                        rho: &mut self.rho_bck,
-                        p_beg: &mut self.p_bck_fwd,
-                        p_end: &mut self.p_bck_bck,
-                    },
-                    h0,
-                    -1.0,
-                    &mut log_sum_weight_subtree,
-                );
-                self.z_bck.copy_from(&self.z);
-                valid
-            };
+            let valid = self.extend(forward, depth, h0, &mut log_sum_weight_subtree);
             if !valid {
                 break;
             }
@@ -469,19 +467,19 @@ impl<'m, M: Target + ?Sized> Sampler<'m, M> {
             }
             log_sum_weight = log_add_exp(log_sum_weight, log_sum_weight_subtree);
             for i in 0..dim {
-                self.rho[i] = self.rho_bck[i] + self.rho_fwd[i];
+                self.rho[i] = self.bck.rho[i] + self.fwd.rho[i];
             }
             // The no-U-turn criterion over the whole trajectory ...
-            let mut persist = criterion(&self.p_sharp_bck_bck, &self.p_sharp_fwd_fwd, &self.rho);
+            let mut persist = criterion(&self.bck.p_sharp_outer, &self.fwd.p_sharp_outer, &self.rho);
             // ... and across the seam between its backward and forward halves.
             for i in 0..dim {
-                self.rho_ext[i] = self.rho_bck[i] + self.p_fwd_bck[i];
+                self.rho_ext[i] = self.bck.rho[i] + self.fwd.p_inner[i];
             }
-            persist &= criterion(&self.p_sharp_bck_bck, &self.p_sharp_fwd_bck, &self.rho_ext);
+            persist &= criterion(&self.bck.p_sharp_outer, &self.fwd.p_sharp_inner, &self.rho_ext);
             for i in 0..dim {
-                self.rho_ext[i] = self.rho_fwd[i] + self.p_bck_fwd[i];
+                self.rho_ext[i] = self.fwd.rho[i] + self.bck.p_inner[i];
             }
-            persist &= criterion(&self.p_sharp_bck_fwd, &self.p_sharp_fwd_fwd, &self.rho_ext);
+            persist &= criterion(&self.bck.p_sharp_inner, &self.fwd.p_sharp_outer, &self.rho_ext);
             if !persist {
                 break;
             }

@@ -1,7 +1,8 @@
 //! Kernels for the density estimator: anything that evaluates `k(x, y) = ⟨ϕ(x), ϕ(y)⟩` and knows the
 //! Jacobian term of seed 003 eq. (6).
 
-use crate::{CoreError, Kernel, check_positive};
+use super::Kernel;
+use crate::{CoreError, check_positive};
 
 /// A positive-definite kernel `k(x, y) = ⟨ϕ(x), ϕ(y)⟩` with the pull-back Jacobian of seed 003 eq. (6):
 /// `½ log det G(x)`, `G_ij(x) = ⟨∂_iϕ(x), ∂_jϕ(x)⟩ = ∂²k(x, y)/∂x_i∂y_j |_{y = x}`.
