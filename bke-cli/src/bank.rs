@@ -3,14 +3,13 @@
 //! cross-validation of BaNK or a baseline). Argument parsing, CSV in, JSON out; the model, its file
 //! and every JSON shape belong to the library.
 
-use crate::exec::{Bar, ExecArgs};
+use crate::exec::{ExecArgs, fit, run_with_backend};
+use bke_io as io;
 use anyhow::{Context, bail};
 use bke_bank::cv::{CvParams, Method};
 use bke_bank::{BankModel, BankParams, Task};
+use bke_core::Dataset;
 use bke_core::model_file::{self, Saved};
-use bke_core::{Dataset, Params, Points};
-use bke_io as io;
-use bke_linalg::{Backend, WithBackend};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -39,22 +38,22 @@ pub struct DataArgs {
     #[arg(long, default_value = "regression")]
     task: String,
     /// Number of random frequencies M (2M features).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = BankParams::default().frequencies)]
     frequencies: usize,
     /// MCMC iterations (sweeps).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = BankParams::default().iterations)]
     iterations: usize,
     /// Burn-in sweeps (default: half the iterations).
     #[arg(long)]
     burn_in: Option<usize>,
     /// Retained post-burn-in states averaged for prediction.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = BankParams::default().samples)]
     samples: usize,
     /// Burn-in sweeps before the learned hyperparameters start moving (default: half the burn-in).
     #[arg(long)]
     warmup: Option<usize>,
     /// Random seed.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = BankParams::default().seed)]
     seed: u64,
     /// DP concentration α.
     #[arg(long)]
@@ -121,11 +120,11 @@ pub struct CvArgs {
     #[command(flatten)]
     data: DataArgs,
     /// Number of folds.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = CvParams::new(Method::Bank, Task::default()).folds)]
     folds: usize,
     /// The method (see `bke_bank::cv::Method`): bank, rks, mkl, alac (regression), rfo
     /// (classification), gbdt or gp (regression).
-    #[arg(long, default_value = "bank")]
+    #[arg(long, default_value = Method::Bank.name())]
     method: String,
 }
 
@@ -199,45 +198,12 @@ fn bank_params(a: &DataArgs, task: Task) -> BankParams {
     p
 }
 
-/// The backend-generic work of each subcommand.
-enum Job {
-    Predict(BankModel, Points),
-    Cv(CvParams, Dataset),
-}
-
-impl WithBackend for Job {
-    type Output = anyhow::Result<serde_json::Value>;
-    fn run<B: Backend>(self) -> Self::Output {
-        Ok(match self {
-            Job::Predict(model, x) => serde_json::to_value(model.predict_output::<B>(&x)?)?,
-            Job::Cv(params, data) => {
-                let bar = Bar::new(&format!("cv {}", params.method.map_or("bank", Method::name)));
-                let r = params.check()?.fit_with_progress::<B>(&data, &bar)?;
-                bar.finish();
-                serde_json::to_value(r)?
-            }
-        })
-    }
-}
-
-/// Fits a model (separate from [`Job`] because it returns the model, not JSON).
-struct FitJob(BankParams, Dataset);
-
-impl WithBackend for FitJob {
-    type Output = anyhow::Result<BankModel>;
-    fn run<B: Backend>(self) -> Self::Output {
-        let bar = Bar::new("bank fit");
-        let model = self.0.check()?.fit_with_progress::<B>(&self.1, &bar)?;
-        bar.finish();
-        Ok(model)
-    }
-}
-
 fn run_fit(a: FitArgs) -> anyhow::Result<()> {
     let task = Task::parse(&a.data.task)?;
     let (data, columns) = read_xy(&a.data, task)?;
     let rows = data.len();
-    let model = a.data.exec.run(FitJob(bank_params(&a.data, task), data))?;
+    let params = bank_params(&a.data, task);
+    let model = run_with_backend!(a.data.exec, B => fit::<B, _>("bank fit", &params, &data))?;
     let mut out = serde_json::to_value(model.summary(rows))?;
     let saved = Saved { columns, target: Some(a.data.target.clone()), model };
     model_file::save(&saved, &a.model_out)?;
@@ -249,7 +215,8 @@ fn run_predict(a: PredictArgs) -> anyhow::Result<()> {
     let saved = model_file::load::<BankModel>(&a.model)?;
     let x = io::read_points(&a.data, Some(&saved.columns))?;
     let rows = x.len();
-    let mut out = a.exec.run(Job::Predict(saved.model, x))?;
+    let mut out =
+        run_with_backend!(a.exec, B => Ok(serde_json::to_value(saved.model.predict_output::<B>(&x)?)?))?;
     a.out.divert(&mut out, rows, &["mean", "variance", "probability"])?;
     io::emit(&out)
 }
@@ -265,5 +232,7 @@ fn run_cv(a: CvArgs) -> anyhow::Result<()> {
     params.baseline.frequencies = a.data.frequencies;
     params.alac.frequencies = a.data.frequencies;
     params.rfo.frequencies = a.data.frequencies;
-    io::emit(&a.data.exec.run(Job::Cv(params, data))?)
+    let what = format!("cv {}", params.method.map_or("bank", Method::name));
+    let report = run_with_backend!(a.data.exec, B => fit::<B, _>(&what, &params, &data))?;
+    io::emit(&serde_json::to_value(report)?)
 }

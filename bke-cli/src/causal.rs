@@ -4,14 +4,14 @@
 //! [`bke_core::causal::PcResult`] plus the input file and time column), progress on stderr, and an
 //! SVG drawing of the CPDAG with `--svg`.
 
-use crate::exec::{Bar, ExecArgs};
-use crate::hypothesis::{Select, Selection};
-use anyhow::{Context, bail};
-use bke_core::causal::{CausalData, Orientation, PcParams, PcResult, Prewhitening, draw};
-use bke_core::hypothesis::hsic::HsicStatistic;
-use bke_core::{Params, Points};
+use crate::exec::{ExecArgs, fit, run_with_backend};
+use crate::hypothesis::Selection;
 use bke_io as io;
-use bke_linalg::{Backend, WithBackend};
+use anyhow::{Context, bail};
+use bke_core::Points;
+use bke_core::causal::{CausalData, Orientation, PcParams, Prewhitening, draw};
+use bke_core::hypothesis::hsic::HsicStatistic;
+use bke_core::hypothesis::select::TestKind;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use std::path::PathBuf;
@@ -39,10 +39,10 @@ pub struct PcArgs {
     #[arg(long)]
     pub time: Option<String>,
     /// Pre-whitening against --time: gp (default), ar:P (autoregression of order P) or none.
-    #[arg(long, default_value = "gp")]
+    #[arg(long, default_value_t = PcParams::default().prewhiten.name())]
     pub prewhiten: String,
     /// Level α of every conditional-independence test: an edge is removed when p > α.
-    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = PcParams::default().alpha, allow_negative_numbers = true)]
     pub alpha: f64,
     /// Fixed lengthscale of every HSIC kernel (instead of --select).
     #[arg(long, conflicts_with = "select", allow_negative_numbers = true)]
@@ -50,10 +50,10 @@ pub struct PcArgs {
     #[command(flatten)]
     pub selection: Selection,
     /// HSIC statistic: biased (default) or unbiased.
-    #[arg(long, default_value = "biased")]
+    #[arg(long, default_value = PcParams::default().ci.hsic.statistic.name())]
     pub statistic: String,
     /// Permutations per test (the smallest attainable p-value is 1/(1 + B)).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = PcParams::default().ci.hsic.permutations)]
     pub permutations: usize,
     /// Largest conditioning set tried (default: no limit).
     #[arg(long)]
@@ -63,10 +63,10 @@ pub struct PcArgs {
     /// neighbours must agree, else the triple is ambiguous), majority (Colombo & Maathuis 2014) or
     /// max-p (the separating set with the largest p-value; causal-learn's uc_rule = 1). The JSON's
     /// "triples" lists every decision with its votes.
-    #[arg(long, default_value = "standard")]
+    #[arg(long, default_value = PcParams::default().orientation.name())]
     pub orientation: String,
     /// Seed of the permutations and of BKL's landmark hold-out (results do not depend on --threads).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = PcParams::default().ci.hsic.seed)]
     pub seed: u64,
     /// Also draw the CPDAG as an SVG file here.
     #[arg(long)]
@@ -79,21 +79,6 @@ pub struct PcArgs {
 pub fn run(cmd: CausalCommand) -> anyhow::Result<()> {
     match cmd {
         CausalCommand::Pc(a) => pc(&a),
-    }
-}
-
-struct Job {
-    params: PcParams,
-    data: CausalData,
-}
-
-impl WithBackend for Job {
-    type Output = anyhow::Result<PcResult>;
-    fn run<B: Backend>(self) -> Self::Output {
-        let bar = Bar::new("causal pc");
-        let result = self.params.check()?.fit_with_progress::<B>(&self.data, &bar);
-        bar.finish();
-        Ok(result?)
     }
 }
 
@@ -123,9 +108,9 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     let time = time_col.map(|j| table.column(j));
     let data = CausalData::new(names, values, time).with_context(|| table.path.clone())?;
 
-    let mut selection = a.selection.clone();
-    selection.select.get_or_insert(Select::BklBayes);
     let mut params = PcParams { alpha: a.alpha, max_condition: a.max_condition, ..PcParams::default() };
+    let mut selection = a.selection.clone();
+    selection.select = selection.select.or(params.ci.selection.rule(TestKind::Independence));
     params.prewhiten = Prewhitening::parse(&a.prewhiten)?;
     params.orientation = Orientation::parse(&a.orientation)?;
     params.ci.selection = selection.rule(a.lengthscale, a.seed, false)?;
@@ -133,7 +118,7 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     params.ci.hsic.permutations = a.permutations;
     params.ci.hsic.seed = a.seed;
 
-    let result = a.exec.run(Job { params, data })?;
+    let result = run_with_backend!(a.exec, B => fit::<B, _>("causal pc", &params, &data))?;
     if let Some(path) = &a.svg {
         let title = format!("PC, HSIC with {} kernels, α = {}", result.selection, result.alpha);
         let svg = draw::graph_svg(&result.nodes, &[(&title, &result.graph())], &[]);

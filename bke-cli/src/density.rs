@@ -6,13 +6,13 @@
 //! load). `eval` prints `{"log_density": [..], "normalised": true|false}`; `sample` draws from a
 //! normalised model.
 
-use crate::exec::{Bar, ExecArgs};
+use crate::exec::{ExecArgs, fit, run_with_backend};
+use bke_io as io;
 use anyhow::{Context, bail};
 use bke_core::density::{KernelStudentT, KernelStudentTParams, SelectOptions};
 use bke_core::model_file::{self, Saved};
 use bke_core::{KernelFamily, LogDensity, Params, Points};
-use bke_io as io;
-use bke_linalg::{Backend, WithBackend};
+use bke_linalg::Backend;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -39,13 +39,13 @@ pub struct FitArgs {
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
     /// Seed of the cross-validation folds.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = SelectOptions::default().seed)]
     seed: u64,
     /// Where to write the model (JSON).
     #[arg(long)]
     model_out: PathBuf,
     /// Kernel family: se, laplace, matern32, matern52, rq or rq:ALPHA.
-    #[arg(long, default_value = "se")]
+    #[arg(long, default_value_t = KernelStudentTParams::default().family.spec())]
     kernel: String,
     /// Fixed lengthscale: one value, or a comma list with one per dimension (default: selected as
     /// c × standard deviation of each column).
@@ -61,10 +61,10 @@ pub struct FitArgs {
     #[arg(long)]
     sigma0_sq: Option<f64>,
     /// Cross-validation folds.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = SelectOptions::default().folds)]
     folds: usize,
     /// Normalisation box: the data range widened by this fraction of the range on each side.
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = SelectOptions::default().margin)]
     margin: f64,
     /// Do not normalise (the model then gives unnormalised log densities).
     #[arg(long)]
@@ -107,56 +107,30 @@ pub struct SampleArgs {
     exec: ExecArgs,
 }
 
-/// Fits the density with a progress bar.
-struct FitJob {
-    x: Points,
-    params: KernelStudentTParams,
-}
-
-impl WithBackend for FitJob {
-    type Output = anyhow::Result<KernelStudentT>;
-    fn run<B: Backend>(self) -> Self::Output {
-        let bar = Bar::new("density fit");
-        let model = self.params.check()?.fit_with_progress::<B>(&self.x, &bar)?;
-        bar.finish();
-        Ok(model)
+/// The log density of `model` at `q` with backend `B`, warning about points outside its box.
+fn eval_json<B: Backend>(model: &KernelStudentT, q: &Points) -> anyhow::Result<Value> {
+    let ld = model.log_density::<B>(q)?;
+    if let Some(n) = model.normalisation() {
+        let outside = ld.iter().filter(|v| **v == f64::NEG_INFINITY).count();
+        if outside > 0 {
+            eprintln!(
+                "warning: {outside} query point(s) lie outside the normalisation box {:?} .. {:?}: \
+                 the density is 0 there (log density -inf, written as null)",
+                n.domain.lower, n.domain.upper
+            );
+        }
     }
+    Ok(json!({ "log_density": ld, "normalised": model.normalisation().is_some() }))
 }
 
-/// Uses a fitted density.
-enum UseJob {
-    Eval { model: KernelStudentT, q: Points },
-    Sample { model: KernelStudentT, n: usize, seed: u64 },
+/// `n` draws from `model` with backend `B`.
+fn sample_json<B: Backend>(model: &KernelStudentT, n: usize, seed: u64) -> anyhow::Result<Value> {
+    let s = model.sample::<B>(n, seed)?;
+    let rows: Vec<&[f64]> = s.points.iter().collect();
+    Ok(json!({"samples": rows, "proposals": s.proposals, "envelope_violations": s.envelope_violations}))
 }
 
-impl WithBackend for UseJob {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> Self::Output {
-        Ok(match self {
-            UseJob::Eval { model, q } => {
-                let ld = model.log_density::<B>(&q)?;
-                if let Some(n) = model.normalisation() {
-                    let outside = ld.iter().filter(|v| **v == f64::NEG_INFINITY).count();
-                    if outside > 0 {
-                        eprintln!(
-                            "warning: {outside} query point(s) lie outside the normalisation box {:?} .. {:?}: \
-                             the density is 0 there (log density -inf, written as null)",
-                            n.domain.lower, n.domain.upper
-                        );
-                    }
-                }
-                json!({ "log_density": ld, "normalised": model.normalisation().is_some() })
-            }
-            UseJob::Sample { model, n, seed } => {
-                let s = model.sample::<B>(n, seed)?;
-                let rows: Vec<&[f64]> = s.points.iter().collect();
-                json!({"samples": rows, "proposals": s.proposals, "envelope_violations": s.envelope_violations})
-            }
-        })
-    }
-}
-
-fn fit(a: &FitArgs) -> anyhow::Result<Value> {
+fn fit_cmd(a: &FitArgs) -> anyhow::Result<Value> {
     let table = io::CsvTable::read(&a.data)?;
     let x = table.points(a.columns.as_deref())?;
     io::note_integer_columns(&x, &a.data, a.columns.as_deref().unwrap_or(&table.names));
@@ -181,7 +155,7 @@ fn fit(a: &FitArgs) -> anyhow::Result<Value> {
     if !params.all_fixed() {
         eprintln!("selecting hyperparameters ({}-fold cross-validation, seed {}) …", a.folds, a.seed);
     }
-    let model = a.exec.run(FitJob { x, params })?;
+    let model = run_with_backend!(a.exec, B => fit::<B, _>("density fit", &params, &x))?;
     if let Some(n) = model.normalisation().filter(|n| !n.converged) {
         eprintln!(
             "warning: the normaliser reached relative error {:.2e} only (node budget spent)",
@@ -224,18 +198,18 @@ fn query_points(a: &EvalArgs, columns: &[String], dim: usize) -> anyhow::Result<
 /// Runs a `bke density` command.
 pub fn run(cmd: DensityCommand) -> anyhow::Result<()> {
     let out = match cmd {
-        DensityCommand::Fit(a) => fit(&a)?,
+        DensityCommand::Fit(a) => fit_cmd(&a)?,
         DensityCommand::Eval(a) => {
             let saved = model_file::load::<KernelStudentT>(&a.model)?;
             let q = query_points(&a, &saved.columns, saved.model.dim())?;
             let rows = q.len();
-            let mut v = a.exec.run(UseJob::Eval { model: saved.model, q })?;
+            let mut v = run_with_backend!(a.exec, B => eval_json::<B>(&saved.model, &q))?;
             a.out.divert(&mut v, rows, &["log_density"])?;
             v
         }
         DensityCommand::Sample(a) => {
             let saved = model_file::load::<KernelStudentT>(&a.model)?;
-            let mut v = a.exec.run(UseJob::Sample { model: saved.model, n: a.n, seed: a.seed })?;
+            let mut v = run_with_backend!(a.exec, B => sample_json::<B>(&saved.model, a.n, a.seed))?;
             v["columns"] = json!(saved.columns);
             v
         }

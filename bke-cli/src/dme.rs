@@ -2,7 +2,8 @@
 //! §8.2). Reads the CSVs, builds [`TtgpParams`] / [`SparseTtgpParams`], calls the library, writes
 //! JSON and library model files (kind `ttgp`; files of bke 0.1 still load).
 
-use crate::exec::{Bar, ExecArgs};
+use crate::exec::{ExecArgs, fit, run_with_backend};
+use bke_io::{self as io, CsvTable};
 use anyhow::{Context, bail};
 use bke_core::model_file::{self, Saved};
 use bke_core::optim::LbfgsOptions;
@@ -12,8 +13,7 @@ use bke_dme::learn::{Learn, MultiStartOptions};
 use bke_dme::sparse::{SparseTtgpParams, sparse_log_marginal};
 use bke_dme::ttblr::{Ttblr, TtblrForm, TtblrLearn, TtblrParams};
 use bke_dme::ttgp::{MarginalForm, Ttgp, TtgpParams, log_marginal};
-use bke_io::{self as io, CsvTable};
-use bke_linalg::{Backend, WithBackend};
+use bke_linalg::Backend;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -67,13 +67,13 @@ struct DataArgs {
 #[derive(Args)]
 struct HyperArgs {
     /// Lengthscale(s) of the kernel k on x: one value, or one per column (ARD), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1", allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', default_values_t = TtgpParams::default().kernel_x.lengthscales().to_vec(), allow_hyphen_values = true)]
     lengthscale_x: Vec<f64>,
     /// Lengthscale(s) of the kernel ℓ on y: one value, or one per column (ARD), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1", allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', default_values_t = TtgpParams::default().kernel_y.lengthscales().to_vec(), allow_hyphen_values = true)]
     lengthscale_y: Vec<f64>,
     /// Observation noise standard deviation σ.
-    #[arg(long, default_value_t = 0.1, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = TtgpParams::default().sigma, allow_hyphen_values = true)]
     sigma: f64,
     /// CME regulariser λ [default: σ²/n, the seed's unit prior amplitude].
     #[arg(long, allow_hyphen_values = true)]
@@ -83,7 +83,7 @@ struct HyperArgs {
     epsilon: Option<f64>,
     /// Kernel family of both kernels: se, laplace, matern32, matern52, rq (rational quadratic,
     /// α = 1) or rq:ALPHA.
-    #[arg(long, default_value = "se")]
+    #[arg(long, default_value_t = TtgpParams::default().kernel_x.family().spec())]
     kernel: String,
 }
 
@@ -95,7 +95,7 @@ struct LoglikArgs {
     hyper: HyperArgs,
     /// Marginal likelihood: full (seed 004 Thm 5.3 (3)), map (Thm 5.3 (4)) or alternative (same density as map,
     /// O(n³ + n²m)). With --inducing only alternative applies.
-    #[arg(long, default_value = "map")]
+    #[arg(long, default_value = TtgpParams::default().form.name())]
     form: String,
     /// Inducing-point mode (seed 004 §8.2): a CSV of inducing points u (columns as --y-cols); x = y = u.
     #[arg(long)]
@@ -113,7 +113,7 @@ struct FitArgs {
     hyper: HyperArgs,
     /// Marginal likelihood maximised: full, map or alternative (ignored with --inducing; full or
     /// map with --model parametric).
-    #[arg(long, default_value = "map")]
+    #[arg(long, default_value = TtgpParams::default().form.name())]
     form: String,
     /// Model: gp (the TTGP, seed 004 Thm 5.3) or parametric (the task-transformed Bayesian linear
     /// regression on --features random Fourier frequencies of each kernel, Thm 5.3 (1), (3), (4);
@@ -122,23 +122,23 @@ struct FitArgs {
     model: String,
     /// Random Fourier frequencies per kernel for --model parametric (2 × N feature columns each),
     /// drawn with --seed.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = TtblrParams::default().features)]
     features: usize,
     /// Learn K inducing points jointly with the hyperparameters (seed 004 §8.2, alternative form, k = ℓ);
     /// --x/--y are then not needed. Initial points: K rows of --ytilde drawn with --seed.
     #[arg(long)]
     inducing: Option<usize>,
     /// Seed of the random starts (and of the initial inducing points).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = MultiStartOptions::default().seed)]
     seed: u64,
     /// Number of L-BFGS starts (the initial values, then random perturbations of them).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = MultiStartOptions::default().starts)]
     starts: usize,
     /// Half-width of the uniform perturbation of the log-hyperparameters of the random starts.
-    #[arg(long, default_value_t = 1.5)]
+    #[arg(long, default_value_t = MultiStartOptions::default().spread)]
     spread: f64,
     /// Maximum L-BFGS iterations per start.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = MultiStartOptions::default().lbfgs.max_iter)]
     max_iter: usize,
     /// Write the fitted model (data + hyperparameters, JSON) here for `bke dme predict --model`.
     #[arg(long)]
@@ -267,37 +267,29 @@ enum Problem {
     Sparse { u: Points, tasks: Dataset },
 }
 
-struct LoglikJob {
-    problem: Problem,
-    params: TtgpParams,
-}
-
-impl WithBackend for LoglikJob {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let h = &self.params;
-        let (value, grad, extra) = match &self.problem {
-            Problem::Dense(d) => {
-                let r = log_marginal::<B>(d, h)?;
-                (r.value, r.gradient, json!({"n": d.n(), "m": d.m(), "form": h.form.name()}))
-            }
-            Problem::Sparse { u, tasks } => {
-                let r = sparse_log_marginal::<B>(u, tasks.x(), tasks.y(), h)?;
-                let gu: Vec<Vec<f64>> = r.gradient_inducing.chunks(u.dim()).map(<[f64]>::to_vec).collect();
-                let extra =
-                    json!({"n": u.len(), "m": tasks.len(), "form": "alternative", "gradient_inducing": gu});
-                (r.value, r.gradient, extra)
-            }
-        };
-        let out = json!({
-            "log_marginal": value,
-            "gradient": h.named_gradient(&grad, true),
-            "gradient_log": h.named_gradient(&grad, false),
-            "hyperparameters": h,
-            "backend": B::NAME,
-        });
-        io::merge(&out, extra)
-    }
+/// `bke dme loglik` with backend `B`.
+fn loglik_json<B: Backend>(problem: &Problem, h: &TtgpParams) -> anyhow::Result<Value> {
+    let (value, grad, extra) = match problem {
+        Problem::Dense(d) => {
+            let r = log_marginal::<B>(d, h)?;
+            (r.value, r.gradient, json!({"n": d.n(), "m": d.m(), "form": h.form.name()}))
+        }
+        Problem::Sparse { u, tasks } => {
+            let r = sparse_log_marginal::<B>(u, tasks.x(), tasks.y(), h)?;
+            let gu: Vec<Vec<f64>> = r.gradient_inducing.chunks(u.dim()).map(<[f64]>::to_vec).collect();
+            let extra =
+                json!({"n": u.len(), "m": tasks.len(), "form": "alternative", "gradient_inducing": gu});
+            (r.value, r.gradient, extra)
+        }
+    };
+    let out = json!({
+        "log_marginal": value,
+        "gradient": h.named_gradient(&grad, true),
+        "gradient_log": h.named_gradient(&grad, false),
+        "hyperparameters": h,
+        "backend": B::NAME,
+    });
+    io::merge(&out, extra)
 }
 
 fn loglik(a: LoglikArgs) -> anyhow::Result<Value> {
@@ -317,7 +309,7 @@ fn loglik(a: LoglikArgs) -> anyhow::Result<Value> {
         Problem::Sparse { u, .. } => u.len(),
     };
     let params = build_params(&a.hyper, n, m, form)?;
-    a.exec.run(LoglikJob { problem, params })
+    run_with_backend!(a.exec, B => loglik_json::<B>(&problem, &params))
 }
 
 /// What `fit` conditions on: transformation pairs, or task data alone with `K` inducing points.
@@ -332,27 +324,17 @@ enum Fitted {
     Parametric(Ttblr),
 }
 
-struct FitJob {
-    data: FitData,
-    params: TtgpParams,
-}
-
-impl WithBackend for FitJob {
-    type Output = anyhow::Result<(Ttgp, f64)>;
-    fn run<B: Backend>(self) -> anyhow::Result<(Ttgp, f64)> {
-        let bar = Bar::new("dme fit");
-        let model = match &self.data {
-            FitData::Dense(d) => self.params.check()?.fit_with_progress::<B>(d, &bar)?,
-            FitData::Sparse { tasks, inducing } => {
-                let sparse =
-                    SparseTtgpParams { ttgp: self.params, inducing: *inducing, ..Default::default() };
-                sparse.check()?.fit_with_progress::<B>(tasks, &bar)?
-            }
-        };
-        bar.finish();
-        let log_marginal = model.log_marginal::<B>()?;
-        Ok((model, log_marginal))
-    }
+/// Fits a TTGP with backend `B`: the model and its log marginal likelihood.
+fn fit_ttgp<B: Backend>(data: &FitData, params: &TtgpParams) -> anyhow::Result<(Ttgp, f64)> {
+    let model = match data {
+        FitData::Dense(d) => fit::<B, _>("dme fit", params, d)?,
+        FitData::Sparse { tasks, inducing } => {
+            let sparse = SparseTtgpParams { ttgp: params.clone(), inducing: *inducing, ..Default::default() };
+            fit::<B, _>("dme fit", &sparse, tasks)?
+        }
+    };
+    let log_marginal = model.log_marginal::<B>()?;
+    Ok((model, log_marginal))
 }
 
 fn fit_cmd(a: FitArgs) -> anyhow::Result<Value> {
@@ -384,7 +366,7 @@ fn fit_cmd(a: FitArgs) -> anyhow::Result<Value> {
         seed: a.seed,
         lbfgs: LbfgsOptions { max_iter: a.max_iter, ..LbfgsOptions::default() },
     };
-    let (model, log_marginal) = a.exec.run(FitJob { data, params })?;
+    let (model, log_marginal) = run_with_backend!(a.exec, B => fit_ttgp::<B>(&data, &params))?;
     let mut hyper = serde_json::to_value(model.params())?;
     if a.inducing.is_some() {
         hyper["inducing"] = json!(rows(&model.data().x));
@@ -400,18 +382,6 @@ fn fit_cmd(a: FitArgs) -> anyhow::Result<Value> {
         "form": model.params().form.name(),
         "start_log_marginals": starts,
     }))
-}
-
-struct TtblrJob(TtblrParams, TaskData);
-
-impl WithBackend for TtblrJob {
-    type Output = anyhow::Result<Ttblr>;
-    fn run<B: Backend>(self) -> anyhow::Result<Ttblr> {
-        let bar = Bar::new("dme fit");
-        let model = self.0.check()?.fit_with_progress::<B>(&self.1, &bar)?;
-        bar.finish();
-        Ok(model)
-    }
 }
 
 /// `bke dme fit --model parametric`: the TTBLR with every hyperparameter learned.
@@ -440,7 +410,7 @@ fn fit_parametric(a: FitArgs) -> anyhow::Result<Value> {
             lbfgs: LbfgsOptions { max_iter: a.max_iter, ..LbfgsOptions::default() },
         },
     };
-    let model = a.exec.run(TtblrJob(params, data))?;
+    let model = run_with_backend!(a.exec, B => fit::<B, _>("dme fit", &params, &data))?;
     let h = model.params();
     if let Some(path) = &a.model_out {
         let columns = a.data.x_cols.clone().unwrap_or_default();
@@ -460,20 +430,13 @@ fn fit_parametric(a: FitArgs) -> anyhow::Result<Value> {
     }))
 }
 
-struct PredictJob {
-    model: Fitted,
-    at: Points,
-}
-
-impl WithBackend for PredictJob {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let (p, log_marginal) = match &self.model {
-            Fitted::Gp(m) => (m.predict::<B>(&self.at)?, m.log_marginal::<B>()?),
-            Fitted::Parametric(m) => (m.predict::<B>(&self.at)?, m.log_marginal()),
-        };
-        Ok(json!({"mean": p.mean, "variance": p.variance, "log_marginal": log_marginal}))
-    }
+/// `bke dme predict` with backend `B`.
+fn predict_json<B: Backend>(model: &Fitted, at: &Points) -> anyhow::Result<Value> {
+    let (p, log_marginal) = match model {
+        Fitted::Gp(m) => (m.predict::<B>(at)?, m.log_marginal::<B>()?),
+        Fitted::Parametric(m) => (m.predict::<B>(at)?, m.log_marginal()),
+    };
+    Ok(json!({"mean": p.mean, "variance": p.variance, "log_marginal": log_marginal}))
 }
 
 /// The model of a file written by `bke dme fit --model-out`: a TTBLR when its kind is `ttblr`,
@@ -504,7 +467,7 @@ fn predict(a: PredictArgs) -> anyhow::Result<Value> {
         );
     }
     let rows = at.len();
-    let mut out = a.exec.run(PredictJob { model, at })?;
+    let mut out = run_with_backend!(a.exec, B => predict_json::<B>(&model, &at))?;
     a.out.divert(&mut out, rows, &["mean", "variance"])?;
     Ok(out)
 }

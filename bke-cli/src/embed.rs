@@ -1,7 +1,9 @@
 //! `bke embed …`: the Bayesian Kernel Embedding model (bke-core `embedding`): the marginal
 //! pseudolikelihood and its gradient, ML-II kernel learning, and the posterior of the embedding.
 
-use crate::exec::{Bar, ExecArgs};
+use bke_io::PointChunks;
+use crate::exec::{ExecArgs, fit, run_with_backend};
+use bke_io as io;
 use crate::table_out::OutArgs;
 use anyhow::{Context, bail};
 use bke_core::embedding::{
@@ -9,9 +11,7 @@ use bke_core::embedding::{
     default_num_landmarks,
 };
 use bke_core::{Params, Points, Predict};
-use bke_io as io;
-use bke_io::PointChunks;
-use bke_linalg::{Backend, WithBackend};
+use bke_linalg::Backend;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ pub struct Common {
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
     /// Prior measure of r_θ: lebesgue (default), unit (the seed's Stan listing) or gaussian:ETA.
-    #[arg(long, default_value = "lebesgue")]
+    #[arg(long, default_value_t = EmbeddingParams::default().prior.name())]
     prior: String,
     #[command(flatten)]
     exec: ExecArgs,
@@ -81,7 +81,7 @@ pub struct LoglikArgs {
     #[arg(long)]
     lengthscale: String,
     /// τ² of the likelihood μ̂(x) | μ(x) ~ N(μ(x), τ²/n).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = EmbeddingParams::default().tau2)]
     tau2: f64,
     /// Leave out the log-Jacobian term Σ log γ(x_i).
     #[arg(long)]
@@ -118,10 +118,10 @@ pub struct FitArgs {
     #[arg(long)]
     grid_max: Option<f64>,
     /// Number of scan points.
-    #[arg(long, default_value_t = 41)]
+    #[arg(long, default_value_t = EmbeddingParams::default().grid_points)]
     grid_points: usize,
     /// Seed of the landmark selection.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = EmbeddingParams::default().seed)]
     seed: u64,
 }
 
@@ -137,7 +137,7 @@ pub struct PosteriorArgs {
     #[arg(long)]
     lengthscale: String,
     /// τ².
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = EmbeddingParams::default().tau2)]
     tau2: f64,
     /// Condition on μ̂ at these points instead of at the data (O(p³) instead of O(n³)).
     #[arg(long)]
@@ -153,41 +153,37 @@ fn parse_lengthscale(s: &str) -> anyhow::Result<Vec<f64>> {
         .collect()
 }
 
-enum Job {
-    Loglik { x: PointChunks, z: Points, params: BkeParams },
-    Fit { x: Points, params: EmbeddingParams },
-    Posterior { x: Points, q: Points, w: Option<Points>, params: BkeParams, out: OutArgs },
+/// `bke embed loglik` with backend `B`.
+fn loglik_json<B: Backend>(x: PointChunks, z: &Points, params: &BkeParams) -> anyhow::Result<Value> {
+    let (ml, n) = streamed_loglik::<B>(x, z, params)?;
+    let extra = json!({"n": n, "m": z.len(), "prior": params.prior,
+                       "jacobian": params.jacobian, "backend": B::NAME});
+    io::merge(&ml.finite()?, extra)
 }
 
-impl WithBackend for Job {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> Self::Output {
-        match self {
-            Job::Loglik { x, z, params } => {
-                let (ml, n) = streamed_loglik::<B>(x, &z, &params)?;
-                let extra = json!({"n": n, "m": z.len(), "prior": params.prior,
-                                   "jacobian": params.jacobian, "backend": B::NAME});
-                io::merge(&ml.finite()?, extra)
-            }
-            Job::Fit { x, params } => {
-                let bar = Bar::new("ML-II");
-                let fitted = params.check()?.fit_with_progress::<B>(&x, &bar)?;
-                bar.finish();
-                io::merge(&fitted, json!({"backend": B::NAME}))
-            }
-            Job::Posterior { x, q, w, params, out } => {
-                let post = match &w {
-                    Some(w) => BkePosterior::conditioned_at::<B>(&params, &x, w)?,
-                    None => params.check()?.fit::<B>(&x)?,
-                };
-                let extra = json!({"conditioning_points": post.conditioning_points().len(),
-                                   "jitter": post.jitter(), "prior": params.prior, "backend": B::NAME});
-                let mut v = io::merge(&post.predict::<B>(&q)?, extra)?;
-                out.divert(&mut v, q.len(), &["mean", "variance"])?;
-                Ok(v)
-            }
-        }
-    }
+/// `bke embed fit` with backend `B`.
+fn fit_json<B: Backend>(x: &Points, params: &EmbeddingParams) -> anyhow::Result<Value> {
+    let fitted = fit::<B, _>("ML-II", params, x)?;
+    io::merge(&fitted, json!({"backend": B::NAME}))
+}
+
+/// `bke embed posterior` with backend `B`: conditioned at the data, or at `w` when given.
+fn posterior_json<B: Backend>(
+    x: &Points,
+    q: &Points,
+    w: Option<&Points>,
+    params: &BkeParams,
+    out: &OutArgs,
+) -> anyhow::Result<Value> {
+    let post = match w {
+        Some(w) => BkePosterior::conditioned_at::<B>(params, x, w)?,
+        None => params.check()?.fit::<B>(x)?,
+    };
+    let extra = json!({"conditioning_points": post.conditioning_points().len(),
+                       "jitter": post.jitter(), "prior": params.prior, "backend": B::NAME});
+    let mut v = io::merge(&post.predict::<B>(q)?, extra)?;
+    out.divert(&mut v, q.len(), &["mean", "variance"])?;
+    Ok(v)
 }
 
 /// `bke embed loglik` from the file: the data chunks are pushed through the streaming pass of
@@ -218,14 +214,15 @@ fn streamed_loglik<B: Backend>(
 
 /// Runs a `bke embed` command.
 pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
-    let (exec, job) = match cmd {
+    let out = match cmd {
         EmbedCommand::Sample(a) => return crate::sample::run(*a),
         EmbedCommand::Loglik(a) => {
             let c = &a.common;
             let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2)
                 .with_prior(c.prior()?)
                 .with_jacobian(!a.no_jacobian);
-            (c.exec.clone(), Job::Loglik { x: c.stream_data()?, z: c.read(&a.landmarks)?, params })
+            let (x, z) = (c.stream_data()?, c.read(&a.landmarks)?);
+            run_with_backend!(c.exec, B => loglik_json::<B>(x, &z, &params))?
         }
         EmbedCommand::Fit(a) => {
             let c = &a.common;
@@ -238,7 +235,7 @@ pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
             let params = EmbeddingParams {
                 num_landmarks: a.num_landmarks.unwrap_or_else(|| default_num_landmarks(x.len(), x.dim())),
                 landmarks: a.landmarks.as_ref().map(|p| c.read(p)).transpose()?,
-                tau2: a.tau2.unwrap_or(1.0),
+                tau2: a.tau2.unwrap_or(EmbeddingParams::default().tau2),
                 learn_tau2: a.learn_tau2,
                 prior: c.prior()?,
                 jacobian: !a.no_jacobian,
@@ -248,17 +245,15 @@ pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
                 seed: a.seed,
                 ..EmbeddingParams::default()
             };
-            (c.exec.clone(), Job::Fit { x, params })
+            run_with_backend!(c.exec, B => fit_json::<B>(&x, &params))?
         }
         EmbedCommand::Posterior(a) => {
             let c = &a.common;
             let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2).with_prior(c.prior()?);
             let w = a.landmarks.as_ref().map(|p| c.read(p)).transpose()?;
-            (
-                c.exec.clone(),
-                Job::Posterior { x: c.read_data()?, q: c.read(&a.at)?, w, params, out: a.out.clone() },
-            )
+            let (x, q) = (c.read_data()?, c.read(&a.at)?);
+            run_with_backend!(c.exec, B => posterior_json::<B>(&x, &q, w.as_ref(), &params, &a.out))?
         }
     };
-    io::emit(&exec.run(job)?)
+    io::emit(&out)
 }

@@ -8,10 +8,14 @@
 //! large, instead of aborting in the allocator.
 
 use anyhow::{Context, bail};
-use bke_linalg::{BackendKind, WithBackend};
+use bke_core::{Choice, Estimator};
+use bke_linalg::{Backend, BackendKind};
 use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::ffi::OsStr;
 use std::io::IsTerminal;
+use std::marker::PhantomData;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -19,7 +23,7 @@ use std::time::{Duration, Instant};
 #[derive(Args, Debug, Clone)]
 pub struct ExecArgs {
     /// Linear-algebra backend: faer, nalgebra or openblas (when compiled in; see `bke backends`).
-    #[arg(long, default_value = "faer")]
+    #[arg(long, default_value = BackendKind::default_kind().name())]
     pub backend: String,
     /// Worker threads, at least 1 [default: all cores]. Results do not depend on it.
     #[arg(long)]
@@ -32,7 +36,7 @@ pub struct ExecArgs {
 
 impl Default for ExecArgs {
     fn default() -> Self {
-        Self { backend: "faer".into(), threads: None, max_memory: None }
+        Self { backend: BackendKind::default_kind().name().into(), threads: None, max_memory: None }
     }
 }
 
@@ -40,16 +44,6 @@ impl ExecArgs {
     /// The backend named by `--backend`.
     pub fn kind(&self) -> anyhow::Result<BackendKind> {
         BackendKind::parse(&self.backend).map_err(anyhow::Error::msg)
-    }
-
-    /// Runs `job` with the chosen backend in a pool of `--threads` workers.
-    pub fn run<J, T>(&self, job: J) -> anyhow::Result<T>
-    where
-        J: WithBackend<Output = anyhow::Result<T>> + Send,
-        T: Send,
-    {
-        let kind = self.kind()?;
-        self.install(|| kind.dispatch(job)?)
     }
 
     /// Runs `f` in a pool of `--threads` workers (the global pool when the flag is absent).
@@ -66,6 +60,63 @@ impl ExecArgs {
                 .install(f),
         }
     }
+}
+
+/// Runs `$body` in a pool of `--threads` workers with the backend of `--backend` as the type `$B`:
+/// `run_with_backend!(args.exec, B => fit::<B>(…))` (see [`bke_linalg::with_backend`]). The value
+/// is the body's `anyhow::Result`.
+macro_rules! run_with_backend {
+    ($exec:expr, $B:ident => $body:expr) => {{
+        let exec: &$crate::exec::ExecArgs = &$exec;
+        exec.kind().and_then(|kind| exec.install(|| bke_linalg::with_backend!(kind, $B => $body)?))
+    }};
+}
+pub(crate) use run_with_backend;
+
+/// A clap value parser for a library option with named values ([`Choice`]): its names are the
+/// possible values, each with its help line, as a derived `ValueEnum` would list them.
+pub fn choice<T: Choice>() -> ChoiceParser<T> {
+    ChoiceParser(PhantomData)
+}
+
+/// See [`choice`].
+#[derive(Clone)]
+pub struct ChoiceParser<T>(PhantomData<T>);
+
+impl<T: Choice> ChoiceParser<T> {
+    fn possible(&self) -> impl Iterator<Item = PossibleValue> + use<T> {
+        T::ALL.iter().map(|(_, name, help)| PossibleValue::new(*name).help(*help))
+    }
+}
+
+impl<T: Choice> TypedValueParser for ChoiceParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let name = PossibleValuesParser::new(self.possible()).parse_ref(cmd, arg, value)?;
+        Ok(T::from_name(&name).expect("a possible value names a value"))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.possible()))
+    }
+}
+
+/// Checks `params` and fits them to `data` with backend `B`, with a progress bar labelled `what`.
+pub fn fit<B: Backend, P>(what: &str, params: &P, data: &P::Data) -> anyhow::Result<P::Fitted>
+where
+    P: Estimator,
+    P::Error: std::error::Error + Send + Sync + 'static,
+{
+    let bar = Bar::new(what);
+    let fitted = params.check().and_then(|p| p.fit_with_progress::<B>(data, &bar));
+    bar.finish();
+    Ok(fitted?)
 }
 
 /// Progress on stderr: a bar on a terminal; otherwise a plain line at most every 10 seconds, so
@@ -115,3 +166,6 @@ impl bke_core::Progress for Bar {
         }
     }
 }
+
+#[cfg(test)]
+mod defaults_tests;

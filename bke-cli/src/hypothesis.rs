@@ -10,19 +10,19 @@
 //! BKE posterior over the lengthscale, half uniformly over the MMDAgg ∪ MMD-FUSE collection for MMD and
 //! the HSICAgg bandwidths for HSIC; for MMD it is MMD-FUSE's statistic with those weights as its prior).
 
-use crate::exec::{Bar, ExecArgs};
+use crate::exec::{Bar, ExecArgs, choice, run_with_backend};
+use bke_io as io;
 use anyhow::bail;
 use bke_core::embedding::EmbeddingPrior;
 use bke_core::hypothesis::report::SelectionFields;
-use bke_core::hypothesis::select::TestKind;
+use bke_core::hypothesis::select::{SelectRule, TestKind};
 use bke_core::hypothesis::{
     AggParams, BandwidthWeights, BklParams, Families, HsicParams, HsicStatistic, LengthscaleSelection,
     MedianConvention, MmdParams, MmdStatistic, NullDistribution, SelectionSpec, WitnessParams,
 };
-use bke_core::{Params, Points, TwoSamples};
-use bke_io as io;
-use bke_linalg::{Backend, WithBackend};
-use clap::{Args, Subcommand, ValueEnum};
+use bke_core::{Choice, Params, Points, TwoSamples};
+use bke_linalg::Backend;
+use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -35,70 +35,30 @@ pub enum TestCommand {
     Hsic(Box<HsicArgs>),
 }
 
-/// How the kernel(s) are chosen when no lengthscale is given.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Select {
-    /// Median heuristic (convention set by --median-convention, default muandet: θ = median distance).
-    Median,
-    /// BKL: maximise the BKE marginal pseudolikelihood (ML-II; pooled sample for MMD, each variable
-    /// for HSIC).
-    Bkl,
-    /// MMDAgg (Schrab et al. 2023): Gaussian and Laplace kernels at 10 bandwidths each, weighted
-    /// min-p with a corrected level (MMD only).
-    Mmdagg,
-    /// HSICAgg (Schrab et al. 2022): 5 × 5 Gaussian bandwidths around each variable's median (HSIC only).
-    Hsicagg,
-    /// MMD-FUSE (Biggs et al. 2023): soft maximum of normalised MMDs over 20 kernels (MMD only).
-    Fuse,
-    /// BKL-Bayes: Gaussian kernels weighted by the BKE posterior over the lengthscale, mixed half and half
-    /// with the MMDAgg/HSICAgg collection under uniform weights, soft maximum.
-    BklBayes,
-}
-
-/// Median-heuristic convention (seed 000 §2.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Convention {
-    /// θ = median pairwise distance, k = exp(−d²/(2m²)) (Muandet et al. 2014). Default.
-    Muandet,
-    /// θ = median/√2, k = exp(−d²/m²) (Mooij et al. 2015).
-    Mooij,
-}
-
-/// Kernel families of mmdagg and fuse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum AggKernels {
-    /// Gaussian and Laplace (ℓ₁), as the papers.
-    Both,
-    /// Gaussian only.
-    Gaussian,
-    /// Laplace (ℓ₁) only.
-    Laplace,
-}
-
 /// How the lengthscale is chosen (shared by the tests and the witness).
 #[derive(Args, Clone, Debug)]
 pub struct Selection {
     /// How to choose the kernel(s) when no lengthscale is given [default: median; `causal pc`: bkl-bayes].
-    #[arg(long, value_enum)]
-    pub select: Option<Select>,
+    #[arg(long, value_parser = choice::<SelectRule>())]
+    pub select: Option<SelectRule>,
     /// Median-heuristic convention.
-    #[arg(long, value_enum, default_value = "muandet")]
-    pub median_convention: Convention,
+    #[arg(long, value_parser = choice::<MedianConvention>(), default_value = MedianConvention::default().name())]
+    pub median_convention: MedianConvention,
     /// BKL / BKL-Bayes: number of landmarks held out at random (default 100; max(D, n/5) when n ≤ 100).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = BklParams::default().landmarks)]
     pub bkl_landmarks: usize,
     /// BKL / BKL-Bayes: τ² of the BKE likelihood (the seed uses 1).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = BklParams::default().tau2)]
     pub bkl_tau2: f64,
     /// BKL / BKL-Bayes: prior measure of r_θ: lebesgue (default), unit or gaussian:ETA.
-    #[arg(long, default_value = "lebesgue")]
+    #[arg(long, default_value_t = BklParams::default().prior.name())]
     pub bkl_prior: String,
     /// mmdagg / hsicagg: weights of the bandwidths: uniform, centred, increasing or decreasing.
-    #[arg(long, default_value = "uniform")]
+    #[arg(long, default_value = AggParams::default().weights.name())]
     pub agg_weights: String,
     /// mmdagg / fuse: kernel families.
-    #[arg(long, value_enum, default_value = "both")]
-    pub agg_kernels: AggKernels,
+    #[arg(long, value_parser = choice::<Families>(), default_value = Families::default().name())]
+    pub agg_kernels: Families,
 }
 
 impl Selection {
@@ -114,14 +74,9 @@ impl Selection {
             bke_core::check_positive("--lengthscale", l)?;
             return Ok(LengthscaleSelection::Fixed(l));
         }
-        let select = self.select.unwrap_or(Select::Median);
-        let name = select.to_possible_value().expect("no skipped variants");
         let spec = SelectionSpec {
-            select: name.get_name(),
-            median_convention: match self.median_convention {
-                Convention::Muandet => MedianConvention::Muandet,
-                Convention::Mooij => MedianConvention::Mooij,
-            },
+            select: self.select.unwrap_or_default(),
+            median_convention: self.median_convention,
             bkl: BklParams {
                 landmarks: self.bkl_landmarks,
                 tau2: self.bkl_tau2,
@@ -129,11 +84,7 @@ impl Selection {
                 seed,
             },
             agg: AggParams {
-                families: match self.agg_kernels {
-                    AggKernels::Both => Families::Both,
-                    AggKernels::Gaussian => Families::Gaussian,
-                    AggKernels::Laplace => Families::Laplace,
-                },
+                families: self.agg_kernels,
                 weights: BandwidthWeights::parse(&self.agg_weights)?,
             },
         };
@@ -148,13 +99,13 @@ pub struct Common {
     #[command(flatten)]
     pub selection: Selection,
     /// Number of permutations / bootstrap draws B (mmdagg, hsicagg: B₁ = B₂ = B).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = MmdParams::default().permutations)]
     pub permutations: usize,
     /// Test level α in (0, 1).
-    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = MmdParams::default().alpha, allow_negative_numbers = true)]
     pub alpha: f64,
     /// Seed of the resampling streams (the p-value does not depend on --threads).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = MmdParams::default().seed)]
     pub seed: u64,
     #[command(flatten)]
     pub exec: ExecArgs,
@@ -176,10 +127,10 @@ pub struct MmdArgs {
     #[arg(long, conflicts_with = "select", allow_negative_numbers = true)]
     pub lengthscale: Option<f64>,
     /// Statistic: unbiased (default), biased or linear (linear-time, needs equal sample sizes).
-    #[arg(long, default_value = "unbiased")]
+    #[arg(long, default_value = MmdParams::default().statistic.name())]
     pub statistic: String,
     /// Null distribution: permutation (default), gamma, wild (equal sizes), normal (linear only).
-    #[arg(long, default_value = "permutation")]
+    #[arg(long, default_value = MmdParams::default().null.name())]
     pub null: String,
     #[command(flatten)]
     pub common: Common,
@@ -207,10 +158,10 @@ pub struct HsicArgs {
     #[arg(long, requires = "lengthscale_x", conflicts_with = "select", allow_negative_numbers = true)]
     pub lengthscale_y: Option<f64>,
     /// Statistic: biased (default, Gretton et al. 2008) or unbiased (Song et al. 2012).
-    #[arg(long, default_value = "biased")]
+    #[arg(long, default_value = HsicParams::default().statistic.name())]
     pub statistic: String,
     /// Null distribution: permutation (default), wild (pairs of pairs) or gamma.
-    #[arg(long, default_value = "permutation")]
+    #[arg(long, default_value = HsicParams::default().null.name())]
     pub null: String,
     #[command(flatten)]
     pub common: Common,
@@ -233,32 +184,22 @@ pub fn at_least_two(path: &Path, p: &Points) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Fits and runs a test on one backend, printing progress.
-struct TestJob<'a, P> {
-    params: &'a P,
-    data: &'a TwoSamples,
+/// Fits and runs the MMD test with backend `B`, printing progress.
+fn mmd_report<B: Backend>(params: &MmdParams, data: &TwoSamples) -> anyhow::Result<Value> {
+    let bar = Bar::new("mmd");
+    let fitted = params.check()?.fit_with_progress::<B>(data, &bar)?;
+    let report = fitted.test_with_progress::<B>(&bar)?;
+    bar.finish();
+    Ok(serde_json::to_value(report)?)
 }
 
-impl WithBackend for TestJob<'_, MmdParams> {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let bar = Bar::new("mmd");
-        let fitted = self.params.check()?.fit_with_progress::<B>(self.data, &bar)?;
-        let report = fitted.test_with_progress::<B>(&bar)?;
-        bar.finish();
-        Ok(serde_json::to_value(report)?)
-    }
-}
-
-impl WithBackend for TestJob<'_, HsicParams> {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let bar = Bar::new("hsic");
-        let fitted = self.params.check()?.fit_with_progress::<B>(self.data, &bar)?;
-        let report = fitted.test_with_progress::<B>(&bar)?;
-        bar.finish();
-        Ok(serde_json::to_value(report)?)
-    }
+/// Fits and runs the HSIC test with backend `B`, printing progress.
+fn hsic_report<B: Backend>(params: &HsicParams, data: &TwoSamples) -> anyhow::Result<Value> {
+    let bar = Bar::new("hsic");
+    let fitted = params.check()?.fit_with_progress::<B>(data, &bar)?;
+    let report = fitted.test_with_progress::<B>(&bar)?;
+    bar.finish();
+    Ok(serde_json::to_value(report)?)
 }
 
 fn mmd(a: &MmdArgs) -> anyhow::Result<Value> {
@@ -278,7 +219,8 @@ fn mmd(a: &MmdArgs) -> anyhow::Result<Value> {
     at_least_two(&a.x, &x)?;
     at_least_two(&a.y, &y)?;
     x.check_dim(&format!("{} (number of columns)", a.y.display()), y.dim())?;
-    c.exec.run(TestJob { params: &params, data: &TwoSamples { x, y } })
+    let data = TwoSamples { x, y };
+    run_with_backend!(c.exec, B => mmd_report::<B>(&params, &data))
 }
 
 fn hsic(a: &HsicArgs) -> anyhow::Result<Value> {
@@ -306,7 +248,8 @@ fn hsic(a: &HsicArgs) -> anyhow::Result<Value> {
             y.len()
         );
     }
-    c.exec.run(TestJob { params: &params, data: &TwoSamples { x, y } })
+    let data = TwoSamples { x, y };
+    run_with_backend!(c.exec, B => hsic_report::<B>(&params, &data))
 }
 
 /// `bke witness`: the witness function μ_P − μ_Q on a grid, with the BKE posterior mean and a
@@ -335,16 +278,16 @@ pub struct WitnessArgs {
     #[command(flatten)]
     pub selection: Selection,
     /// τ² of the BKE posterior of each embedding.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = WitnessParams::default().tau2, allow_negative_numbers = true)]
     pub tau2: f64,
     /// Prior measure of r_θ for the posterior: lebesgue (default), unit or gaussian:ETA.
-    #[arg(long, default_value = "lebesgue")]
+    #[arg(long, default_value_t = WitnessParams::default().prior.name())]
     pub prior: String,
     /// Credible level of the band, in (0, 1).
-    #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = WitnessParams::default().level, allow_negative_numbers = true)]
     pub level: f64,
     /// Seed (BKL's landmark hold-out).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = BklParams::default().seed)]
     pub seed: u64,
     #[command(flatten)]
     pub exec: ExecArgs,
@@ -355,38 +298,32 @@ pub struct WitnessArgs {
     pub out: crate::table_out::OutArgs,
 }
 
-struct WitnessJob<'a> {
-    params: &'a WitnessParams,
-    data: &'a TwoSamples,
-    grid: &'a Points,
-}
-
-impl WithBackend for WitnessJob<'_> {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let bar = Bar::new("witness");
-        let fitted = self.params.check()?.fit_with_progress::<B>(self.data, &bar)?;
-        let w = fitted.witness::<B>(self.grid)?;
-        bar.finish();
-        let mut m = json!({
-            "mean": w.mean, "lower": w.lower, "upper": w.upper, "sd": w.sd, "empirical": w.empirical,
-            "level": self.params.level,
-            "lengthscale": fitted.lengthscale(),
-            "selection": self.params.selection.name(bke_core::hypothesis::select::TestKind::TwoSample),
-            "tau2": self.params.tau2,
-            "prior": self.params.prior.name(),
-            "posterior": "bke",
-            "n_x": self.data.x.len(),
-            "n_y": self.data.y.len(),
-            "backend": B::NAME,
-        });
-        if let Value::Object(fields) =
-            serde_json::to_value(SelectionFields::new(fitted.selected(), "", true))?
-        {
-            m.as_object_mut().expect("object").extend(fields);
-        }
-        Ok(m)
+/// The witness JSON with backend `B`.
+fn witness_json<B: Backend>(
+    params: &WitnessParams,
+    data: &TwoSamples,
+    grid: &Points,
+) -> anyhow::Result<Value> {
+    let bar = Bar::new("witness");
+    let fitted = params.check()?.fit_with_progress::<B>(data, &bar)?;
+    let w = fitted.witness::<B>(grid)?;
+    bar.finish();
+    let mut m = json!({
+        "mean": w.mean, "lower": w.lower, "upper": w.upper, "sd": w.sd, "empirical": w.empirical,
+        "level": params.level,
+        "lengthscale": fitted.lengthscale(),
+        "selection": params.selection.name(bke_core::hypothesis::select::TestKind::TwoSample),
+        "tau2": params.tau2,
+        "prior": params.prior.name(),
+        "posterior": "bke",
+        "n_x": data.x.len(),
+        "n_y": data.y.len(),
+        "backend": B::NAME,
+    });
+    if let Value::Object(fields) = serde_json::to_value(SelectionFields::new(fitted.selected(), "", true))? {
+        m.as_object_mut().expect("object").extend(fields);
     }
+    Ok(m)
 }
 
 /// Runs `bke witness`.
@@ -421,5 +358,6 @@ pub fn witness(a: &WitnessArgs) -> anyhow::Result<Value> {
         level: a.level,
     };
     params.check()?;
-    a.exec.run(WitnessJob { params: &params, data: &TwoSamples { x, y }, grid: &grid })
+    let data = TwoSamples { x, y };
+    run_with_backend!(a.exec, B => witness_json::<B>(&params, &data, &grid))
 }

@@ -5,17 +5,19 @@
 //! (bke-dme `abc`); `--method abc-smc` runs SMC-ABC against a built-in simulator (`--simulator
 //! lotka-volterra`, bke-dme `lotka_volterra`).
 
-use crate::exec::{Bar, ExecArgs};
+use crate::exec::{Bar, ExecArgs, run_with_backend};
+use bke_io::{self as io, CsvTable};
 use anyhow::{Context, bail};
 use bke_core::{CoreError, Kernel, Params, Points};
 use bke_dme::DmeError;
 use bke_dme::abc::{RejectionAbcParams, SmcAbcData, SmcAbcParams, WeightedSamples};
 use bke_dme::herding::HerdingParams;
 use bke_dme::infer::{LfiMethod, LfiSpec, infer};
+use bke_dme::kbr::KbrParams;
+use bke_dme::learn::MultiStartOptions;
 use bke_dme::lfi::LfiData;
 use bke_dme::lotka_volterra::LotkaVolterra;
-use bke_io::{self as io, CsvTable};
-use bke_linalg::{Backend, WithBackend};
+use bke_linalg::Backend;
 use clap::Args;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -46,7 +48,7 @@ pub struct LfiArgs {
     #[arg(long, default_value = "dme")]
     method: String,
     /// Number of posterior super-samples drawn by kernel herding.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = HerdingParams::default().samples)]
     herd: usize,
     /// CSV of herding candidates (query points θ*) [default: the prior samples].
     #[arg(long)]
@@ -83,20 +85,20 @@ pub struct LfiArgs {
     #[arg(long)]
     learn_lambda: bool,
     /// Number of L-BFGS starts for --learn.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = MultiStartOptions::default().starts)]
     starts: usize,
     /// Seed of the random starts of --learn and of SMC-ABC's simulations (--method abc-smc).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = MultiStartOptions::default().seed)]
     seed: u64,
     /// KBR variant (--method kbr): a (weights on the prior samples) or b (Fukumizu et al.,
     /// weights on the simulations).
-    #[arg(long, default_value = "b")]
+    #[arg(long, default_value = KbrParams::default().variant.name())]
     kbr_variant: String,
     /// KBR evidence inverse (--method kbr): squared (Fukumizu et al.) or tikhonov.
-    #[arg(long, default_value = "squared")]
+    #[arg(long, default_value = KbrParams::default().inverse.name())]
     kbr_inverse: String,
     /// abc-rejection: fraction of the simulations accepted (the nearest in standardised distance).
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = RejectionAbcParams::default().quantile)]
     abc_quantile: f64,
     /// abc-rejection: accept every simulation within this standardised distance instead.
     #[arg(long)]
@@ -107,10 +109,10 @@ pub struct LfiArgs {
     #[arg(long)]
     simulator: Option<String>,
     /// abc-smc: simulation budget.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = SmcAbcParams::default().max_simulations)]
     abc_simulations: usize,
     /// abc-smc: particles per generation.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = SmcAbcParams::default().particles)]
     particles: usize,
     #[command(flatten)]
     exec: ExecArgs,
@@ -124,26 +126,6 @@ enum Method {
     Smc(SmcAbcParams, LotkaVolterra),
 }
 
-/// `bke lfi --method dme|kbr`: a posterior embedding herded into samples.
-struct LfiJob {
-    data: LfiData,
-    method: LfiMethod,
-    candidates: Points,
-    herding: HerdingParams,
-}
-
-/// `bke lfi --method abc-rejection`: the simulations nearest the observation.
-struct RejectionJob {
-    data: LfiData,
-    params: RejectionAbcParams,
-}
-
-/// `bke lfi --method abc-smc`: SMC-ABC against a built-in simulator.
-struct SmcJob {
-    params: SmcAbcParams,
-    data: SmcAbcData,
-}
-
 /// The JSON of weighted ABC samples.
 fn abc_json(method: &str, post: &WeightedSamples) -> Value {
     let rows: Vec<&[f64]> = post.points.iter().collect();
@@ -155,43 +137,42 @@ fn abc_json(method: &str, post: &WeightedSamples) -> Value {
     })
 }
 
-impl WithBackend for SmcJob {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let bar = Bar::new("abc-smc");
-        let fitted = self.params.check().and_then(|p| p.fit_with_progress::<B>(&self.data, &bar));
-        let r = fitted.map_err(|e| name_flags(e, SMC_FLAGS))?;
-        bar.finish();
-        let mut out = abc_json("abc-smc", &r.posterior);
-        out["epsilons"] = json!(r.epsilons.iter().map(|e| e.is_finite().then_some(*e)).collect::<Vec<_>>());
-        out["n_simulations"] = json!(r.simulations);
-        Ok(out)
-    }
+/// `bke lfi --method abc-smc` with backend `B`: SMC-ABC against a built-in simulator.
+fn smc_json<B: Backend>(params: &SmcAbcParams, data: &SmcAbcData) -> anyhow::Result<Value> {
+    let bar = Bar::new("abc-smc");
+    let fitted = params.check().and_then(|p| p.fit_with_progress::<B>(data, &bar));
+    let r = fitted.map_err(|e| name_flags(e, SMC_FLAGS))?;
+    bar.finish();
+    let mut out = abc_json("abc-smc", &r.posterior);
+    out["epsilons"] = json!(r.epsilons.iter().map(|e| e.is_finite().then_some(*e)).collect::<Vec<_>>());
+    out["n_simulations"] = json!(r.simulations);
+    Ok(out)
 }
 
-impl WithBackend for LfiJob {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let bar = Bar::new("lfi");
-        let report = infer::<B>(&self.data, &self.method, &self.candidates, &self.herding, &bar)?;
-        bar.finish();
-        Ok(serde_json::to_value(report)?)
-    }
+/// `bke lfi --method dme|kbr` with backend `B`: a posterior embedding herded into samples.
+fn kernel_json<B: Backend>(
+    data: &LfiData,
+    method: &LfiMethod,
+    candidates: &Points,
+    herding: &HerdingParams,
+) -> anyhow::Result<Value> {
+    let bar = Bar::new("lfi");
+    let report = infer::<B>(data, method, candidates, herding, &bar)?;
+    bar.finish();
+    Ok(serde_json::to_value(report)?)
 }
 
-impl WithBackend for RejectionJob {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> anyhow::Result<Value> {
-        let bar = Bar::new("abc-rejection");
-        let fitted = self.params.check().and_then(|p| p.fit_with_progress::<B>(&self.data, &bar));
-        let r = fitted.map_err(|e| name_flags(e, REJECTION_FLAGS))?;
-        bar.finish();
-        let mut out = abc_json("abc-rejection", &r.posterior);
-        out["threshold"] = json!(r.threshold);
-        out["n_accepted"] = json!(r.posterior.points.len());
-        out["n_simulations"] = json!(self.data.theta.len());
-        Ok(out)
-    }
+/// `bke lfi --method abc-rejection` with backend `B`: the simulations nearest the observation.
+fn rejection_json<B: Backend>(params: &RejectionAbcParams, data: &LfiData) -> anyhow::Result<Value> {
+    let bar = Bar::new("abc-rejection");
+    let fitted = params.check().and_then(|p| p.fit_with_progress::<B>(data, &bar));
+    let r = fitted.map_err(|e| name_flags(e, REJECTION_FLAGS))?;
+    bar.finish();
+    let mut out = abc_json("abc-rejection", &r.posterior);
+    out["threshold"] = json!(r.threshold);
+    out["n_accepted"] = json!(r.posterior.points.len());
+    out["n_simulations"] = json!(data.theta.len());
+    Ok(out)
 }
 
 /// The flags of the settings of rejection ABC, by the library's parameter names.
@@ -331,10 +312,11 @@ pub fn run_lfi(a: LfiArgs) -> anyhow::Result<()> {
         Method::Smc(params, simulator) => {
             let data =
                 SmcAbcData { prior: LotkaVolterra::prior(), simulator: simulator.as_simulator(), observed };
-            a.exec.run(SmcJob { params, data })?
+            run_with_backend!(a.exec, B => smc_json::<B>(&params, &data))?
         }
         Method::Rejection(params) => {
-            a.exec.run(RejectionJob { data: simulation_data(&a, observed, true)?, params })?
+            let data = simulation_data(&a, observed, true)?;
+            run_with_backend!(a.exec, B => rejection_json::<B>(&params, &data))?
         }
         Method::Kernel(method) => {
             let data = simulation_data(&a, observed, false)?;
@@ -348,7 +330,7 @@ pub fn run_lfi(a: LfiArgs) -> anyhow::Result<()> {
                 kernel: se(&a.lengthscale_herding, "--lengthscale-herding")?,
                 ..HerdingParams::default()
             };
-            a.exec.run(LfiJob { data, method, candidates, herding })?
+            run_with_backend!(a.exec, B => kernel_json::<B>(&data, &method, &candidates, &herding))?
         }
     };
     io::emit(&out)

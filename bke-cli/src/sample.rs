@@ -2,7 +2,9 @@
 //! (bke-core `bayes`, seed 000 §5 and Appendix B), with R̂, ESS and divergences; and the `--bayes`
 //! witness of `bke witness`.
 
-use crate::exec::{Bar, ExecArgs};
+use crate::exec::{Bar, ExecArgs, run_with_backend};
+use crate::table_out::TableFormat;
+use crate::{interrupt, io};
 use anyhow::{Context, bail};
 use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams, sample_hyperparameters, witness_posterior};
 use bke_core::budget::{Bytes, human};
@@ -10,9 +12,7 @@ use bke_core::embedding::{EmbeddingPrior, default_num_landmarks};
 use bke_core::model_file::AtomicFile;
 use bke_core::nuts::{Draw, DrawSink, NutsParams};
 use bke_core::{CoreError, Params, Points};
-use bke_io::TableFormat;
-use bke_io::{self as io, interrupt};
-use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_linalg::{Backend, BackendKind};
 use clap::Args;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -35,16 +35,16 @@ pub struct SampleArgs {
     #[arg(long)]
     num_landmarks: Option<usize>,
     /// Number of chains (run in parallel).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = NutsParams::default().chains)]
     chains: usize,
     /// Draws kept per chain.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = NutsParams::default().draws)]
     draws: usize,
     /// Warmup (adaptation) iterations per chain.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = NutsParams::default().warmup)]
     warmup: usize,
     /// Seed of the landmark selection and of the sampler (chain c uses stream c).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = NutsParams::default().seed)]
     seed: u64,
     /// Write every draw (chain, draw, lengthscale(s), tau2, sampler statistics) to this CSV, as the
     /// sampler makes them (then only the lengthscale/tau2 draws are kept in memory, for the summary);
@@ -54,10 +54,10 @@ pub struct SampleArgs {
     #[arg(long)]
     draws_out: Option<PathBuf>,
     /// Prior on the lengthscale(s): gamma:SHAPE,RATE or lognormal:MU,SIGMA.
-    #[arg(long, default_value = "gamma:1,1")]
+    #[arg(long, default_value_t = SampleParams::default().lengthscale_prior.name())]
     lengthscale_prior: String,
     /// Prior on τ²: gamma:SHAPE,RATE or lognormal:MU,SIGMA.
-    #[arg(long, default_value = "gamma:1,1")]
+    #[arg(long, default_value_t = SampleParams::default().tau2_prior.name())]
     tau2_prior: String,
     /// Hold τ² fixed at this value instead of sampling it.
     #[arg(long)]
@@ -69,35 +69,30 @@ pub struct SampleArgs {
     #[arg(long)]
     no_jacobian: bool,
     /// Prior measure of r_θ: lebesgue (default), unit (the seed's Stan listing) or gaussian:ETA.
-    #[arg(long, default_value = "lebesgue")]
+    #[arg(long, default_value_t = SampleParams::default().prior.name())]
     prior: String,
     /// Maximum NUTS tree depth.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = NutsParams::default().max_depth)]
     max_depth: usize,
     /// Target acceptance statistic of the step-size adaptation.
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(long, default_value_t = NutsParams::default().target_accept)]
     target_accept: f64,
     #[command(flatten)]
     exec: ExecArgs,
 }
 
-/// Samples the hyperparameter posterior of `params` given `x` with the progress bar of `NUTS`,
-/// streaming the draws to `sink` if given.
-struct SampleJob<'a> {
-    x: Points,
-    params: SampleParams,
-    sink: Option<&'a DrawsFile>,
-}
-
-impl WithBackend for SampleJob<'_> {
-    type Output = anyhow::Result<HyperDraws>;
-    fn run<B: Backend>(self) -> Self::Output {
-        let bar = Bar::new("NUTS");
-        let sink = self.sink.map(|s| s as &dyn DrawSink);
-        let draws = sample_hyperparameters::<B>(&self.params.check()?, &self.x, &bar, sink)?;
-        bar.finish();
-        Ok(draws)
-    }
+/// Samples the hyperparameter posterior of `params` given `x` with backend `B` and the progress
+/// bar of `NUTS`, streaming the draws to `sink` if given.
+fn sample<B: Backend>(
+    x: &Points,
+    params: &SampleParams,
+    sink: Option<&DrawsFile>,
+) -> anyhow::Result<HyperDraws> {
+    let bar = Bar::new("NUTS");
+    let sink = sink.map(|s| s as &dyn DrawSink);
+    let draws = sample_hyperparameters::<B>(&params.check()?, x, &bar, sink)?;
+    bar.finish();
+    Ok(draws)
 }
 
 /// `--draws-out`: every draw (chain, draw, lengthscale(s), tau2 and the sampler statistics) as CSV
@@ -263,7 +258,7 @@ pub fn run(a: SampleArgs) -> anyhow::Result<()> {
     let sink = a.draws_out.as_deref().map(|p| DrawsFile::create(p, &params, x.dim())).transpose()?;
     let draws_columns = sink.as_ref().map(DrawsFile::columns);
     let started = std::time::Instant::now();
-    let draws = a.exec.run(SampleJob { x, params, sink: sink.as_ref() })?;
+    let draws = run_with_backend!(a.exec, B => sample::<B>(&x, &params, sink.as_ref()))?;
     let seconds = started.elapsed().as_secs_f64();
     if let Some(sink) = sink {
         sink.finish()?;
@@ -284,7 +279,7 @@ pub struct BayesWitnessArgs {
     #[arg(long)]
     pub bayes: bool,
     /// With --bayes: number of chains.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = NutsParams::default().chains)]
     pub chains: usize,
     /// With --bayes: draws per chain (one witness draw each).
     #[arg(long, default_value_t = 200)]
@@ -296,65 +291,52 @@ pub struct BayesWitnessArgs {
     #[arg(long)]
     pub num_landmarks: Option<usize>,
     /// With --bayes: prior on the lengthscale.
-    #[arg(long, default_value = "gamma:1,1")]
+    #[arg(long, default_value_t = SampleParams::default().lengthscale_prior.name())]
     pub lengthscale_prior: String,
     /// With --bayes: sample τ² too (prior --tau2-prior; the seed's setting, but with m > D landmarks
     /// its posterior runs off to θ → ∞, τ² → 0, see `bke embed sample`); default: τ² fixed at --tau2.
     #[arg(long)]
     pub sample_tau2: bool,
     /// With --bayes --sample-tau2: prior on τ².
-    #[arg(long, default_value = "gamma:1,1")]
+    #[arg(long, default_value_t = SampleParams::default().tau2_prior.name())]
     pub tau2_prior: String,
 }
 
-/// NUTS on the pooled sample, then one witness draw per hyperparameter draw.
-struct WitnessJob {
-    x: Points,
-    y: Points,
-    grid: Points,
-    params: SampleParams,
+/// NUTS on the pooled sample with backend `B`, then one witness draw per hyperparameter draw.
+fn witness_json<B: Backend>(
+    samples: (&Points, &Points),
+    grid: &Points,
+    params: &SampleParams,
     level: f64,
     seed: u64,
-}
-
-impl WithBackend for WitnessJob {
-    type Output = anyhow::Result<Value>;
-    fn run<B: Backend>(self) -> Self::Output {
-        let draws = SampleJob { x: self.x.concat(&self.y)?, params: self.params, sink: None }.run::<B>()?;
-        let w = witness_posterior::<B>(
-            &self.x,
-            &self.y,
-            &self.grid,
-            None,
-            &draws.params(),
-            self.level,
-            self.seed,
-        )?;
-        let st = &draws.settings;
-        let tau2 = match st.fixed_tau2 {
-            Some(t) => json!(t),
-            None => serde_json::to_value(draws.tau2_summary())?,
-        };
-        io::merge(
-            &w,
-            json!({
-                "selection": "bayes",
-                "lengthscale": draws.lengthscale_summary(0),
-                "tau2": tau2,
-                "lengthscale_prior": st.lengthscale_prior,
-                "tau2_prior": st.fixed_tau2.is_none().then_some(st.tau2_prior),
-                "divergences": draws.nuts.divergences(),
-                "warnings": draws.warnings(),
-                "witness_draws": draws.params().len(),
-                "num_landmarks": draws.landmarks.len(),
-                "prior": st.prior,
-                "posterior": "bke, hyperparameters integrated out by NUTS",
-                "n_x": self.x.len(),
-                "n_y": self.y.len(),
-                "backend": B::NAME,
-            }),
-        )
-    }
+) -> anyhow::Result<Value> {
+    let (x, y) = samples;
+    let draws = sample::<B>(&x.concat(y)?, params, None)?;
+    let w = witness_posterior::<B>(x, y, grid, None, &draws.params(), level, seed)?;
+    let st = &draws.settings;
+    let tau2 = match st.fixed_tau2 {
+        Some(t) => json!(t),
+        None => serde_json::to_value(draws.tau2_summary())?,
+    };
+    io::merge(
+        &w,
+        json!({
+            "selection": "bayes",
+            "lengthscale": draws.lengthscale_summary(0),
+            "tau2": tau2,
+            "lengthscale_prior": st.lengthscale_prior,
+            "tau2_prior": st.fixed_tau2.is_none().then_some(st.tau2_prior),
+            "divergences": draws.nuts.divergences(),
+            "warnings": draws.warnings(),
+            "witness_draws": draws.params().len(),
+            "num_landmarks": draws.landmarks.len(),
+            "prior": st.prior,
+            "posterior": "bke, hyperparameters integrated out by NUTS",
+            "n_x": x.len(),
+            "n_y": y.len(),
+            "backend": B::NAME,
+        }),
+    )
 }
 
 /// `bke witness --bayes`: the witness posterior with the hyperparameters integrated out.
@@ -390,5 +372,5 @@ pub fn bayes_witness(
         ..SampleParams::default()
     };
     params.validate()?;
-    kind.dispatch(WitnessJob { x, y, grid, params, level, seed })?
+    bke_linalg::with_backend!(kind, B => witness_json::<B>((&x, &y), &grid, &params, level, seed))?
 }

@@ -16,6 +16,7 @@
 pub mod bayes;
 pub mod budget;
 pub mod causal;
+pub mod choice;
 pub mod density;
 pub mod embedding;
 mod error;
@@ -31,6 +32,7 @@ mod points;
 pub mod rff;
 pub mod special;
 
+pub use choice::Choice;
 pub use embedding::{BkeParams, BkePosterior, EmbeddingPrior, MarginalLikelihood, marginal_pseudolikelihood};
 pub use error::{CoreError, check_positive};
 pub use estimator::{

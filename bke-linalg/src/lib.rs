@@ -129,20 +129,111 @@ impl BackendKind {
 
     /// Runs `f` with this backend's type. Errors if the backend is not compiled in.
     pub fn dispatch<F: WithBackend>(self, f: F) -> Result<F::Output, LinalgError> {
-        match self {
-            #[cfg(feature = "faer")]
-            BackendKind::Faer => Ok(f.run::<Faer>()),
-            #[cfg(feature = "nalgebra")]
-            BackendKind::Nalgebra => Ok(f.run::<Nalgebra>()),
-            #[cfg(feature = "openblas")]
-            BackendKind::OpenBlas => Ok(f.run::<OpenBlas>()),
-            #[allow(unreachable_patterns)]
-            other => Err(LinalgError::Backend {
-                backend: other.name(),
-                message: format!("not compiled in (enable the '{}' feature)", other.name()),
-            }),
+        with_backend!(self, B => f.run::<B>())
+    }
+
+    /// The error of running generic code with a backend that is not compiled in.
+    pub fn not_compiled_in(self) -> LinalgError {
+        LinalgError::Backend {
+            backend: self.name(),
+            message: format!("not compiled in (enable the '{}' feature)", self.name()),
         }
     }
+}
+
+/// Runs an expression generic over the backend with the backend picked at run time: in
+/// `with_backend!(kind, B => expr)`, `expr` is compiled once per backend with `B` a type alias of
+/// that backend ([`Faer`], [`Nalgebra`], `OpenBlas`), and the arm of `kind` runs. The value is
+/// `Ok(expr)`, or `Err(`[`LinalgError::Backend`]`)` ("not compiled in …") when `kind` names a
+/// backend this build of bke-linalg lacks. A `?` inside `expr` returns from the calling function.
+///
+/// ```
+/// use bke_linalg::{Backend, BackendKind, with_backend};
+/// fn name<B: Backend>() -> &'static str { B::NAME }
+/// assert_eq!(with_backend!(BackendKind::Faer, B => name::<B>()).unwrap(), "faer");
+/// ```
+#[macro_export]
+macro_rules! with_backend {
+    ($kind:expr, $B:ident => $body:expr) => {
+        match $kind {
+            $crate::BackendKind::Faer => $crate::__with_faer!($B => $body),
+            $crate::BackendKind::Nalgebra => $crate::__with_nalgebra!($B => $body),
+            $crate::BackendKind::OpenBlas => $crate::__with_openblas!($B => $body),
+        }
+    };
+}
+
+// One arm of `with_backend!` per backend. Each is defined here under bke-linalg's own features (a
+// `#[cfg]` inside `with_backend!`'s expansion would test the *calling* crate's features): the real
+// arm when the backend is compiled in, the "not compiled in" error otherwise.
+
+/// `with_backend!`'s arm for faer (compiled in).
+#[cfg(feature = "faer")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_faer {
+    ($B:ident => $body:expr) => {
+        ::core::result::Result::<_, $crate::LinalgError>::Ok({
+            type $B = $crate::Faer;
+            $body
+        })
+    };
+}
+
+/// `with_backend!`'s arm for faer (not compiled in).
+#[cfg(not(feature = "faer"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_faer {
+    ($B:ident => $body:expr) => {
+        ::core::result::Result::Err($crate::BackendKind::Faer.not_compiled_in())
+    };
+}
+
+/// `with_backend!`'s arm for nalgebra (compiled in).
+#[cfg(feature = "nalgebra")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_nalgebra {
+    ($B:ident => $body:expr) => {
+        ::core::result::Result::<_, $crate::LinalgError>::Ok({
+            type $B = $crate::Nalgebra;
+            $body
+        })
+    };
+}
+
+/// `with_backend!`'s arm for nalgebra (not compiled in).
+#[cfg(not(feature = "nalgebra"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_nalgebra {
+    ($B:ident => $body:expr) => {
+        ::core::result::Result::Err($crate::BackendKind::Nalgebra.not_compiled_in())
+    };
+}
+
+/// `with_backend!`'s arm for OpenBLAS (compiled in).
+#[cfg(feature = "openblas")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_openblas {
+    ($B:ident => $body:expr) => {
+        ::core::result::Result::<_, $crate::LinalgError>::Ok({
+            type $B = $crate::OpenBlas;
+            $body
+        })
+    };
+}
+
+/// `with_backend!`'s arm for OpenBLAS (not compiled in).
+#[cfg(not(feature = "openblas"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_openblas {
+    ($B:ident => $body:expr) => {
+        ::core::result::Result::Err($crate::BackendKind::OpenBlas.not_compiled_in())
+    };
 }
 
 impl std::fmt::Display for BackendKind {

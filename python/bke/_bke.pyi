@@ -12,6 +12,7 @@ __version__: str
 Array = npt.NDArray[np.float64]
 
 def backends() -> list[str]: ...
+def defaults() -> dict: ...
 
 class Model:
     """One fitted model (BaNK, RKS/MKL baseline or kernel student-t density)."""

@@ -18,6 +18,11 @@ from . import _bke
 from ._base import BaseEstimator, ClassifierMixin, FittedModel, RegressorMixin
 from ._validation import as_vector, seed_from
 
+# The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
+# signatures below show them.
+_DEFAULTS = _bke.defaults()
+_BANK, _BASELINE = _DEFAULTS["bank"], _DEFAULTS["baseline"]
+
 __all__ = [
     "BankRegressor",
     "BankClassifier",
@@ -169,10 +174,10 @@ class _Bank(FittedModel, BaseEstimator):
 
     def __init__(
         self,
-        frequencies: int = 128,
-        iterations: int = 100,
+        frequencies: int = _BANK["frequencies"],
+        iterations: int = _BANK["iterations"],
         burn_in: Optional[int] = None,
-        samples: int = 20,
+        samples: int = _BANK["samples"],
         warmup: Optional[int] = None,
         alpha: Optional[float] = None,
         kappa0: Optional[float] = None,
@@ -184,8 +189,8 @@ class _Bank(FittedModel, BaseEstimator):
         prior_precision: Optional[float] = None,
         weight_prior_variance: Optional[float] = None,
         intercept_prior_variance: Optional[float] = None,
-        random_state=0,
-        backend: str = "faer",
+        random_state=_BANK["seed"],
+        backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
         self.frequencies = frequencies
@@ -282,12 +287,12 @@ class _Baseline(FittedModel, BaseEstimator):
 
     def __init__(
         self,
-        frequencies: int = 128,
+        frequencies: int = _BASELINE["frequencies"],
         lengthscale: Optional[float] = None,
-        scales=(0.5, 1.0, 2.0),
-        standardize_inputs: bool = True,
-        random_state=0,
-        backend: str = "faer",
+        scales=tuple(_BASELINE["scales"]),
+        standardize_inputs: bool = _BASELINE["standardize_inputs"],
+        random_state=_BASELINE["seed"],
+        backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
         self.frequencies = frequencies

@@ -29,6 +29,11 @@ from ._validation import as_points, seed_from
 from .embedding import KernelEmbedding as _InMemoryEmbedding
 from .hypothesis import TestResult, _fixed, _selection
 
+# The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
+# signatures below show them.
+_DEFAULTS = _bke.defaults()
+_MMD, _SEL = _DEFAULTS["mmd"], _DEFAULTS["selection"]
+
 __all__ = ["KernelEmbedding", "mmd_test"]
 
 
@@ -153,16 +158,16 @@ def mmd_test(
     *,
     select: Optional[str] = None,
     lengthscale: Optional[float] = None,
-    statistic: str = "unbiased",
-    permutations: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
+    statistic: str = _MMD["statistic"],
+    permutations: int = _MMD["permutations"],
+    alpha: float = _MMD["alpha"],
+    seed: int = _MMD["seed"],
     pieces: Optional[int] = None,
-    median_convention: str = "muandet",
-    bkl_landmarks: int = 100,
-    bkl_tau2: float = 1.0,
-    bkl_prior: str = "lebesgue",
-    backend: str = "faer",
+    median_convention: str = _SEL["median_convention"],
+    bkl_landmarks: int = _SEL["bkl_landmarks"],
+    bkl_tau2: float = _SEL["bkl_tau2"],
+    bkl_prior: str = _SEL["bkl_prior"],
+    backend: str = _DEFAULTS["backend"],
     n_jobs: Optional[int] = None,
 ) -> TestResult:
     """:func:`bke.mmd_test` (permutation null) with the null's draws split into ``pieces`` ranges
@@ -180,7 +185,7 @@ def mmd_test(
             f"'median' or 'bkl' (or a fixed lengthscale); got {select!r} (use bke.mmd_test)"
         )
     fixed = _fixed(lengthscale, select, "lengthscale")
-    sel = _selection(select or "median", median_convention=median_convention, bkl_landmarks=bkl_landmarks,
+    sel = _selection(select or _SEL["select"], median_convention=median_convention, bkl_landmarks=bkl_landmarks,
                      bkl_tau2=bkl_tau2, bkl_prior=bkl_prior)
     seed, permutations = seed_from(seed), int(permutations)
     common = dict(lengthscale=fixed, selection=sel, statistic=str(statistic), null="permutation",

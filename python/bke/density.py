@@ -12,6 +12,11 @@ from . import _bke
 from ._base import BaseEstimator, DensityMixin, FittedModel, Inputs
 from ._validation import as_vector, seed_from
 
+# The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
+# signatures below show them.
+_DEFAULTS = _bke.defaults()
+_DENSITY = _DEFAULTS["density"]
+
 __all__ = ["KernelStudentT", "GaussianKDE"]
 
 
@@ -55,16 +60,16 @@ class KernelStudentT(FittedModel, DensityMixin, BaseEstimator):
 
     def __init__(
         self,
-        kernel: str = "se",
+        kernel: str = _DENSITY["kernel"],
         lengthscale=None,
         alpha: Optional[float] = None,
         beta: Optional[float] = None,
         sigma0_sq: Optional[float] = None,
-        normalise: bool = True,
-        folds: int = 5,
-        margin: float = 0.25,
-        random_state=0,
-        backend: str = "faer",
+        normalise: bool = _DENSITY["normalise"],
+        folds: int = _DENSITY["folds"],
+        margin: float = _DENSITY["margin"],
+        random_state=_DENSITY["seed"],
+        backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
         self.kernel = kernel
@@ -142,7 +147,7 @@ class GaussianKDE(Inputs, DensityMixin, BaseEstimator):
     n_features_in_ : int
     """
 
-    def __init__(self, bandwidth="cv", factors=None, backend: str = "faer", n_jobs: Optional[int] = None):
+    def __init__(self, bandwidth="cv", factors=None, backend: str = _DEFAULTS["backend"], n_jobs: Optional[int] = None):
         self.bandwidth = bandwidth
         self.factors = factors
         self.backend = backend

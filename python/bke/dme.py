@@ -14,6 +14,11 @@ from . import _bke
 from ._base import FittedModel
 from ._validation import Params, as_points, as_vector, seed_from
 
+# The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
+# signatures below show them.
+_DEFAULTS = _bke.defaults()
+_TTGP, _LFI = _DEFAULTS["ttgp"], _DEFAULTS["lfi"]
+
 __all__ = ["TTGP", "lfi", "LfiResult"]
 
 
@@ -63,19 +68,19 @@ class TTGP(FittedModel, Params):
 
     def __init__(
         self,
-        kernel: str = "se",
-        lengthscale_x=1.0,
-        lengthscale_y=1.0,
-        sigma: float = 0.1,
+        kernel: str = _TTGP["kernel"],
+        lengthscale_x=_TTGP["lengthscale_x"],
+        lengthscale_y=_TTGP["lengthscale_y"],
+        sigma: float = _TTGP["sigma"],
         lambda_: Optional[float] = None,
         epsilon: Optional[float] = None,
-        form: str = "map",
+        form: str = _TTGP["form"],
         learn: bool = True,
-        starts: int = 5,
-        spread: float = 1.5,
-        max_iter: int = 200,
-        random_state=0,
-        backend: str = "faer",
+        starts: int = _TTGP["starts"],
+        spread: float = _TTGP["spread"],
+        max_iter: int = _TTGP["max_iter"],
+        random_state=_TTGP["seed"],
+        backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
         self.kernel = kernel
@@ -164,9 +169,9 @@ def lfi(
     observed,
     *,
     method: str = "dme",
-    herd: int = 100,
+    herd: int = _LFI["herd"],
     candidates=None,
-    continuous: bool = False,
+    continuous: bool = _LFI["continuous"],
     lengthscale_theta=None,
     lengthscale_stat=None,
     lengthscale_herding=None,
@@ -175,11 +180,11 @@ def lfi(
     delta: Optional[float] = None,
     learn: bool = False,
     learn_lambda: bool = False,
-    starts: int = 5,
-    seed: int = 0,
-    kbr_variant: str = "b",
-    kbr_inverse: str = "squared",
-    backend: str = "faer",
+    starts: int = _LFI["starts"],
+    seed: int = _LFI["seed"],
+    kbr_variant: str = _LFI["kbr_variant"],
+    kbr_inverse: str = _LFI["kbr_inverse"],
+    backend: str = _DEFAULTS["backend"],
     n_jobs: Optional[int] = None,
 ) -> LfiResult:
     """Likelihood-free inference from simulations (``bke lfi``; seed 004 Algorithm 8.1).

@@ -12,6 +12,11 @@ import numpy as np
 from . import _bke
 from ._validation import Params, as_points, as_vector, seed_from
 
+# The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
+# signatures below show them.
+_DEFAULTS = _bke.defaults()
+_EMB, _SAMPLE = _DEFAULTS["embedding"], _DEFAULTS["sample"]
+
 __all__ = ["KernelEmbedding", "LogMarginal", "HyperSamples"]
 
 
@@ -95,16 +100,16 @@ class KernelEmbedding(Params):
         self,
         num_landmarks: Optional[int] = None,
         landmarks=None,
-        tau2: float = 1.0,
-        learn_tau2: bool = False,
-        prior: str = "lebesgue",
-        jacobian: bool = True,
-        ard: bool = False,
+        tau2: float = _EMB["tau2"],
+        learn_tau2: bool = _EMB["learn_tau2"],
+        prior: str = _EMB["prior"],
+        jacobian: bool = _EMB["jacobian"],
+        ard: bool = _EMB["ard"],
         grid: Optional[tuple] = None,
-        grid_points: int = 41,
-        max_starts: int = 8,
-        random_state=0,
-        backend: str = "faer",
+        grid_points: int = _EMB["grid_points"],
+        max_starts: int = _EMB["max_starts"],
+        random_state=_EMB["seed"],
+        backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
         self.num_landmarks = num_landmarks
@@ -221,14 +226,14 @@ class KernelEmbedding(Params):
     def sample(
         self,
         X=None,
-        chains: int = 4,
-        draws: int = 1000,
-        warmup: int = 1000,
-        lengthscale_prior: str = "gamma:1,1",
-        tau2_prior: str = "gamma:1,1",
+        chains: int = _SAMPLE["chains"],
+        draws: int = _SAMPLE["draws"],
+        warmup: int = _SAMPLE["warmup"],
+        lengthscale_prior: str = _SAMPLE["lengthscale_prior"],
+        tau2_prior: str = _SAMPLE["tau2_prior"],
         tau2: Optional[float] = None,
-        max_depth: int = 10,
-        target_accept: float = 0.8,
+        max_depth: int = _SAMPLE["max_depth"],
+        target_accept: float = _SAMPLE["target_accept"],
         random_state=None,
     ) -> "HyperSamples":
         """NUTS draws of the posterior of θ (and τ² unless ``tau2`` fixes it) given the rows of

@@ -26,14 +26,11 @@ from ._validation import Params, as_points, seed_from
 
 __all__ = ["TestResult", "MMD", "Hsic", "mmd_test", "hsic_test"]
 
-_SELECTION_DEFAULTS = dict(
-    median_convention="muandet",
-    bkl_landmarks=100,
-    bkl_tau2=1.0,
-    bkl_prior="lebesgue",
-    agg_weights="uniform",
-    agg_kernels="both",
-)
+# The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
+# signatures below show them.
+_DEFAULTS = _bke.defaults()
+_BACKEND, _SEL, _MMD, _HSIC = (_DEFAULTS[k] for k in ("backend", "selection", "mmd", "hsic"))
+_SELECTION_DEFAULTS = {k: v for k, v in _SEL.items() if k != "select"}
 
 
 class TestResult:
@@ -147,18 +144,18 @@ def mmd_test(
     *,
     select: Optional[str] = None,
     lengthscale: Optional[float] = None,
-    statistic: str = "unbiased",
-    null: str = "permutation",
-    permutations: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
-    median_convention: str = "muandet",
-    bkl_landmarks: int = 100,
-    bkl_tau2: float = 1.0,
-    bkl_prior: str = "lebesgue",
-    agg_weights: str = "uniform",
-    agg_kernels: str = "both",
-    backend: str = "faer",
+    statistic: str = _MMD["statistic"],
+    null: str = _MMD["null"],
+    permutations: int = _MMD["permutations"],
+    alpha: float = _MMD["alpha"],
+    seed: int = _MMD["seed"],
+    median_convention: str = _SEL["median_convention"],
+    bkl_landmarks: int = _SEL["bkl_landmarks"],
+    bkl_tau2: float = _SEL["bkl_tau2"],
+    bkl_prior: str = _SEL["bkl_prior"],
+    agg_weights: str = _SEL["agg_weights"],
+    agg_kernels: str = _SEL["agg_kernels"],
+    backend: str = _BACKEND,
     n_jobs: Optional[int] = None,
 ) -> TestResult:
     """Two-sample test ``H₀: P = Q`` with the MMD (``bke test mmd``; same keywords as its flags).
@@ -194,7 +191,7 @@ def mmd_test(
         raise ValueError(f"x and y must have the same number of columns; got {xs.shape[1]} and {ys.shape[1]}")
     fixed = _fixed(lengthscale, select, "lengthscale")
     sel = _selection(
-        select or "median", median_convention=median_convention, bkl_landmarks=bkl_landmarks,
+        select or _SEL["select"], median_convention=median_convention, bkl_landmarks=bkl_landmarks,
         bkl_tau2=bkl_tau2, bkl_prior=bkl_prior, agg_weights=agg_weights, agg_kernels=agg_kernels,
     )
     report, draws = _bke.mmd_test(
@@ -212,18 +209,18 @@ def hsic_test(
     select: Optional[str] = None,
     lengthscale_x: Optional[float] = None,
     lengthscale_y: Optional[float] = None,
-    statistic: str = "biased",
-    null: str = "permutation",
-    permutations: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
-    median_convention: str = "muandet",
-    bkl_landmarks: int = 100,
-    bkl_tau2: float = 1.0,
-    bkl_prior: str = "lebesgue",
-    agg_weights: str = "uniform",
-    agg_kernels: str = "both",
-    backend: str = "faer",
+    statistic: str = _HSIC["statistic"],
+    null: str = _HSIC["null"],
+    permutations: int = _HSIC["permutations"],
+    alpha: float = _HSIC["alpha"],
+    seed: int = _HSIC["seed"],
+    median_convention: str = _SEL["median_convention"],
+    bkl_landmarks: int = _SEL["bkl_landmarks"],
+    bkl_tau2: float = _SEL["bkl_tau2"],
+    bkl_prior: str = _SEL["bkl_prior"],
+    agg_weights: str = _SEL["agg_weights"],
+    agg_kernels: str = _SEL["agg_kernels"],
+    backend: str = _BACKEND,
     n_jobs: Optional[int] = None,
 ) -> TestResult:
     """Independence test ``H₀: X ⫫ Y`` with the HSIC (``bke test hsic``; same keywords as its flags).
@@ -243,7 +240,7 @@ def hsic_test(
     fixed_x = _fixed(lengthscale_x, select, "lengthscale_x")
     fixed_y = None if lengthscale_y is None else float(lengthscale_y)
     sel = _selection(
-        select or "median", median_convention=median_convention, bkl_landmarks=bkl_landmarks,
+        select or _SEL["select"], median_convention=median_convention, bkl_landmarks=bkl_landmarks,
         bkl_tau2=bkl_tau2, bkl_prior=bkl_prior, agg_weights=agg_weights, agg_kernels=agg_kernels,
     )
     report, draws = _bke.hsic_test(
@@ -261,13 +258,13 @@ class _KernelTest(Params):
 
     def __init__(
         self,
-        select: str = "median",
+        select: str = _SEL["select"],
         statistic: Optional[str] = None,
-        null: str = "permutation",
-        permutations: int = 1000,
-        alpha: float = 0.05,
-        random_state=0,
-        backend: str = "faer",
+        null: str = _MMD["null"],
+        permutations: int = _MMD["permutations"],
+        alpha: float = _MMD["alpha"],
+        random_state=_MMD["seed"],
+        backend: str = _BACKEND,
         n_jobs: Optional[int] = None,
         **selection_options,
     ):

@@ -8,13 +8,13 @@
 
 use crate::convert::{array1, points, values};
 use crate::embedding::fitted_dict;
-use crate::exec::{Exec, Failure, Job};
+use crate::exec::{Exec, Failure, run_job};
 use bke_core::embedding::{
     BkeParams, EmbeddingParams, EmbeddingPrior, LengthscaleGrid, PartialStats, PseudolikelihoodPlan,
     check_column_ranges, learn_from_stats,
 };
 use bke_core::{CoreError, Params, Points, Progress};
-use bke_linalg::Backend;
+use bke_linalg::{Backend, BackendKind};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -31,20 +31,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-struct PartialJob {
-    x: Points,
-    z: Points,
-    params: BkeParams,
-}
-
-impl Job for PartialJob {
-    type Output = Vec<f64>;
-    fn run<B: Backend>(self, _: &dyn Progress) -> Result<Vec<f64>, Failure> {
-        let plan = PseudolikelihoodPlan::new(&self.z, &self.params)?;
-        Ok(plan.partial(&self.x)?.to_vec())
-    }
-}
-
 /// The partial statistics of the data chunk `x` at landmarks `z` ([`PartialStats::to_vec`]).
 #[pyfunction]
 #[pyo3(signature = (x, z, *, lengthscales, tau2, prior, jacobian, n_jobs))]
@@ -59,7 +45,7 @@ fn embedding_partial<'py>(
     jacobian: bool,
     n_jobs: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let exec = Exec::new("faer", n_jobs)?;
+    let exec = Exec::new(BackendKind::default_kind().name(), n_jobs)?;
     let params = BkeParams {
         lengthscales: values(&lengthscales)?,
         tau2,
@@ -67,7 +53,8 @@ fn embedding_partial<'py>(
         jacobian,
     };
     let (x, z) = (points_or_empty("X chunk", &x)?, points("landmarks", &z)?);
-    Ok(array1(py, exec.run(py, PartialJob { x, z, params })?))
+    let partial = exec.run(py, move |_| Ok(PseudolikelihoodPlan::new(&z, &params)?.partial(&x)?.to_vec()))?;
+    Ok(array1(py, partial))
 }
 
 /// A chunk's points; a chunk may be empty (every row a landmark).
@@ -79,14 +66,10 @@ fn points_or_empty(what: &str, a: &PyReadonlyArray2<'_, f64>) -> Result<Points, 
     points(what, a)
 }
 
-struct ChunkedFitJob {
-    landmarks: Points,
-    median: f64,
-    params: EmbeddingParams,
-    stats: Py<PyAny>,
-}
+/// The data of a chunked fit: the Python callback `stats(lengthscales, tau2)`.
+struct ChunkStats(Py<PyAny>);
 
-impl ChunkedFitJob {
+impl ChunkStats {
     /// Calls the Python `stats(lengthscales, tau2)` and merges the chunks' statistics in order;
     /// a Python exception is kept in `raised` (and stops the fit).
     fn stats(
@@ -97,7 +80,7 @@ impl ChunkedFitJob {
         let p = plan.params();
         let call = Python::attach(|py| -> PyResult<Vec<Vec<f64>>> {
             let ls = PyArray1::from_vec(py, p.lengthscales.clone());
-            self.stats.call1(py, (ls, p.tau2))?.extract(py)
+            self.0.call1(py, (ls, p.tau2))?.extract(py)
         });
         let chunks = call.map_err(|e| {
             *raised.lock().expect("not poisoned") = Some(e);
@@ -111,18 +94,23 @@ impl ChunkedFitJob {
     }
 }
 
-impl Job for ChunkedFitJob {
-    type Output = bke_core::embedding::Learned;
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<Self::Output, Failure> {
-        let raised = Mutex::new(None);
-        let valid = self.params.clone().check()?;
-        let source = |plan: &PseudolikelihoodPlan| self.stats(plan, &raised);
-        let out = learn_from_stats::<B>(&valid, &self.landmarks, self.median, &source, progress);
-        if let Some(e) = raised.lock().expect("not poisoned").take() {
-            return Err(Failure::Python(e));
-        }
-        Ok(out?)
+/// ML-II with backend `B` on the statistics `data` returns; a Python exception it raised is raised
+/// again.
+fn fit_chunked<B: Backend>(
+    data: &ChunkStats,
+    landmarks: &Points,
+    median: f64,
+    params: &EmbeddingParams,
+    progress: &dyn Progress,
+) -> Result<bke_core::embedding::Learned, Failure> {
+    let raised = Mutex::new(None);
+    let valid = params.check()?;
+    let source = |plan: &PseudolikelihoodPlan| data.stats(plan, &raised);
+    let out = learn_from_stats::<B>(&valid, landmarks, median, &source, progress);
+    if let Some(e) = raised.lock().expect("not poisoned").take() {
+        return Err(Failure::Python(e));
     }
+    Ok(out?)
 }
 
 /// ML-II (`bke embed fit`) on data reached through `stats(lengthscales, tau2)` → list of per-chunk
@@ -173,8 +161,8 @@ fn embedding_fit_chunked<'py>(
         max_starts,
         seed,
     };
-    let job = ChunkedFitJob { landmarks: landmarks.clone(), median, params, stats };
-    let r = exec.run(py, job)?;
+    let (data, held_out) = (ChunkStats(stats), landmarks.clone());
+    let r = run_job!(exec, py, |B, progress| fit_chunked::<B>(&data, &held_out, median, &params, progress))?;
     fitted_dict(py, &r, median, &landmarks, landmark_indices, n_data)
 }
 

@@ -5,7 +5,7 @@
 //! Algorithm 8.1) through [`bke_dme::infer`], whose report is the command's JSON.
 
 use crate::convert::{points, values};
-use crate::exec::{Exec, Failure, Job};
+use crate::exec::{Exec, Failure, run_job};
 use crate::models::{Fitted, Model};
 use bke_core::optim::LbfgsOptions;
 use bke_core::{Kernel, KernelFamily, Params, Points, Progress};
@@ -27,18 +27,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-struct FitJob {
-    params: TtgpParams,
-    data: TaskData,
-}
-
-impl Job for FitJob {
-    type Output = (Ttgp, f64);
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<(Ttgp, f64), Failure> {
-        let model = self.params.check()?.fit_with_progress::<B>(&self.data, progress)?;
-        let log_marginal = model.log_marginal::<B>()?;
-        Ok((model, log_marginal))
-    }
+/// Fits a TTGP with backend `B`: the model and its log marginal likelihood.
+fn fit_ttgp<B: Backend>(
+    params: &TtgpParams,
+    data: &TaskData,
+    progress: &dyn Progress,
+) -> Result<(Ttgp, f64), Failure> {
+    let model = params.check()?.fit_with_progress::<B>(data, progress)?;
+    let log_marginal = model.log_marginal::<B>()?;
+    Ok((model, log_marginal))
 }
 
 /// `bke dme fit --model gp`: learns every hyperparameter (multi-start L-BFGS on the log scale) from
@@ -92,7 +89,7 @@ fn ttgp_fit(
         seed,
         lbfgs: LbfgsOptions { max_iter, ..LbfgsOptions::default() },
     };
-    let (model, log_marginal) = exec.run(py, FitJob { params, data })?;
+    let (model, log_marginal) = run_job!(exec, py, |B, progress| fit_ttgp::<B>(&params, &data, progress))?;
     let starts: Vec<f64> = model.starts().iter().map(|s| s.log_marginal).collect();
     let summary = json!({
         "hyperparameters": model.params(),
@@ -106,19 +103,16 @@ fn ttgp_fit(
     ))
 }
 
-struct LfiJob {
-    data: LfiData,
-    method: LfiMethod,
-    candidates: Points,
-    herding: HerdingParams,
-}
-
-impl Job for LfiJob {
-    type Output = String;
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<String, Failure> {
-        let report = infer::<B>(&self.data, &self.method, &self.candidates, &self.herding, progress)?;
-        serde_json::to_string(&report).map_err(|e| Failure::Runtime(format!("cannot encode the result: {e}")))
-    }
+/// The `bke lfi` JSON with backend `B`.
+fn lfi_json<B: Backend>(
+    data: &LfiData,
+    method: &LfiMethod,
+    candidates: &Points,
+    herding: &HerdingParams,
+    progress: &dyn Progress,
+) -> Result<String, Failure> {
+    let report = infer::<B>(data, method, candidates, herding, progress)?;
+    serde_json::to_string(&report).map_err(|e| Failure::Runtime(format!("cannot encode the result: {e}")))
 }
 
 /// `bke lfi`: the posterior by the DME or KBR, herded; returns the command's JSON. The keywords
@@ -178,5 +172,5 @@ fn lfi(
         .map(|l| Kernel::se_ard(l).map_err(|e| Failure::Value(format!("lengthscale_herding: {e}"))))
         .transpose()?;
     let herding = HerdingParams { samples: herd, continuous, kernel, ..HerdingParams::default() };
-    exec.run(py, LfiJob { data, method, candidates, herding })
+    run_job!(exec, py, |B, progress| lfi_json::<B>(&data, &method, &candidates, &herding, progress))
 }

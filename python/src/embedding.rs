@@ -4,14 +4,14 @@
 //! numbers and arrays) and passes them back in.
 
 use crate::convert::{ArrayPair, array1, array2, points, points_array};
-use crate::exec::{Exec, Failure, Job};
-use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams};
+use crate::exec::{Exec, Failure, fit, run_job};
+use bke_core::bayes::{HyperPrior, SampleParams};
 use bke_core::embedding::{
-    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, FittedEmbedding, Learned, LengthscaleGrid,
+    BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, Learned, LengthscaleGrid,
     default_num_landmarks, marginal_pseudolikelihood,
 };
 use bke_core::nuts::NutsParams;
-use bke_core::{Params, Points, Predict, Progress};
+use bke_core::{Params, Points, Predict};
 use bke_linalg::Backend;
 use numpy::PyArrayMethods;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
@@ -30,18 +30,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// The BKE hyperparameters from the Python keywords.
 fn bke_params(lengthscales: Vec<f64>, tau2: f64, prior: &str, jacobian: bool) -> Result<BkeParams, Failure> {
     Ok(BkeParams { lengthscales, tau2, prior: EmbeddingPrior::parse(prior)?, jacobian })
-}
-
-struct FitJob {
-    x: Points,
-    params: EmbeddingParams,
-}
-
-impl Job for FitJob {
-    type Output = FittedEmbedding;
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<Self::Output, Failure> {
-        Ok(self.params.check()?.fit_with_progress::<B>(&self.x, progress)?)
-    }
 }
 
 /// ML-II: learns the lengthscale(s) (and optionally τ²) by maximising the marginal
@@ -81,7 +69,7 @@ fn embedding_fit<'py>(
         max_starts,
         seed,
     };
-    let r = exec.run(py, FitJob { x, params })?;
+    let r = run_job!(exec, py, |B, progress| fit::<B, _>(&params, &x, progress))?;
     let learned = Learned {
         params: r.params.clone(),
         log_marginal: r.log_marginal,
@@ -130,19 +118,6 @@ pub fn fitted_dict<'py>(
     Ok(d)
 }
 
-struct LogMarginalJob {
-    x: Points,
-    z: Points,
-    params: BkeParams,
-}
-
-impl Job for LogMarginalJob {
-    type Output = bke_core::MarginalLikelihood;
-    fn run<B: Backend>(self, _: &dyn Progress) -> Result<Self::Output, Failure> {
-        Ok(marginal_pseudolikelihood::<B>(&self.x, &self.z, &self.params)?)
-    }
-}
-
 /// The marginal pseudolikelihood (seed 000 eq. (15)) at landmarks `z` and its gradient:
 /// `(log_marginal, grad_log_lengthscale, grad_log_tau2, log_gaussian, log_jacobian)`.
 #[pyfunction]
@@ -161,8 +136,8 @@ fn embedding_log_marginal<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let exec = Exec::new(backend, n_jobs)?;
     let params = bke_params(crate::convert::values(&lengthscales)?, tau2, prior, jacobian)?;
-    let job = LogMarginalJob { x: points("X", &x)?, z: points("landmarks", &z)?, params };
-    let ml = exec.run(py, job)?;
+    let (x, z) = (points("X", &x)?, points("landmarks", &z)?);
+    let ml = run_job!(exec, py, |B, _progress| Ok(marginal_pseudolikelihood::<B>(&x, &z, &params)?))?;
     let d = PyDict::new(py);
     d.set_item("log_marginal", ml.log_marginal)?;
     d.set_item("grad_log_lengthscale", array1(py, ml.grad_log_lengthscale))?;
@@ -172,23 +147,20 @@ fn embedding_log_marginal<'py>(
     Ok(d)
 }
 
-struct PosteriorJob {
-    x: Points,
-    conditioning: Option<Points>,
-    at: Points,
-    params: BkeParams,
-}
-
-impl Job for PosteriorJob {
-    type Output = (Vec<f64>, Vec<f64>);
-    fn run<B: Backend>(self, _: &dyn Progress) -> Result<Self::Output, Failure> {
-        let post = match &self.conditioning {
-            Some(w) => BkePosterior::conditioned_at::<B>(&self.params, &self.x, w)?,
-            None => self.params.check()?.fit::<B>(&self.x)?,
-        };
-        let pred = post.predict::<B>(&self.at)?;
-        Ok((pred.mean, pred.variance))
-    }
+/// The posterior mean and variance of the embedding at `at` with backend `B`, conditioned at the
+/// data `x`, or at `conditioning` when given.
+fn posterior<B: Backend>(
+    params: &BkeParams,
+    x: &Points,
+    conditioning: Option<&Points>,
+    at: &Points,
+) -> Result<(Vec<f64>, Vec<f64>), Failure> {
+    let post = match conditioning {
+        Some(w) => BkePosterior::conditioned_at::<B>(params, x, w)?,
+        None => params.check()?.fit::<B>(x)?,
+    };
+    let pred = post.predict::<B>(at)?;
+    Ok((pred.mean, pred.variance))
 }
 
 /// Posterior mean and variance of the embedding `μ` at `at` (seed 000 eq. (7)–(8)), conditioning
@@ -210,26 +182,12 @@ fn embedding_posterior<'py>(
 ) -> PyResult<ArrayPair<'py>> {
     let exec = Exec::new(backend, n_jobs)?;
     let params = bke_params(crate::convert::values(&lengthscales)?, tau2, prior, jacobian)?;
-    let job = PosteriorJob {
-        x: points("X", &x)?,
-        conditioning: conditioning.map(|c| points("conditioning points", &c)).transpose()?,
-        at: points("at", &at)?,
-        params,
-    };
-    let (mean, var) = exec.run(py, job)?;
+    let x = points("X", &x)?;
+    let conditioning = conditioning.map(|c| points("conditioning points", &c)).transpose()?;
+    let at = points("at", &at)?;
+    let (mean, var) =
+        run_job!(exec, py, |B, _progress| posterior::<B>(&params, &x, conditioning.as_ref(), &at))?;
     Ok((array1(py, mean), array1(py, var)))
-}
-
-struct SampleJob {
-    x: Points,
-    params: SampleParams,
-}
-
-impl Job for SampleJob {
-    type Output = HyperDraws;
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<HyperDraws, Failure> {
-        Ok(self.params.check()?.fit_with_progress::<B>(&self.x, progress)?)
-    }
 }
 
 /// NUTS draws of the BKE hyperparameters (`bke embed sample`; seed 000 §5): a dict with `summary`
@@ -272,7 +230,7 @@ fn embedding_sample<'py>(
         landmarks: landmarks.map(|z| points("landmarks", &z)).transpose()?,
         nuts: NutsParams { chains, warmup, draws, seed, max_depth, target_accept, ..NutsParams::default() },
     };
-    let r = exec.run(py, SampleJob { x, params })?;
+    let r = run_job!(exec, py, |B, progress| fit::<B, _>(&params, &x, progress))?;
     let (c, t, k) = (r.nuts.chains.len(), r.nuts.draws_per_chain(), r.num_lengthscales);
     let per_dim: Vec<Vec<Vec<f64>>> = (0..k).map(|d| r.lengthscale(d)).collect();
     let ls: Vec<f64> = (0..c)

@@ -9,8 +9,8 @@
 //! `KeyboardInterrupt` is raised to the caller. Results never depend on `n_jobs`: the library's
 //! parallel reductions have a fixed order.
 
-use bke_core::{CoreError, Progress};
-use bke_linalg::{Backend, BackendKind, LinalgError, WithBackend};
+use bke_core::{CoreError, Estimator, Params, Progress};
+use bke_linalg::{Backend, BackendKind, LinalgError};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,12 +82,28 @@ impl From<Failure> for PyErr {
     }
 }
 
-/// A computation that runs with any backend, polling `progress` for cancellation.
-pub trait Job: Send {
-    /// What it returns.
-    type Output: Send;
-    /// Runs it with backend `B`.
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<Self::Output, Failure>;
+/// Runs `$body` through [`Exec::run`] with the call's backend as the type `$B` (see
+/// [`bke_linalg::with_backend`]) and `$progress: &dyn Progress` its cancellation flag:
+/// `run_job!(exec, py, |B, progress| fit::<B>(params, data, progress))`. The body's values are moved
+/// into it; its `?` converts errors into [`Failure`].
+macro_rules! run_job {
+    ($exec:expr, $py:expr, |$B:ident, $progress:ident| $body:expr) => {{
+        let exec: &$crate::exec::Exec = &$exec;
+        let kind = exec.backend();
+        exec.run($py, move |$progress: &dyn bke_core::Progress| {
+            bke_linalg::with_backend!(kind, $B => $body)?
+        })
+    }};
+}
+pub(crate) use run_job;
+
+/// Checks `params` and fits them to `data` with backend `B`, polling `progress`.
+pub fn fit<B: Backend, P>(params: &P, data: &P::Data, progress: &dyn Progress) -> Result<P::Fitted, Failure>
+where
+    P: Estimator,
+    Failure: From<P::Error>,
+{
+    Ok(params.check()?.fit_with_progress::<B>(data, progress)?)
 }
 
 /// The backend and worker count of one call.
@@ -116,16 +132,26 @@ impl Exec {
         Ok(Self { backend, threads })
     }
 
-    /// Runs `job` with the GIL released, honouring Ctrl-C (see the module docs).
-    pub fn run<J: Job>(&self, py: Python<'_>, job: J) -> PyResult<J::Output> {
+    /// The backend of `backend=`.
+    pub fn backend(&self) -> BackendKind {
+        self.backend
+    }
+
+    /// Runs `job` with the GIL released, honouring Ctrl-C (see the module docs); `job` gets the
+    /// cancellation flag. [`run_job!`] runs a backend-generic body this way.
+    pub fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        job: impl FnOnce(&dyn Progress) -> Result<T, Failure> + Send,
+    ) -> PyResult<T> {
         let stop = Stop(AtomicBool::new(false));
-        let (backend, threads) = (self.backend, self.threads);
+        let threads = self.threads;
         let (result, interrupt) = py.detach(|| {
             std::thread::scope(|scope| {
                 let (tx, rx) = channel();
                 let stop = &stop;
                 scope.spawn(move || {
-                    let work = || dispatch(backend, job, stop);
+                    let work = || job(stop);
                     let out =
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| in_pool(threads, work)))
                             .unwrap_or_else(|p| {
@@ -169,22 +195,6 @@ impl Progress for Stop {
     fn cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
-}
-
-struct Dispatch<'a, J> {
-    job: J,
-    progress: &'a dyn Progress,
-}
-
-impl<J: Job> WithBackend for Dispatch<'_, J> {
-    type Output = Result<J::Output, Failure>;
-    fn run<B: Backend>(self) -> Self::Output {
-        self.job.run::<B>(self.progress)
-    }
-}
-
-fn dispatch<J: Job>(backend: BackendKind, job: J, progress: &dyn Progress) -> Result<J::Output, Failure> {
-    backend.dispatch(Dispatch { job, progress })?
 }
 
 fn in_pool<T: Send>(

@@ -2,19 +2,19 @@
 //! `MmdParams`/`HsicParams` → `check` → `fit::<B>` → `test::<B>`. Each call returns the report's
 //! JSON text (the CLI's JSON: the Python `to_dict()`) and the resampled null draws. The keywords are
 //! the CLI's flags with dashes as underscores; the kernel-choice rule is parsed by the library
-//! ([`LengthscaleSelection::parse`]), as the CLI does.
+//! ([`SelectRule::parse`], [`LengthscaleSelection::parse`]), as the CLI does.
 //!
 //! For `bke.dask`: [`mmd_null_draws`] computes a range of the permutation null's draws on a worker
 //! (the kernel fixed to the lengthscale chosen on the client), and [`mmd_test`] with `null_draws`
 //! finishes the test from the concatenated draws ([`bke_core::hypothesis::FittedMmd::test_with_null`]).
 
 use crate::convert::{array1, points};
-use crate::exec::{Exec, Failure, Job};
+use crate::exec::{Exec, Failure, run_job};
 use bke_core::embedding::EmbeddingPrior;
-use bke_core::hypothesis::select::TestKind;
+use bke_core::hypothesis::select::{SelectRule, TestKind};
 use bke_core::hypothesis::{
-    AggParams, BandwidthWeights, BklParams, Families, HsicParams, HsicStatistic, LengthscaleSelection,
-    MedianConvention, MmdParams, MmdStatistic, NullDistribution, SelectionSpec,
+    AggParams, BklParams, HsicParams, HsicStatistic, LengthscaleSelection, MmdParams, MmdStatistic,
+    NullDistribution, SelectionSpec,
 };
 use bke_core::{Params, Progress, TwoSamples, check_positive};
 use bke_linalg::Backend;
@@ -50,19 +50,17 @@ impl Selection {
             check_positive("lengthscale", l)?;
             return Ok(LengthscaleSelection::Fixed(l));
         }
+        // Field order = evaluation order: the rule's name is checked last, as it always was.
         let spec = SelectionSpec {
-            select: &self.select,
-            median_convention: MedianConvention::parse(&self.median_convention)?,
+            median_convention: self.median_convention.parse()?,
             bkl: BklParams {
                 landmarks: self.bkl_landmarks,
                 tau2: self.bkl_tau2,
                 prior: EmbeddingPrior::parse(&self.bkl_prior)?,
                 seed,
             },
-            agg: AggParams {
-                families: Families::parse(&self.agg_kernels)?,
-                weights: BandwidthWeights::parse(&self.agg_weights)?,
-            },
+            agg: AggParams { families: self.agg_kernels.parse()?, weights: self.agg_weights.parse()? },
+            select: SelectRule::parse(&self.select, test)?,
         };
         Ok(LengthscaleSelection::parse(spec, test)?)
     }
@@ -75,22 +73,19 @@ fn json<T: Serialize>(report: &T) -> Result<String, Failure> {
     serde_json::to_string(report).map_err(|e| Failure::Runtime(format!("cannot encode the report: {e}")))
 }
 
-struct MmdJob {
-    params: MmdParams,
-    data: TwoSamples,
+/// The MMD test with backend `B`, finished from `null_draws` when given.
+fn mmd_report<B: Backend>(
+    params: &MmdParams,
+    data: &TwoSamples,
     null_draws: Option<Vec<f64>>,
-}
-
-impl Job for MmdJob {
-    type Output = ReportOut;
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<ReportOut, Failure> {
-        let fitted = self.params.check()?.fit_with_progress::<B>(&self.data, progress)?;
-        let report = match self.null_draws {
-            Some(null) => fitted.test_with_null::<B>(null)?,
-            None => fitted.test_with_progress::<B>(progress)?,
-        };
-        Ok((json(&report)?, report.outcome.null_samples.clone()))
-    }
+    progress: &dyn Progress,
+) -> Result<ReportOut, Failure> {
+    let fitted = params.check()?.fit_with_progress::<B>(data, progress)?;
+    let report = match null_draws {
+        Some(null) => fitted.test_with_null::<B>(null)?,
+        None => fitted.test_with_progress::<B>(progress)?,
+    };
+    Ok((json(&report)?, report.outcome.null_samples.clone()))
 }
 
 /// The two-sample data after the CLI's checks (at least 2 rows each, same columns).
@@ -129,21 +124,7 @@ fn mmd_test(
         selection: selection.rule(lengthscale, seed, TestKind::TwoSample)?,
     };
     let data = two_samples(&x, &y)?;
-    exec.run(py, MmdJob { params, data, null_draws })
-}
-
-struct NullJob {
-    params: MmdParams,
-    data: TwoSamples,
-    range: std::ops::Range<usize>,
-}
-
-impl Job for NullJob {
-    type Output = Vec<f64>;
-    fn run<B: Backend>(self, _: &dyn Progress) -> Result<Vec<f64>, Failure> {
-        let fitted = self.params.check()?.fit::<B>(&self.data)?;
-        Ok(fitted.null_draws::<B>(self.range)?)
-    }
+    run_job!(exec, py, |B, progress| mmd_report::<B>(&params, &data, null_draws, progress))
 }
 
 /// Draws `start..stop` of the permutation null of the MMD test with the Gaussian kernel of
@@ -173,22 +154,21 @@ fn mmd_null_draws<'py>(
         ..MmdParams::default()
     };
     let data = two_samples(&x, &y)?;
-    let draws = exec.run(py, NullJob { params, data, range: start..stop.max(start) })?;
+    let range = start..stop.max(start);
+    let draws =
+        run_job!(exec, py, |B, _progress| Ok(params.check()?.fit::<B>(&data)?.null_draws::<B>(range)?))?;
     Ok(array1(py, draws))
 }
 
-struct HsicJob {
-    params: HsicParams,
-    data: TwoSamples,
-}
-
-impl Job for HsicJob {
-    type Output = ReportOut;
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<ReportOut, Failure> {
-        let fitted = self.params.check()?.fit_with_progress::<B>(&self.data, progress)?;
-        let report = fitted.test_with_progress::<B>(progress)?;
-        Ok((json(&report)?, report.outcome.null_samples.clone()))
-    }
+/// The HSIC test with backend `B`.
+fn hsic_report<B: Backend>(
+    params: &HsicParams,
+    data: &TwoSamples,
+    progress: &dyn Progress,
+) -> Result<ReportOut, Failure> {
+    let fitted = params.check()?.fit_with_progress::<B>(data, progress)?;
+    let report = fitted.test_with_progress::<B>(progress)?;
+    Ok((json(&report)?, report.outcome.null_samples.clone()))
 }
 
 /// `bke test hsic`: `(report JSON, null draws)`.
@@ -222,5 +202,5 @@ fn hsic_test(
         selection_y: lengthscale_y.map(|l| selection.rule(Some(l), seed, test)).transpose()?,
     };
     let data = two_samples(&x, &y)?;
-    exec.run(py, HsicJob { params, data })
+    run_job!(exec, py, |B, progress| hsic_report::<B>(&params, &data, progress))
 }

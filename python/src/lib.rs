@@ -13,6 +13,7 @@
 
 mod chunked;
 mod convert;
+mod defaults;
 mod dme;
 mod embedding;
 mod exec;
@@ -32,6 +33,7 @@ fn backends() -> Vec<&'static str> {
 fn _bke(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(defaults::defaults, m)?)?;
     embedding::register(m)?;
     chunked::register(m)?;
     hypothesis::register(m)?;

@@ -10,7 +10,7 @@
 //! with the GIL released ([`crate::exec`]).
 
 use crate::convert::{ArrayPair, array1, points, points_array, values};
-use crate::exec::{Exec, Failure, Job};
+use crate::exec::{Exec, Failure, fit, run_job};
 use bke_bank::baselines::{Baseline, BaselineModel, BaselineParams};
 use bke_bank::{BankModel, BankParams, Task};
 use bke_core::density::{
@@ -99,33 +99,16 @@ impl Fitted {
     }
 }
 
-/// The work of [`Model`]'s methods, on a backend.
-enum Use<'a> {
-    Predict(&'a Fitted, Points),
-    LogDensity(&'a KernelStudentT, Points),
-    Sample(&'a KernelStudentT, usize, u64),
-}
-
-enum Used {
-    Prediction(Prediction),
-    Values(Vec<f64>),
-    Points(Points),
-}
-
-impl Job for Use<'_> {
-    type Output = Used;
-    fn run<B: Backend>(self, _: &dyn Progress) -> Result<Used, Failure> {
-        Ok(match self {
-            Use::Predict(Fitted::Bank(m), x) => Used::Prediction(m.predict::<B>(&x)?),
-            Use::Predict(Fitted::Baseline(m), x) => Used::Prediction(m.predict::<B>(&x)?),
-            Use::Predict(Fitted::Ttgp(m), x) => Used::Prediction(m.predict::<B>(&x)?),
-            Use::Predict(Fitted::Density(_), _) => {
-                return Err(Failure::Value("a density model has no predictions: use log_density".into()));
-            }
-            Use::LogDensity(m, x) => Used::Values(m.log_density::<B>(&x)?),
-            Use::Sample(m, n, seed) => Used::Points(m.sample::<B>(n, seed)?.points),
-        })
-    }
+/// The prediction of `model` at `x` with backend `B` (not for a density model).
+fn predict<B: Backend>(model: &Fitted, x: &Points) -> Result<Prediction, Failure> {
+    Ok(match model {
+        Fitted::Bank(m) => m.predict::<B>(x)?,
+        Fitted::Baseline(m) => m.predict::<B>(x)?,
+        Fitted::Ttgp(m) => m.predict::<B>(x)?,
+        Fitted::Density(_) => {
+            return Err(Failure::Value("a density model has no predictions: use log_density".into()));
+        }
+    })
 }
 
 impl Model {
@@ -185,10 +168,9 @@ impl Model {
     ) -> PyResult<ArrayPair<'py>> {
         let exec = Exec::new(backend, n_jobs)?;
         let x = points("X", &x)?;
-        match exec.run(py, Use::Predict(&self.fitted, x))? {
-            Used::Prediction(p) => Ok((array1(py, p.mean), array1(py, p.variance))),
-            _ => unreachable!("Use::Predict gives a prediction"),
-        }
+        let fitted = &self.fitted;
+        let p = run_job!(exec, py, |B, _progress| predict::<B>(fitted, &x))?;
+        Ok((array1(py, p.mean), array1(py, p.variance)))
     }
 
     /// `log p(x)` at the rows of `x` (a density model; −inf outside the normalisation box).
@@ -202,10 +184,8 @@ impl Model {
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let exec = Exec::new(backend, n_jobs)?;
         let x = points("X", &x)?;
-        match exec.run(py, Use::LogDensity(self.density()?, x))? {
-            Used::Values(v) => Ok(array1(py, v)),
-            _ => unreachable!("Use::LogDensity gives values"),
-        }
+        let density = self.density()?;
+        Ok(array1(py, run_job!(exec, py, |B, _progress| Ok(density.log_density::<B>(&x)?))?))
     }
 
     /// `n` draws from a normalised density model (seeded; independent of `n_jobs`).
@@ -219,10 +199,8 @@ impl Model {
         n_jobs: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let exec = Exec::new(backend, n_jobs)?;
-        match exec.run(py, Use::Sample(self.density()?, n, seed))? {
-            Used::Points(p) => points_array(py, &p),
-            _ => unreachable!("Use::Sample gives points"),
-        }
+        let density = self.density()?;
+        points_array(py, &run_job!(exec, py, |B, _progress| Ok(density.sample::<B>(n, seed)?.points))?)
     }
 
     /// The fit summary as JSON text (the fields `bke bank fit` / `bke density fit` print).
@@ -301,20 +279,6 @@ fn dataset(
     Ok(Dataset::new(points("X", x)?, y)?)
 }
 
-/// Fits any estimator of bke-bank on a backend, polling for Ctrl-C.
-struct Fit<P: bke_core::Estimator<Data = Dataset>>(P, Dataset);
-
-impl<P> Job for Fit<P>
-where
-    P: bke_core::Estimator<Data = Dataset, Error = bke_bank::BankError> + Send,
-    P::Fitted: Send,
-{
-    type Output = P::Fitted;
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<P::Fitted, Failure> {
-        Ok(self.0.check()?.fit_with_progress::<B>(&self.1, progress)?)
-    }
-}
-
 /// BaNK (`bke bank fit`): the keywords are the CLI's flags; `None` keeps the library default (a
 /// learned or data-derived value).
 #[pyfunction]
@@ -368,7 +332,7 @@ fn bank_fit(
             *slot = v;
         }
     }
-    let model = exec.run(py, Fit(p, data))?;
+    let model = run_job!(exec, py, |B, progress| fit::<B, _>(&p, &data, progress))?;
     Ok(Model { fitted: Fitted::Bank(Box::new(model)), columns: Vec::new(), target: None })
 }
 
@@ -410,17 +374,8 @@ fn baseline_fit(
         seed,
         ..defaults
     };
-    let model = exec.run(py, Fit(p, data))?;
+    let model = run_job!(exec, py, |B, progress| fit::<B, _>(&p, &data, progress))?;
     Ok(Model { fitted: Fitted::Baseline(Box::new(model)), columns: Vec::new(), target: None })
-}
-
-struct DensityFit(KernelStudentTParams, Points);
-
-impl Job for DensityFit {
-    type Output = KernelStudentT;
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<KernelStudentT, Failure> {
-        Ok(self.0.check()?.fit_with_progress::<B>(&self.1, progress)?)
-    }
 }
 
 /// The kernel student-t density (`bke density fit`): the keywords are the CLI's flags.
@@ -456,30 +411,27 @@ fn density_fit(
         select: SelectOptions { folds, seed, margin, ..SelectOptions::default() },
         ..KernelStudentTParams::default()
     };
-    let model = exec.run(py, DensityFit(params, x))?;
+    let model = run_job!(exec, py, |B, progress| fit::<B, _>(&params, &x, progress))?;
     Ok(Model { fitted: Fitted::Density(Box::new(model)), columns: Vec::new(), target: None })
 }
 
 /// What [`kde`] returns: bandwidths, LOO log-likelihood, log density at the query points.
 type KdeFit<'py> = (Bound<'py, PyArray1<f64>>, Option<f64>, Option<Bound<'py, PyArray1<f64>>>);
 
-struct Kde {
-    x: Points,
-    params: KdeParams,
-    at: Option<Points>,
-}
-
-impl Job for Kde {
-    type Output = (Vec<f64>, Option<f64>, Option<Vec<f64>>);
-    fn run<B: Backend>(self, progress: &dyn Progress) -> Result<Self::Output, Failure> {
-        let kde = self.params.check()?.fit_with_progress::<B>(&self.x, progress)?;
-        let loo = match kde.rule() {
-            KdeBandwidth::CrossValidated { loo_log_lik } => Some(loo_log_lik),
-            _ => None,
-        };
-        let density = self.at.map(|q| kde.log_density::<B>(&q)).transpose()?;
-        Ok((kde.bandwidths().to_vec(), loo, density))
-    }
+/// The KDE of `x` with backend `B`: bandwidths, LOO log-likelihood, log density at `at`.
+fn kde_fit<B: Backend>(
+    params: &KdeParams,
+    x: &Points,
+    at: Option<&Points>,
+    progress: &dyn Progress,
+) -> Result<(Vec<f64>, Option<f64>, Option<Vec<f64>>), Failure> {
+    let kde = fit::<B, _>(params, x, progress)?;
+    let loo = match kde.rule() {
+        KdeBandwidth::CrossValidated { loo_log_lik } => Some(loo_log_lik),
+        _ => None,
+    };
+    let density = at.map(|q| kde.log_density::<B>(q)).transpose()?;
+    Ok((kde.bandwidths().to_vec(), loo, density))
 }
 
 /// The Gaussian KDE baseline of seed 003's comparisons: fits the bandwidths of `x` (`rule`:
@@ -514,11 +466,9 @@ fn kde<'py>(
             .into());
         }
     };
-    let job = Kde {
-        x: points("X", &x)?,
-        params: KdeParams { bandwidth },
-        at: at.map(|q| points("X", &q)).transpose()?,
-    };
-    let (h, loo, density) = exec.run(py, job)?;
+    let (params, x) = (KdeParams { bandwidth }, points("X", &x)?);
+    let at = at.map(|q| points("X", &q)).transpose()?;
+    let (h, loo, density) =
+        run_job!(exec, py, |B, progress| kde_fit::<B>(&params, &x, at.as_ref(), progress))?;
     Ok((array1(py, h), loo, density.map(|d| array1(py, d))))
 }

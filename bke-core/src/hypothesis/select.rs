@@ -235,14 +235,64 @@ impl Default for LengthscaleSelection {
     }
 }
 
-/// A kernel-choice rule by name, with the settings each rule may use (the CLI's `--select` and the
-/// Python `select=` keyword): [`LengthscaleSelection::parse`] turns it into a
-/// [`LengthscaleSelection`].
+/// A kernel-choice rule by name (the CLI's `--select`, the Python `select=` keyword); its names and
+/// help lines are its [`crate::Choice`] list. A new rule is a variant here, its entry there, and
+/// its [`LengthscaleSelection`] variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SelectRule {
+    /// The median heuristic (the default, as [`LengthscaleSelection::default`]).
+    #[default]
+    Median,
+    /// BKL (ML-II on the BKE marginal pseudolikelihood).
+    Bkl,
+    /// MMDAgg (two-sample only).
+    Mmdagg,
+    /// HSICAgg (independence only).
+    Hsicagg,
+    /// MMD-FUSE (two-sample only).
+    Fuse,
+    /// BKL-Bayes.
+    BklBayes,
+}
+
+impl SelectRule {
+    /// Whether `test` offers this rule (`mmdagg` and `fuse` are two-sample, `hsicagg` independence).
+    pub fn offered(self, test: TestKind) -> bool {
+        match self {
+            SelectRule::Mmdagg | SelectRule::Fuse => test == TestKind::TwoSample,
+            SelectRule::Hsicagg => test == TestKind::Independence,
+            _ => true,
+        }
+    }
+
+    /// Parses a rule's name; an unknown name errors with the rules `test` offers.
+    pub fn parse(name: &str, test: TestKind) -> Result<Self, CoreError> {
+        use crate::Choice;
+        Self::from_name(name).ok_or_else(|| {
+            let names = Self::names_where(|r| r.offered(test));
+            choice(&format!("kernel selection '{name}'"), &format!("use {names}"))
+        })
+    }
+}
+
+impl std::str::FromStr for SelectRule {
+    type Err = CoreError;
+    /// Parses a rule's name (any test's).
+    fn from_str(name: &str) -> Result<Self, CoreError> {
+        use crate::Choice;
+        Self::from_name(name).ok_or_else(|| {
+            let names = Self::names_where(|_| true);
+            choice(&format!("kernel selection '{name}'"), &format!("use {names}"))
+        })
+    }
+}
+
+/// A kernel-choice rule with the settings each rule may use: [`LengthscaleSelection::parse`] turns
+/// it into a [`LengthscaleSelection`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct SelectionSpec<'a> {
-    /// "median", "bkl", "mmdagg" (two-sample), "hsicagg" (independence), "fuse" (two-sample) or
-    /// "bkl-bayes".
-    pub select: &'a str,
+pub struct SelectionSpec {
+    /// The rule.
+    pub select: SelectRule,
     /// The median heuristic's convention.
     pub median_convention: MedianConvention,
     /// BKL / BKL-Bayes settings.
@@ -266,53 +316,51 @@ impl LengthscaleSelection {
         LengthscaleSelection::Bkl(BklParams { seed, ..BklParams::default() })
     }
 
-    /// The rule `spec` names for `test`; errors on an unknown name or an aggregate of the other test
-    /// (`mmdagg` or `fuse` for HSIC, `hsicagg` for MMD), saying which to use.
-    pub fn parse(spec: SelectionSpec<'_>, test: TestKind) -> Result<Self, CoreError> {
+    /// The rule `spec` names for `test`; errors on an aggregate of the other test (`mmdagg` or
+    /// `fuse` for HSIC, `hsicagg` for MMD), saying which to use.
+    pub fn parse(spec: SelectionSpec, test: TestKind) -> Result<Self, CoreError> {
         let two_sample = test == TestKind::TwoSample;
         let rule = match spec.select {
-            "median" => Self::Median(spec.median_convention),
-            "bkl" => Self::Bkl(spec.bkl),
-            "bkl-bayes" => Self::BklBayes(spec.bkl),
-            "fuse" => Self::Fuse(spec.agg.families),
-            "mmdagg" if two_sample => Self::Agg(spec.agg),
-            "hsicagg" if !two_sample => Self::Agg(spec.agg),
-            "mmdagg" => {
+            SelectRule::Median => Self::Median(spec.median_convention),
+            SelectRule::Bkl => Self::Bkl(spec.bkl),
+            SelectRule::BklBayes => Self::BklBayes(spec.bkl),
+            SelectRule::Fuse => Self::Fuse(spec.agg.families),
+            SelectRule::Mmdagg if two_sample => Self::Agg(spec.agg),
+            SelectRule::Hsicagg if !two_sample => Self::Agg(spec.agg),
+            SelectRule::Mmdagg => {
                 return Err(choice(
                     "selection 'mmdagg' for the independence test",
                     "mmdagg is the two-sample aggregate; for HSIC use hsicagg",
                 ));
             }
-            "hsicagg" => {
+            SelectRule::Hsicagg => {
                 return Err(choice(
                     "selection 'hsicagg' for the two-sample test",
                     "hsicagg is the independence aggregate; for MMD use mmdagg",
                 ));
-            }
-            other => {
-                let names = if two_sample {
-                    "median, bkl, mmdagg, fuse or bkl-bayes"
-                } else {
-                    "median, bkl, hsicagg or bkl-bayes"
-                };
-                return Err(choice(&format!("kernel selection '{other}'"), &format!("use {names}")));
             }
         };
         rule.validate(test)?;
         Ok(rule)
     }
 
-    /// The name in outputs: "fixed", "median", "bkl", "mmdagg" / "hsicagg", "fuse", "bkl-bayes".
+    /// The name in outputs: "fixed", or the rule's name ("median", "bkl", "mmdagg" / "hsicagg",
+    /// "fuse", "bkl-bayes").
     pub fn name(&self, test: TestKind) -> &'static str {
-        match (self, test) {
-            (LengthscaleSelection::Fixed(_), _) => "fixed",
-            (LengthscaleSelection::Median(_), _) => "median",
-            (LengthscaleSelection::Bkl(_), _) => "bkl",
-            (LengthscaleSelection::Agg(_), TestKind::TwoSample) => "mmdagg",
-            (LengthscaleSelection::Agg(_), TestKind::Independence) => "hsicagg",
-            (LengthscaleSelection::Fuse(_), _) => "fuse",
-            (LengthscaleSelection::BklBayes(_), _) => "bkl-bayes",
-        }
+        self.rule(test).map_or("fixed", crate::Choice::name)
+    }
+
+    /// The named rule this selection follows for `test` (`None` for a fixed lengthscale).
+    pub fn rule(&self, test: TestKind) -> Option<SelectRule> {
+        Some(match self {
+            LengthscaleSelection::Fixed(_) => return None,
+            LengthscaleSelection::Median(_) => SelectRule::Median,
+            LengthscaleSelection::Bkl(_) => SelectRule::Bkl,
+            LengthscaleSelection::Agg(_) if test == TestKind::TwoSample => SelectRule::Mmdagg,
+            LengthscaleSelection::Agg(_) => SelectRule::Hsicagg,
+            LengthscaleSelection::Fuse(_) => SelectRule::Fuse,
+            LengthscaleSelection::BklBayes(_) => SelectRule::BklBayes,
+        })
     }
 
     /// Whether the test aggregates a collection of kernels.
