@@ -3,8 +3,6 @@
 //! witness of `bke witness`.
 
 use crate::exec::{Bar, ExecArgs, run_with_backend};
-use crate::table_out::TableFormat;
-use crate::{interrupt, io};
 use anyhow::{Context, bail};
 use bke_core::bayes::{HyperDraws, HyperPrior, SampleParams, sample_hyperparameters, witness_posterior};
 use bke_core::budget::{Bytes, human};
@@ -12,6 +10,8 @@ use bke_core::embedding::{EmbeddingPrior, default_num_landmarks};
 use bke_core::model_file::AtomicFile;
 use bke_core::nuts::{Draw, DrawSink, NutsParams};
 use bke_core::{CoreError, Params, Points};
+use bke_io::TableFormat;
+use bke_io::{self as io, interrupt};
 use bke_linalg::{Backend, BackendKind};
 use clap::Args;
 use serde_json::{Value, json};
