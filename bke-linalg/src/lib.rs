@@ -72,7 +72,8 @@ pub enum BackendKind {
     OpenBlas,
 }
 
-/// Generic code to run with a backend picked at run time: see [`BackendKind::dispatch`].
+/// Generic code to run with a backend picked at run time, as a value: see [`BackendKind::dispatch`]
+/// ([`with_backend!`] runs a generic expression directly, without a type per call site).
 pub trait WithBackend {
     /// What the code returns.
     type Output;

@@ -9,7 +9,7 @@
 //! `KeyboardInterrupt` is raised to the caller. Results never depend on `n_jobs`: the library's
 //! parallel reductions have a fixed order.
 
-use bke_core::{CoreError, Estimator, Params, Progress};
+use bke_core::{CoreError, Estimator, Progress};
 use bke_linalg::{Backend, BackendKind, LinalgError};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;

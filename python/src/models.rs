@@ -17,7 +17,7 @@ use bke_core::density::{
     Bandwidth, KdeBandwidth, KdeParams, KernelStudentT, KernelStudentTParams, SelectOptions,
 };
 use bke_core::model_file::{self, ModelFile, Saved};
-use bke_core::{Dataset, KernelFamily, LogDensity, Params, Points, Predict, Prediction, Progress};
+use bke_core::{Dataset, KernelFamily, LogDensity, Points, Predict, Prediction, Progress};
 use bke_dme::ttgp::Ttgp;
 use bke_linalg::Backend;
 use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};

@@ -122,6 +122,9 @@ use crate::{CoreError, Points, Progress, check_positive};
 use bke_linalg::Backend;
 use serde::Serialize;
 
+mod rule;
+pub use rule::{SelectRule, SelectionSpec};
+
 /// Settings of BKL (ML-II on the BKE marginal pseudolikelihood, isotropic).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BklParams {
@@ -235,72 +238,6 @@ impl Default for LengthscaleSelection {
     }
 }
 
-/// A kernel-choice rule by name (the CLI's `--select`, the Python `select=` keyword); its names and
-/// help lines are its [`crate::Choice`] list. A new rule is a variant here, its entry there, and
-/// its [`LengthscaleSelection`] variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SelectRule {
-    /// The median heuristic (the default, as [`LengthscaleSelection::default`]).
-    #[default]
-    Median,
-    /// BKL (ML-II on the BKE marginal pseudolikelihood).
-    Bkl,
-    /// MMDAgg (two-sample only).
-    Mmdagg,
-    /// HSICAgg (independence only).
-    Hsicagg,
-    /// MMD-FUSE (two-sample only).
-    Fuse,
-    /// BKL-Bayes.
-    BklBayes,
-}
-
-impl SelectRule {
-    /// Whether `test` offers this rule (`mmdagg` and `fuse` are two-sample, `hsicagg` independence).
-    pub fn offered(self, test: TestKind) -> bool {
-        match self {
-            SelectRule::Mmdagg | SelectRule::Fuse => test == TestKind::TwoSample,
-            SelectRule::Hsicagg => test == TestKind::Independence,
-            _ => true,
-        }
-    }
-
-    /// Parses a rule's name; an unknown name errors with the rules `test` offers.
-    pub fn parse(name: &str, test: TestKind) -> Result<Self, CoreError> {
-        use crate::Choice;
-        Self::from_name(name).ok_or_else(|| {
-            let names = Self::names_where(|r| r.offered(test));
-            choice(&format!("kernel selection '{name}'"), &format!("use {names}"))
-        })
-    }
-}
-
-impl std::str::FromStr for SelectRule {
-    type Err = CoreError;
-    /// Parses a rule's name (any test's).
-    fn from_str(name: &str) -> Result<Self, CoreError> {
-        use crate::Choice;
-        Self::from_name(name).ok_or_else(|| {
-            let names = Self::names_where(|_| true);
-            choice(&format!("kernel selection '{name}'"), &format!("use {names}"))
-        })
-    }
-}
-
-/// A kernel-choice rule with the settings each rule may use: [`LengthscaleSelection::parse`] turns
-/// it into a [`LengthscaleSelection`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct SelectionSpec {
-    /// The rule.
-    pub select: SelectRule,
-    /// The median heuristic's convention.
-    pub median_convention: MedianConvention,
-    /// BKL / BKL-Bayes settings.
-    pub bkl: BklParams,
-    /// MMDAgg / HSICAgg settings (MMD-FUSE uses its families).
-    pub agg: AggParams,
-}
-
 /// Which test a selection serves (names and collections differ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TestKind {
@@ -314,53 +251,6 @@ impl LengthscaleSelection {
     /// BKL with default settings and the given landmark seed.
     pub fn bkl(seed: u64) -> Self {
         LengthscaleSelection::Bkl(BklParams { seed, ..BklParams::default() })
-    }
-
-    /// The rule `spec` names for `test`; errors on an aggregate of the other test (`mmdagg` or
-    /// `fuse` for HSIC, `hsicagg` for MMD), saying which to use.
-    pub fn parse(spec: SelectionSpec, test: TestKind) -> Result<Self, CoreError> {
-        let two_sample = test == TestKind::TwoSample;
-        let rule = match spec.select {
-            SelectRule::Median => Self::Median(spec.median_convention),
-            SelectRule::Bkl => Self::Bkl(spec.bkl),
-            SelectRule::BklBayes => Self::BklBayes(spec.bkl),
-            SelectRule::Fuse => Self::Fuse(spec.agg.families),
-            SelectRule::Mmdagg if two_sample => Self::Agg(spec.agg),
-            SelectRule::Hsicagg if !two_sample => Self::Agg(spec.agg),
-            SelectRule::Mmdagg => {
-                return Err(choice(
-                    "selection 'mmdagg' for the independence test",
-                    "mmdagg is the two-sample aggregate; for HSIC use hsicagg",
-                ));
-            }
-            SelectRule::Hsicagg => {
-                return Err(choice(
-                    "selection 'hsicagg' for the two-sample test",
-                    "hsicagg is the independence aggregate; for MMD use mmdagg",
-                ));
-            }
-        };
-        rule.validate(test)?;
-        Ok(rule)
-    }
-
-    /// The name in outputs: "fixed", or the rule's name ("median", "bkl", "mmdagg" / "hsicagg",
-    /// "fuse", "bkl-bayes").
-    pub fn name(&self, test: TestKind) -> &'static str {
-        self.rule(test).map_or("fixed", crate::Choice::name)
-    }
-
-    /// The named rule this selection follows for `test` (`None` for a fixed lengthscale).
-    pub fn rule(&self, test: TestKind) -> Option<SelectRule> {
-        Some(match self {
-            LengthscaleSelection::Fixed(_) => return None,
-            LengthscaleSelection::Median(_) => SelectRule::Median,
-            LengthscaleSelection::Bkl(_) => SelectRule::Bkl,
-            LengthscaleSelection::Agg(_) if test == TestKind::TwoSample => SelectRule::Mmdagg,
-            LengthscaleSelection::Agg(_) => SelectRule::Hsicagg,
-            LengthscaleSelection::Fuse(_) => SelectRule::Fuse,
-            LengthscaleSelection::BklBayes(_) => SelectRule::BklBayes,
-        })
     }
 
     /// Whether the test aggregates a collection of kernels.
