@@ -2,3 +2,4 @@
 
 mod conformance;
 mod thread_invariance;
+mod with_backend;
