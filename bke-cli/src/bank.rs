@@ -4,12 +4,12 @@
 //! and every JSON shape belong to the library.
 
 use crate::exec::{ExecArgs, fit, run_with_backend};
-use bke_io as io;
 use anyhow::{Context, bail};
 use bke_bank::cv::{CvParams, Method};
 use bke_bank::{BankModel, BankParams, Task};
 use bke_core::Dataset;
 use bke_core::model_file::{self, Saved};
+use bke_io as io;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 

@@ -6,12 +6,12 @@
 
 use crate::exec::{ExecArgs, fit, run_with_backend};
 use crate::hypothesis::Selection;
-use bke_io as io;
 use anyhow::{Context, bail};
 use bke_core::Points;
 use bke_core::causal::{CausalData, Orientation, PcParams, Prewhitening, draw};
 use bke_core::hypothesis::hsic::HsicStatistic;
 use bke_core::hypothesis::select::TestKind;
+use bke_io as io;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use std::path::PathBuf;

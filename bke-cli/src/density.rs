@@ -7,11 +7,11 @@
 //! normalised model.
 
 use crate::exec::{ExecArgs, fit, run_with_backend};
-use bke_io as io;
 use anyhow::{Context, bail};
 use bke_core::density::{KernelStudentT, KernelStudentTParams, SelectOptions};
 use bke_core::model_file::{self, Saved};
 use bke_core::{KernelFamily, LogDensity, Params, Points};
+use bke_io as io;
 use bke_linalg::Backend;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};

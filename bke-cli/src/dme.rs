@@ -3,7 +3,6 @@
 //! JSON and library model files (kind `ttgp`; files of bke 0.1 still load).
 
 use crate::exec::{ExecArgs, fit, run_with_backend};
-use bke_io::{self as io, CsvTable};
 use anyhow::{Context, bail};
 use bke_core::model_file::{self, Saved};
 use bke_core::optim::LbfgsOptions;
@@ -13,6 +12,7 @@ use bke_dme::learn::{Learn, MultiStartOptions};
 use bke_dme::sparse::{SparseTtgpParams, sparse_log_marginal};
 use bke_dme::ttblr::{Ttblr, TtblrForm, TtblrLearn, TtblrParams};
 use bke_dme::ttgp::{MarginalForm, Ttgp, TtgpParams, log_marginal};
+use bke_io::{self as io, CsvTable};
 use bke_linalg::Backend;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};

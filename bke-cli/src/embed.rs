@@ -1,9 +1,7 @@
 //! `bke embed …`: the Bayesian Kernel Embedding model (bke-core `embedding`): the marginal
 //! pseudolikelihood and its gradient, ML-II kernel learning, and the posterior of the embedding.
 
-use bke_io::PointChunks;
 use crate::exec::{ExecArgs, fit, run_with_backend};
-use bke_io as io;
 use crate::table_out::OutArgs;
 use anyhow::{Context, bail};
 use bke_core::embedding::{
@@ -11,6 +9,8 @@ use bke_core::embedding::{
     default_num_landmarks,
 };
 use bke_core::{Params, Points, Predict};
+use bke_io as io;
+use bke_io::PointChunks;
 use bke_linalg::Backend;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};

@@ -11,7 +11,6 @@
 //! the HSICAgg bandwidths for HSIC; for MMD it is MMD-FUSE's statistic with those weights as its prior).
 
 use crate::exec::{Bar, ExecArgs, choice, run_with_backend};
-use bke_io as io;
 use anyhow::bail;
 use bke_core::embedding::EmbeddingPrior;
 use bke_core::hypothesis::report::SelectionFields;
@@ -21,6 +20,7 @@ use bke_core::hypothesis::{
     MedianConvention, MmdParams, MmdStatistic, NullDistribution, SelectionSpec, WitnessParams,
 };
 use bke_core::{Choice, Params, Points, TwoSamples};
+use bke_io as io;
 use bke_linalg::Backend;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};

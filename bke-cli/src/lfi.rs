@@ -6,7 +6,6 @@
 //! lotka-volterra`, bke-dme `lotka_volterra`).
 
 use crate::exec::{Bar, ExecArgs, run_with_backend};
-use bke_io::{self as io, CsvTable};
 use anyhow::{Context, bail};
 use bke_core::{CoreError, Kernel, Params, Points};
 use bke_dme::DmeError;
@@ -17,6 +16,7 @@ use bke_dme::kbr::KbrParams;
 use bke_dme::learn::MultiStartOptions;
 use bke_dme::lfi::LfiData;
 use bke_dme::lotka_volterra::LotkaVolterra;
+use bke_io::{self as io, CsvTable};
 use bke_linalg::Backend;
 use clap::Args;
 use serde_json::{Value, json};

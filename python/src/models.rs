@@ -418,13 +418,17 @@ fn density_fit(
 /// What [`kde`] returns: bandwidths, LOO log-likelihood, log density at the query points.
 type KdeFit<'py> = (Bound<'py, PyArray1<f64>>, Option<f64>, Option<Bound<'py, PyArray1<f64>>>);
 
+/// A KDE fit before conversion to numpy: bandwidths, LOO log-likelihood, log density at the
+/// query points.
+type KdeValues = (Vec<f64>, Option<f64>, Option<Vec<f64>>);
+
 /// The KDE of `x` with backend `B`: bandwidths, LOO log-likelihood, log density at `at`.
 fn kde_fit<B: Backend>(
     params: &KdeParams,
     x: &Points,
     at: Option<&Points>,
     progress: &dyn Progress,
-) -> Result<(Vec<f64>, Option<f64>, Option<Vec<f64>>), Failure> {
+) -> Result<KdeValues, Failure> {
     let kde = fit::<B, _>(params, x, progress)?;
     let loo = match kde.rule() {
         KdeBandwidth::CrossValidated { loo_log_lik } => Some(loo_log_lik),

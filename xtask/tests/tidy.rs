@@ -432,7 +432,8 @@ fn every_build_sees_one_feature_set_per_dependency() {
 /// The "may use" column of `docs/ARCHITECTURE.md`'s crate table: folder → allowed bke packages.
 fn crate_rules() -> Vec<(String, Vec<String>)> {
     let doc = read(&workspace_root().join("docs/ARCHITECTURE.md"));
-    let package = |name: &str| if name == "workspace-hack" { format!("bke-{name}") } else { name.to_string() };
+    let package =
+        |name: &str| if name == "workspace-hack" { format!("bke-{name}") } else { name.to_string() };
     let ticked = |cell: &str| -> Vec<String> { cell.split('`').skip(1).step_by(2).map(package).collect() };
     doc.lines()
         .filter(|l| l.starts_with("| `"))
