@@ -11,7 +11,7 @@
 use crate::timing::{median_seconds, process_cpu_seconds};
 use bke_bank::evidence::NigParams;
 use bke_bank::regression::RegressionState;
-use bke_linalg::{Backend, BackendKind, Mat, Trans, WithBackend};
+use bke_linalg::{Backend, BackendKind, Mat, Trans, with_backend};
 use bke_report::table::{Table, fmt_seconds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -83,56 +83,48 @@ pub struct Row {
     pub drift: f64,
 }
 
-struct Measure<'a> {
-    prob: &'a Problem,
-    reference_budget: f64,
-    rate: f64,
-}
-
-impl WithBackend for Measure<'_> {
-    type Output = anyhow::Result<Measured>;
-    fn run<B: Backend>(self) -> Self::Output {
-        let p = self.prob;
-        let (n, m) = (p.x.nrows(), p.w.len() / DIM);
-        let base = RegressionState::<B>::new(p.x.clone(), p.y.clone(), p.w.clone(), NigParams::default())?;
-        let reps = if n * m >= 4_000_000 { 1 } else { 3 };
-        let mut accepted = 0;
-        let mut drift = 0.0;
-        let mut state = None;
-        let mut cpu = Vec::new();
-        let t = median_seconds(
-            &mut state,
-            reps,
-            0.2,
-            |s| *s = Some(base.clone()),
-            |s| {
-                let st = s.as_mut().expect("prepared");
-                let c0 = process_cpu_seconds();
-                accepted = st.sweep(&p.props, &p.log_u, BLOCK).expect("sweep");
-                cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
-                0.0
-            },
-        );
-        if let Some(st) = state.as_mut() {
-            drift = st.refactorise()?.0;
-        }
-        drop(state);
-        // reference: as many proposals as fit the time budget (at least 1, at most 4)
-        let per = refactor_flops(n, m) / (self.rate * 1e9);
-        let count = ((self.reference_budget / per) as usize).clamp(1, 4.min(m));
-        let reference = if per <= 5.0 * self.reference_budget {
-            let mut st = base.clone();
-            let t0 = Instant::now();
-            st.sweep_refactorising_first(&p.props, &p.log_u, count)?;
-            Some((t0.elapsed().as_secs_f64() * m as f64 / count as f64, count))
-        } else {
-            None
-        };
-        Ok(Measured { sweep: t, sweep_cpu: median(cpu), reference, accepted, drift })
+/// Times a sweep over `p` with backend `B`, and the refactorising reference within
+/// `reference_budget` seconds at the DGEMM `rate` (GFLOP/s).
+fn measure<B: Backend>(p: &Problem, reference_budget: f64, rate: f64) -> anyhow::Result<Measured> {
+    let (n, m) = (p.x.nrows(), p.w.len() / DIM);
+    let base = RegressionState::<B>::new(p.x.clone(), p.y.clone(), p.w.clone(), NigParams::default())?;
+    let reps = if n * m >= 4_000_000 { 1 } else { 3 };
+    let mut accepted = 0;
+    let mut drift = 0.0;
+    let mut state = None;
+    let mut cpu = Vec::new();
+    let t = median_seconds(
+        &mut state,
+        reps,
+        0.2,
+        |s| *s = Some(base.clone()),
+        |s| {
+            let st = s.as_mut().expect("prepared");
+            let c0 = process_cpu_seconds();
+            accepted = st.sweep(&p.props, &p.log_u, BLOCK).expect("sweep");
+            cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
+            0.0
+        },
+    );
+    if let Some(st) = state.as_mut() {
+        drift = st.refactorise()?.0;
     }
+    drop(state);
+    // reference: as many proposals as fit the time budget (at least 1, at most 4)
+    let per = refactor_flops(n, m) / (rate * 1e9);
+    let count = ((reference_budget / per) as usize).clamp(1, 4.min(m));
+    let reference = if per <= 5.0 * reference_budget {
+        let mut st = base.clone();
+        let t0 = Instant::now();
+        st.sweep_refactorising_first(&p.props, &p.log_u, count)?;
+        Some((t0.elapsed().as_secs_f64() * m as f64 / count as f64, count))
+    } else {
+        None
+    };
+    Ok(Measured { sweep: t, sweep_cpu: median(cpu), reference, accepted, drift })
 }
 
-/// What [`Measure`] measured.
+/// What [`measure`] measured.
 struct Measured {
     /// Median wall seconds of a sweep.
     sweep: f64,
@@ -159,33 +151,25 @@ struct Rate {
 }
 
 /// DGEMM rate (GFLOP/s) of the sweep's own product shape `(2M × N)·(N × 2P)`.
-struct GemmRate {
-    n: usize,
-    m: usize,
-}
-
-impl WithBackend for GemmRate {
-    type Output = Rate;
-    fn run<B: Backend>(self) -> Rate {
-        let a = Mat::from_fn(self.n, 2 * self.m, |i, j| ((i * 31 + j * 17) % 97) as f64 / 97.0);
-        let b = Mat::from_fn(self.n, 2 * BLOCK, |i, j| ((i * 13 + j * 7) % 89) as f64 / 89.0);
-        let mut c = Mat::zeros(2 * self.m, 2 * BLOCK);
-        let mut cpu = Vec::new();
-        let t = median_seconds(
-            &mut c,
-            3,
-            0.5,
-            |_| {},
-            |c| {
-                let c0 = process_cpu_seconds();
-                B::gemm(1.0, a.as_ref(), Trans::Yes, b.as_ref(), Trans::No, 0.0, c.as_mut()).expect("gemm");
-                cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
-                c[(0, 0)]
-            },
-        );
-        let gflop = 2.0 * self.n as f64 * (2 * self.m) as f64 * (2 * BLOCK) as f64 / 1e9;
-        Rate { wall: gflop / t, cpu: median(cpu).filter(|&c| c > 0.0).map(|c| gflop / c) }
-    }
+fn gemm_rate<B: Backend>(n: usize, m: usize) -> Rate {
+    let a = Mat::from_fn(n, 2 * m, |i, j| ((i * 31 + j * 17) % 97) as f64 / 97.0);
+    let b = Mat::from_fn(n, 2 * BLOCK, |i, j| ((i * 13 + j * 7) % 89) as f64 / 89.0);
+    let mut c = Mat::zeros(2 * m, 2 * BLOCK);
+    let mut cpu = Vec::new();
+    let t = median_seconds(
+        &mut c,
+        3,
+        0.5,
+        |_| {},
+        |c| {
+            let c0 = process_cpu_seconds();
+            B::gemm(1.0, a.as_ref(), Trans::Yes, b.as_ref(), Trans::No, 0.0, c.as_mut()).expect("gemm");
+            cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
+            c[(0, 0)]
+        },
+    );
+    let gflop = 2.0 * n as f64 * (2 * m) as f64 * (2 * BLOCK) as f64 / 1e9;
+    Rate { wall: gflop / t, cpu: median(cpu).filter(|&c| c > 0.0).map(|c| gflop / c) }
 }
 
 /// Runs the scaling benchmark; returns the table and the measured rows. Configurations whose sweep
@@ -226,10 +210,8 @@ pub fn bench(
     let mut rows = Vec::new();
     let kinds = if backends.is_empty() { BackendKind::available() } else { backends.to_vec() };
     for kind in kinds {
-        let Rate { wall: rate, cpu: cpu_rate } = kind.dispatch(GemmRate {
-            n: *ns.iter().max().unwrap_or(&10000),
-            m: *ms.iter().max().unwrap_or(&384),
-        })?;
+        let (n_max, m_max) = (*ns.iter().max().unwrap_or(&10000), *ms.iter().max().unwrap_or(&384));
+        let Rate { wall: rate, cpu: cpu_rate } = with_backend!(kind, B => gemm_rate::<B>(n_max, m_max))?;
         let cpu_text = cpu_rate.map_or("-".into(), |r| format!("{r:.1}"));
         eprintln!("{}: sweep-shaped DGEMM rate {rate:.1} GFLOP/s wall, {cpu_text} per CPU s", kind.name());
         for &n in ns {
@@ -260,7 +242,7 @@ pub fn bench(
                 }
                 let prob = Problem::new(n, m, 7);
                 let Measured { sweep: t, sweep_cpu, reference, accepted, drift } =
-                    kind.dispatch(Measure { prob: &prob, reference_budget, rate })??;
+                    with_backend!(kind, B => measure::<B>(&prob, reference_budget, rate))??;
                 let bound = cpu_rate.map(|r| flops / (r * 1e9));
                 let ratio = sweep_cpu.zip(bound).map(|(c, b)| c / b);
                 eprintln!(

@@ -11,7 +11,7 @@
 use crate::timing::{GemmReference, TimingColumns, median_seconds};
 use bke_core::embedding::{BkeParams, marginal_pseudolikelihood};
 use bke_core::{Kernel, Points};
-use bke_linalg::{Backend, BackendKind, Faer, Mat, WithBackend};
+use bke_linalg::{Backend, BackendKind, Faer, Mat, with_backend};
 use bke_report::table::{Table, fmt_seconds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -121,35 +121,28 @@ pub fn reset_peak_rss() -> bool {
     bke_core::model_file::write_atomic("/proc/self/clear_refs", "5").is_ok()
 }
 
-struct Time<'a> {
-    x: &'a Points,
-    z: &'a Points,
-    params: &'a BkeParams,
-}
-
-impl WithBackend for Time<'_> {
-    type Output = (f64, f64, Option<f64>);
-    fn run<B: Backend>(self) -> (f64, f64, Option<f64>) {
-        let n = self.x.len();
-        let min_total = if n >= 1_000_000 { 0.0 } else { 0.5 };
-        let mut value = 0.0;
-        let mut calls = 0usize;
-        let cpu0 = process_cpu_seconds();
-        let t = median_seconds(
-            &mut (),
-            3,
-            min_total,
-            |_| {},
-            |_| {
-                let ml = marginal_pseudolikelihood::<B>(self.x, self.z, self.params).expect("valid inputs");
-                value = ml.log_marginal;
-                calls += 1;
-                ml.log_marginal
-            },
-        );
-        let cpu = cpu0.zip(process_cpu_seconds()).map(|(a, b)| (b - a) / calls as f64);
-        (t, value, cpu)
-    }
+/// Times the marginal pseudolikelihood with backend `B`: median wall seconds, the value and the CPU
+/// seconds per call.
+fn time<B: Backend>(x: &Points, z: &Points, params: &BkeParams) -> (f64, f64, Option<f64>) {
+    let n = x.len();
+    let min_total = if n >= 1_000_000 { 0.0 } else { 0.5 };
+    let mut value = 0.0;
+    let mut calls = 0usize;
+    let cpu0 = process_cpu_seconds();
+    let t = median_seconds(
+        &mut (),
+        3,
+        min_total,
+        |_| {},
+        |_| {
+            let ml = marginal_pseudolikelihood::<B>(x, z, params).expect("valid inputs");
+            value = ml.log_marginal;
+            calls += 1;
+            ml.log_marginal
+        },
+    );
+    let cpu = cpu0.zip(process_cpu_seconds()).map(|(a, b)| (b - a) / calls as f64);
+    (t, value, cpu)
 }
 
 /// The `(n, m, D)` configurations: the full `n × m` grid at `D = 2`, then `n = 1e5`, `m = 100` (or
@@ -200,7 +193,7 @@ pub fn bench(ns: &[usize], ms: &[usize], dims: &[usize], gemm: GemmReference) ->
         for kind in BackendKind::available() {
             let base = rss_kib().unwrap_or(0);
             let reset = reset_peak_rss();
-            let (t, value, cpu) = kind.dispatch(Time { x: &x, z: &z, params: &params })?;
+            let (t, value, cpu) = with_backend!(kind, B => time::<B>(&x, &z, &params))?;
             let peak = peak_rss_kib().filter(|_| reset).map(|p| p.saturating_sub(base) as f64 / 1024.0);
             let pairs = (n * m) as f64;
             eprintln!("  n={n:<8} m={m:<4} D={dim:<3} {:<9} {}", kind.name(), fmt_seconds(t));

@@ -11,7 +11,7 @@ use crate::timing::{GemmReference, TimingColumns, median_seconds};
 use bke_core::{Kernel, Points};
 use bke_dme::TaskData;
 use bke_dme::ttgp::{MarginalForm, TtgpParams, flops, log_marginal};
-use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_linalg::{Backend, BackendKind, with_backend};
 use bke_report::table::{Table, fmt_seconds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -32,26 +32,19 @@ pub fn problem(n: usize, m: usize, seed: u64) -> TaskData {
     .expect("valid")
 }
 
-struct Time<'a> {
-    data: &'a TaskData,
-    hyper: &'a TtgpParams,
-}
-
-impl WithBackend for Time<'_> {
-    type Output = anyhow::Result<f64>;
-    fn run<B: Backend>(self) -> anyhow::Result<f64> {
-        let size = self.data.m().max(self.data.n());
-        let (reps, total) = if size >= 2000 { (1, 0.0) } else { (3, 0.5) };
-        // Validate once outside the timing.
-        log_marginal::<B>(self.data, self.hyper)?;
-        Ok(median_seconds(
-            &mut (),
-            reps,
-            total,
-            |_| {},
-            |_| log_marginal::<B>(self.data, self.hyper).map(|r| r.value).unwrap_or(f64::NAN),
-        ))
-    }
+/// Times the log marginal likelihood of `data` under `hyper` with backend `B`.
+fn time<B: Backend>(data: &TaskData, hyper: &TtgpParams) -> anyhow::Result<f64> {
+    let size = data.m().max(data.n());
+    let (reps, total) = if size >= 2000 { (1, 0.0) } else { (3, 0.5) };
+    // Validate once outside the timing.
+    log_marginal::<B>(data, hyper)?;
+    Ok(median_seconds(
+        &mut (),
+        reps,
+        total,
+        |_| {},
+        |_| log_marginal::<B>(data, hyper).map(|r| r.value).unwrap_or(f64::NAN),
+    ))
 }
 
 /// Runs the suite.
@@ -88,7 +81,7 @@ pub fn bench(
                 if kind == BackendKind::Nalgebra && size > 2000 && !all {
                     continue;
                 }
-                let t = kind.dispatch(Time { data: &data, hyper: &hyper })??;
+                let t = with_backend!(kind, B => time::<B>(&data, &hyper))??;
                 eprintln!("  {name:<12} n={n:<5} m={m:<5} {:<9} {}", kind.name(), fmt_seconds(t));
                 let kind_threads = if kind == BackendKind::Nalgebra { 1 } else { threads };
                 let count = flops(form, n, m);

@@ -20,7 +20,7 @@ use bke_core::hypothesis::{
     AggParams, HsicParams, LengthscaleSelection, MmdParams, MmdPermutation, WeightedKernel,
 };
 use bke_core::{Params, Points, TwoSamples};
-use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_linalg::{Backend, BackendKind, with_backend};
 use bke_report::table::{Table, fmt_seconds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -36,22 +36,15 @@ pub fn normal_points(seed: u64, n: usize, dim: usize, shift: f64) -> Points {
     Points::new("benchmark sample", data, dim).expect("finite")
 }
 
-struct Batched<'a> {
-    perm: &'a MmdPermutation<'a>,
-    draws: usize,
-}
-
-impl WithBackend for Batched<'_> {
-    type Output = f64;
-    fn run<B: Backend>(self) -> f64 {
-        median_seconds(
-            &mut (),
-            3,
-            1.0,
-            |_| {},
-            |_| self.perm.null::<B>(MmdStatistic::Unbiased, self.draws, 1).expect("valid")[0],
-        )
-    }
+/// Times `draws` relabellings of the batched MMD permutation null with backend `B`.
+fn time_batched<B: Backend>(perm: &MmdPermutation<'_>, draws: usize) -> f64 {
+    median_seconds(
+        &mut (),
+        3,
+        1.0,
+        |_| {},
+        |_| perm.null::<B>(MmdStatistic::Unbiased, draws, 1).expect("valid")[0],
+    )
 }
 
 /// One MMDAgg test end to end (collection from the pooled sample, `B₁ + B₂` relabellings for
@@ -103,7 +96,7 @@ pub fn bench(n_per_sample: usize, draws: usize, gemm: GemmReference) -> anyhow::
 
     let mut batched = Vec::new();
     for kind in BackendKind::available() {
-        let t = kind.dispatch(Batched { perm: &perm, draws })?;
+        let t = with_backend!(kind, B => time_batched::<B>(&perm, draws))?;
         eprintln!("  MMD null batched      {:<9} {}", kind.name(), fmt_seconds(t));
         batched.push((kind, t));
     }

@@ -61,7 +61,7 @@ pub type DefaultBackend = Nalgebra;
 #[cfg(all(not(feature = "faer"), not(feature = "nalgebra"), feature = "openblas"))]
 pub type DefaultBackend = OpenBlas;
 
-/// A backend chosen at run time (e.g. from a `--backend` flag), for dispatch into generic code.
+/// A backend chosen at run time (e.g. from a `--backend` flag); [`with_backend!`] runs generic code with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BackendKind {
     /// [`Faer`].
@@ -70,15 +70,6 @@ pub enum BackendKind {
     Nalgebra,
     /// `OpenBlas`.
     OpenBlas,
-}
-
-/// Generic code to run with a backend picked at run time, as a value: see [`BackendKind::dispatch`]
-/// ([`with_backend!`] runs a generic expression directly, without a type per call site).
-pub trait WithBackend {
-    /// What the code returns.
-    type Output;
-    /// Runs the code with backend `B`.
-    fn run<B: Backend>(self) -> Self::Output;
 }
 
 impl BackendKind {
@@ -126,11 +117,6 @@ impl BackendKind {
             )),
             None => Err(format!("unknown backend '{name}'; available: {}", names.join(", "))),
         }
-    }
-
-    /// Runs `f` with this backend's type. Errors if the backend is not compiled in.
-    pub fn dispatch<F: WithBackend>(self, f: F) -> Result<F::Output, LinalgError> {
-        with_backend!(self, B => f.run::<B>())
     }
 
     /// The error of running generic code with a backend that is not compiled in.

@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use bke_bench::linalg::{Inputs, Op, Scratch, run};
 use bke_bench::timing::{GemmReference, TimingColumns, median_seconds};
-use bke_linalg::{Backend, BackendKind, WithBackend};
+use bke_linalg::{Backend, BackendKind, with_backend};
 use bke_report::table::{Table, fmt_seconds};
 use std::path::PathBuf;
 
@@ -77,25 +77,12 @@ fn list(args: &[String], name: &str, default: &[usize]) -> anyhow::Result<Vec<us
     }
 }
 
-struct Time<'a> {
-    op: Op,
-    inputs: &'a Inputs,
-}
-
-impl WithBackend for Time<'_> {
-    type Output = f64;
-    fn run<B: Backend>(self) -> f64 {
-        let n = self.inputs.a.nrows();
-        let mut s = Scratch::new(n);
-        let min_total = if n >= 1024 { 1.0 } else { 0.3 };
-        median_seconds(
-            &mut s,
-            3,
-            min_total,
-            |s| s.prepare(self.op, self.inputs),
-            |s| run::<B>(self.op, self.inputs, s),
-        )
-    }
+/// Times `op` on `inputs` with backend `B`.
+fn time<B: Backend>(op: Op, inputs: &Inputs) -> f64 {
+    let n = inputs.a.nrows();
+    let mut s = Scratch::new(n);
+    let min_total = if n >= 1024 { 1.0 } else { 0.3 };
+    median_seconds(&mut s, 3, min_total, |s| s.prepare(op, inputs), |s| run::<B>(op, inputs, s))
 }
 
 fn bench_linalg(sizes: &[usize], gemm: GemmReference) -> anyhow::Result<Table> {
@@ -111,7 +98,7 @@ fn bench_linalg(sizes: &[usize], gemm: GemmReference) -> anyhow::Result<Table> {
         for op in Op::ALL {
             let mut times = Vec::new();
             for kind in BackendKind::available() {
-                let t = kind.dispatch(Time { op, inputs: &inputs })?;
+                let t = with_backend!(kind, B => time::<B>(op, &inputs))?;
                 eprintln!("  {:<13} n={n:<5} {:<9} {}", op.name(), kind.name(), fmt_seconds(t));
                 times.push((kind, t));
             }
