@@ -45,7 +45,8 @@ pub fn test(root: &Path, args: &[String]) -> anyhow::Result<()> {
     }
     let python = venv(root)?;
     let profile = if flag("--release") { "release" } else { "dev" };
-    let wheel = build_wheel(root, &python, profile, &crate::target_dir(root).join("wheels").join(profile))?;
+    let dir = crate::target_dir(root).join("wheels").join(profile);
+    let wheel = build_wheel(root, &python, profile, &dir, Portable::No)?;
     run(
         Command::new(&python).args([
             "-m",
@@ -81,7 +82,8 @@ pub fn wheel(root: &Path, args: &[String]) -> anyhow::Result<()> {
         bail!("cargo xtask wheel: unknown option {a} (it takes none)");
     }
     let python = venv(root)?;
-    let wheel = build_wheel(root, &python, "release", &crate::target_dir(root).join("wheels"))?;
+    let wheel =
+        build_wheel(root, &python, "release", &crate::target_dir(root).join("wheels"), Portable::Yes)?;
     println!("{}", wheel.display());
     eprintln!("install it with: pip install {}", wheel.display());
     Ok(())
@@ -101,23 +103,41 @@ fn venv(root: &Path) -> anyhow::Result<PathBuf> {
     Ok(root.join(python))
 }
 
+/// Whether a wheel must run on any x86-64 CPU (one to hand out) or only on this machine (the
+/// tests' wheel, which then reuses what `cargo test` compiled with `.cargo/config.toml`'s
+/// `-C target-cpu=native`).
+#[derive(PartialEq)]
+enum Portable {
+    Yes,
+    No,
+}
+
 /// Builds the wheel with maturin in `profile` into `dir` (its earlier wheels removed) and returns
 /// its path. Cargo's progress shows.
-fn build_wheel(root: &Path, python: &Path, profile: &str, dir: &Path) -> anyhow::Result<PathBuf> {
+fn build_wheel(
+    root: &Path,
+    python: &Path,
+    profile: &str,
+    dir: &Path,
+    portable: Portable,
+) -> anyhow::Result<PathBuf> {
     for old in wheels_in(dir) {
         std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
     }
     eprintln!("building the Python wheel (maturin, {profile} profile) …");
-    run(
-        Command::new(python.with_file_name("maturin"))
-            .args(["build", "--manifest-path", "python/Cargo.toml", "--profile", profile])
-            .arg("--interpreter")
-            .arg(python)
-            .arg("--out")
-            .arg(dir)
-            .current_dir(root),
-        "maturin build",
-    )?;
+    let mut maturin = Command::new(python.with_file_name("maturin"));
+    maturin
+        .args(["build", "--manifest-path", "python/Cargo.toml", "--profile", profile])
+        .arg("--interpreter")
+        .arg(python)
+        .arg("--out")
+        .arg(dir)
+        .current_dir(root);
+    if portable == Portable::Yes {
+        // Replaces the project's rustflags (target-cpu=native): faer picks its SIMD kernels at run time.
+        maturin.env("CARGO_ENCODED_RUSTFLAGS", "");
+    }
+    run(&mut maturin, "maturin build")?;
     wheels_in(dir).pop().with_context(|| format!("maturin wrote no wheel into {}", dir.display()))
 }
 
