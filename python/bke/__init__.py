@@ -7,7 +7,7 @@ runs; ``backend=`` picks the linear-algebra backend and ``n_jobs=`` the number o
 results never depend on ``n_jobs``). ``bke.dask`` fits the same models on Dask arrays.
 """
 
-from . import _bke
+from . import _bke, bank, density, dme, embedding
 from ._bke import __version__, backends
 from .bank import (
     BankClassifier,
@@ -22,26 +22,17 @@ from .dme import TTGP, LfiResult, lfi
 from .embedding import HyperSamples, KernelEmbedding, LogMarginal
 from .hypothesis import MMD, Hsic, TestResult, hsic_test, mmd_test
 
+# ``from bke import *``: the names each submodule exports (its ``__all__``), in this order.
 __all__ = [
     "__version__",
     "backends",
-    "KernelEmbedding",
-    "LogMarginal",
-    "HyperSamples",
-    "BankRegressor",
-    "BankClassifier",
-    "RKSRegressor",
-    "RKSClassifier",
-    "MKLRegressor",
-    "MKLClassifier",
-    "KernelStudentT",
-    "GaussianKDE",
+    *embedding.__all__,
+    *bank.__all__,
+    *density.__all__,
     "MMD",
     "Hsic",
     "mmd_test",
     "hsic_test",
     "TestResult",
-    "TTGP",
-    "lfi",
-    "LfiResult",
+    *dme.__all__,
 ]

@@ -1,13 +1,15 @@
 """Input checks shared by every entry point: numpy arrays of float64 with the right number of
-dimensions, and the scikit-learn conventions for ``random_state`` and ``n_jobs``."""
+dimensions, and the scikit-learn conventions for ``random_state`` and ``n_jobs``; and what the
+estimators and results share: ``Params``, ``store_params`` and ``JsonReport``."""
 
 from __future__ import annotations
 
+import json
 import numbers
 
 import numpy as np
 
-__all__ = ["as_points", "as_vector", "seed_from", "Params"]
+__all__ = ["as_points", "as_vector", "seed_from", "Params", "store_params", "JsonReport"]
 
 
 def as_points(x, name: str) -> np.ndarray:
@@ -108,6 +110,40 @@ class Params:
             and not _equal(getattr(self, k), p.default)
         ]
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+#: The estimators' docs of ``backend`` and ``n_jobs`` (numpydoc ``Parameters`` entries).
+EXEC_DOC = """    backend : str, default "faer"
+        Linear-algebra backend (``bke.backends()``).
+    n_jobs : int or None, default None
+        Worker threads (None or -1: all cores). Results do not depend on it.
+"""
+
+
+def store_params(est, args: dict) -> None:
+    """Sets the keywords of ``est.__init__`` (``args``: its ``locals()``, ``self`` left out) as
+    attributes of the same names, unchanged and in order (scikit-learn's convention)."""
+    for name, value in args.items():
+        if name != "self":
+            setattr(est, name, value)
+
+
+class JsonReport:
+    """A result holding a command's JSON report in ``_report``: its fields are attributes."""
+
+    def __init__(self, report: dict):
+        self._report = report
+
+    def __getattr__(self, name):
+        # Every field of the JSON without a property of its own.
+        report = self.__dict__.get("_report", {})
+        if name in report:
+            return report[name]
+        raise AttributeError(f"{type(self).__name__} has no field {name!r}; fields: {sorted(report)}")
+
+    def to_dict(self) -> dict:
+        """The result as the command's JSON object (a deep copy)."""
+        return json.loads(json.dumps(self._report))
 
 
 def _equal(a, b) -> bool:

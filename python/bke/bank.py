@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _bke
 from ._base import BaseEstimator, ClassifierMixin, FittedModel, RegressorMixin
-from ._validation import as_vector, seed_from
+from ._validation import EXEC_DOC, as_vector, seed_from, store_params
 
 # The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
 # signatures below show them.
@@ -95,6 +95,12 @@ class _Classes:
         self.classes_ = classes
         return codes.astype(np.float64)
 
+    def _set_fitted_from_model(self) -> None:
+        """The fitted attributes; ``classes_`` is 0/1 for a loaded model (its file keeps no labels)."""
+        super()._set_fitted_from_model()
+        if not hasattr(self, "classes_"):
+            self.classes_ = np.array([0.0, 1.0])
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
@@ -151,11 +157,7 @@ _BANK_DOC = """
         default (λ₀, ψ₀ and the classification weight variance are then learned).
     random_state : int, RandomState, Generator or None, default 0
         Seed of the sampler.
-    backend : str, default "faer"
-        Linear-algebra backend (``bke.backends()``).
-    n_jobs : int or None, default None
-        Worker threads (None or -1: all cores). Results do not depend on it.
-
+""" + EXEC_DOC + """
     Attributes
     ----------
     model_ : bke._bke.Model
@@ -193,24 +195,7 @@ class _Bank(FittedModel, BaseEstimator):
         backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
-        self.frequencies = frequencies
-        self.iterations = iterations
-        self.burn_in = burn_in
-        self.samples = samples
-        self.warmup = warmup
-        self.alpha = alpha
-        self.kappa0 = kappa0
-        self.nu0 = nu0
-        self.psi0 = psi0
-        self.init_scale = init_scale
-        self.a0 = a0
-        self.b0 = b0
-        self.prior_precision = prior_precision
-        self.weight_prior_variance = weight_prior_variance
-        self.intercept_prior_variance = intercept_prior_variance
-        self.random_state = random_state
-        self.backend = backend
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     def _fit(self, X, y):
         opt = lambda v, kind=float: None if v is None else kind(v)  # noqa: E731
@@ -275,11 +260,6 @@ class BankClassifier(_Classes, ClassifierMixin, _Bank):
         X = self._validate_fit_X(X)
         return self._fit(X, self._encode(y, X.shape[0]))
 
-    def _set_fitted_from_model(self) -> None:
-        super()._set_fitted_from_model()
-        if not hasattr(self, "classes_"):
-            self.classes_ = np.array([0.0, 1.0])
-
 
 class _Baseline(FittedModel, BaseEstimator):
     _kind = "rks"
@@ -295,13 +275,7 @@ class _Baseline(FittedModel, BaseEstimator):
         backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
-        self.frequencies = frequencies
-        self.lengthscale = lengthscale
-        self.scales = scales
-        self.standardize_inputs = standardize_inputs
-        self.random_state = random_state
-        self.backend = backend
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     def _fit(self, X, y):
         self.model_ = _bke.baseline_fit(
@@ -380,11 +354,6 @@ class RKSClassifier(_Classes, ClassifierMixin, _Baseline):
         """Fits the logistic model on the features of ``X``; returns ``self``."""
         X = self._validate_fit_X(X)
         return self._fit(X, self._encode(y, X.shape[0]))
-
-    def _set_fitted_from_model(self) -> None:
-        super()._set_fitted_from_model()
-        if not hasattr(self, "classes_"):
-            self.classes_ = np.array([0.0, 1.0])
 
 
 class MKLClassifier(RKSClassifier):

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _bke
 from ._base import BaseEstimator, DensityMixin, FittedModel, Inputs
-from ._validation import as_vector, seed_from
+from ._validation import as_vector, seed_from, store_params
 
 # The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
 # signatures below show them.
@@ -72,17 +72,7 @@ class KernelStudentT(FittedModel, DensityMixin, BaseEstimator):
         backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
-        self.kernel = kernel
-        self.lengthscale = lengthscale
-        self.alpha = alpha
-        self.beta = beta
-        self.sigma0_sq = sigma0_sq
-        self.normalise = normalise
-        self.folds = folds
-        self.margin = margin
-        self.random_state = random_state
-        self.backend = backend
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     def fit(self, X, y=None) -> "KernelStudentT":
         """Fits the density to the rows of ``X`` (``y`` is ignored); returns ``self``."""
@@ -148,10 +138,7 @@ class GaussianKDE(Inputs, DensityMixin, BaseEstimator):
     """
 
     def __init__(self, bandwidth="cv", factors=None, backend: str = _DEFAULTS["backend"], n_jobs: Optional[int] = None):
-        self.bandwidth = bandwidth
-        self.factors = factors
-        self.backend = backend
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     def _rule(self, d: int):
         if isinstance(self.bandwidth, str):

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _bke
 from ._base import FittedModel
-from ._validation import Params, as_points, as_vector, seed_from
+from ._validation import JsonReport, Params, as_points, as_vector, seed_from, store_params
 
 # The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
 # signatures below show them.
@@ -83,20 +83,7 @@ class TTGP(FittedModel, Params):
         backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
-        self.kernel = kernel
-        self.lengthscale_x = lengthscale_x
-        self.lengthscale_y = lengthscale_y
-        self.sigma = sigma
-        self.lambda_ = lambda_
-        self.epsilon = epsilon
-        self.form = form
-        self.learn = learn
-        self.starts = starts
-        self.spread = spread
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.backend = backend
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     def fit(self, X, Y, Ytilde, ztilde) -> "TTGP":
         """Fits on the transformation set ``(X, Y)`` (paired rows) and the task set
@@ -139,24 +126,18 @@ class TTGP(FittedModel, Params):
         return (mean, np.sqrt(var)) if return_std else mean
 
 
-class LfiResult:
+class LfiResult(JsonReport):
     """The result of :func:`lfi`: ``samples`` (herd × n_parameters) and the fields of the JSON of
     ``bke lfi`` as attributes (``method``, ``q_bar`` for the DME, ``hyperparameters``,
     ``embedding`` with ``mean``/``sd``/``negative_mass``, ``n_simulations``, ``n_prior``)."""
 
     def __init__(self, report: dict):
-        self._report = report
+        super().__init__(report)
         self.samples = np.asarray(report["samples"], dtype=np.float64)
-
-    def __getattr__(self, name):
-        report = self.__dict__.get("_report", {})
-        if name in report:
-            return report[name]
-        raise AttributeError(f"{type(self).__name__} has no field {name!r}; fields: {sorted(report)}")
 
     def to_dict(self) -> dict:
         """The result as the JSON object of ``bke lfi``."""
-        return json.loads(json.dumps(self._report))
+        return super().to_dict()
 
     def __repr__(self) -> str:
         return f"LfiResult(method={self._report['method']!r}, samples={self.samples.shape})"

@@ -10,7 +10,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from . import _bke
-from ._validation import Params, as_points, as_vector, seed_from
+from ._validation import EXEC_DOC, Params, as_points, as_vector, seed_from, store_params
 
 # The library's defaults (each model's ``…Params::default()`` in Rust), read once at import so the
 # signatures below show them.
@@ -36,7 +36,7 @@ class LogMarginal(NamedTuple):
 
 
 class KernelEmbedding(Params):
-    """Bayesian kernel embedding with a squared-exponential kernel ``exp(-‖x-y‖²/(2θ²))``.
+    __doc__ = """Bayesian kernel embedding with a squared-exponential kernel ``exp(-‖x-y‖²/(2θ²))``.
 
     ``fit(X)`` learns θ by ML-II (``bke embed fit``): ``num_landmarks`` points are held out of ``X``
     at random as landmarks, the marginal pseudolikelihood is scanned on a log grid around the
@@ -67,11 +67,7 @@ class KernelEmbedding(Params):
         Scan maxima polished.
     random_state : int, RandomState or None, default 0
         Seed of the landmark hold-out and of the median-heuristic subsample.
-    backend : str, default "faer"
-        Linear-algebra backend (``bke.backends()``).
-    n_jobs : int or None, default None
-        Worker threads (None or -1: all cores). Results do not depend on it.
-
+""" + EXEC_DOC + """
     Attributes
     ----------
     lengthscale_ : float or ndarray
@@ -112,19 +108,7 @@ class KernelEmbedding(Params):
         backend: str = _DEFAULTS["backend"],
         n_jobs: Optional[int] = None,
     ):
-        self.num_landmarks = num_landmarks
-        self.landmarks = landmarks
-        self.tau2 = tau2
-        self.learn_tau2 = learn_tau2
-        self.prior = prior
-        self.jacobian = jacobian
-        self.ard = ard
-        self.grid = grid
-        self.grid_points = grid_points
-        self.max_starts = max_starts
-        self.random_state = random_state
-        self.backend = backend
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     def _fit_options(self) -> dict:
         grid = None if self.grid is None else (float(self.grid[0]), float(self.grid[1]), int(self.grid[2]))

@@ -16,13 +16,15 @@ lengthscale, mixed half and half with the MMDAgg/HSICAgg collection under unifor
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from typing import Optional
 
 import numpy as np
 
 from . import _bke
-from ._validation import Params, as_points, seed_from
+from ._validation import JsonReport, Params, as_points, seed_from, store_params
 
 __all__ = ["TestResult", "MMD", "Hsic", "mmd_test", "hsic_test"]
 
@@ -33,7 +35,7 @@ _BACKEND, _SEL, _MMD, _HSIC = (_DEFAULTS[k] for k in ("backend", "selection", "m
 _SELECTION_DEFAULTS = {k: v for k, v in _SEL.items() if k != "select"}
 
 
-class TestResult:
+class TestResult(JsonReport):
     """The result of a kernel test: the fields of the CLI's JSON as attributes.
 
     Attributes
@@ -59,7 +61,7 @@ class TestResult:
     __test__ = False  # not a pytest class
 
     def __init__(self, report: dict, null_samples):
-        self._report = report
+        super().__init__(report)
         self.null_samples = np.asarray(null_samples, dtype=np.float64)
 
     @property
@@ -96,16 +98,12 @@ class TestResult:
     def kernels(self) -> list:
         return [dict(k) for k in self._report["kernels"]]
 
-    def __getattr__(self, name):
-        # Every other field of the JSON (null_mean, null_sd, u_alpha, bkl_log_marginal, ...).
-        report = self.__dict__.get("_report", {})
-        if name in report:
-            return report[name]
-        raise AttributeError(f"{type(self).__name__} has no field {name!r}; fields: {sorted(report)}")
+    # Every other field of the JSON (null_mean, null_sd, u_alpha, bkl_log_marginal, ...) is an
+    # attribute too (``JsonReport``).
 
     def to_dict(self) -> dict:
         """The result as the CLI's JSON object (``bke test mmd`` / ``bke test hsic``)."""
-        return json.loads(json.dumps(self._report))
+        return super().to_dict()
 
     def __iter__(self):
         # (stat, pvalue), so that ``stat, p = bke.mmd_test(x, y)`` works as with hyppo.
@@ -138,26 +136,71 @@ def _seed(seed) -> int:
     return seed_from(seed)
 
 
-def mmd_test(
-    x,
-    y,
-    *,
-    select: Optional[str] = None,
-    lengthscale: Optional[float] = None,
-    statistic: str = _MMD["statistic"],
-    null: str = _MMD["null"],
-    permutations: int = _MMD["permutations"],
-    alpha: float = _MMD["alpha"],
-    seed: int = _MMD["seed"],
-    median_convention: str = _SEL["median_convention"],
-    bkl_landmarks: int = _SEL["bkl_landmarks"],
-    bkl_tau2: float = _SEL["bkl_tau2"],
-    bkl_prior: str = _SEL["bkl_prior"],
-    agg_weights: str = _SEL["agg_weights"],
-    agg_kernels: str = _SEL["agg_kernels"],
-    backend: str = _BACKEND,
-    n_jobs: Optional[int] = None,
-) -> TestResult:
+# The keywords of ``mmd_test``/``hsic_test`` after the fixed lengthscale(s), with their annotations:
+# the test's options (defaults: the test's section of the library defaults), then the selection
+# options (defaults: the selection section).
+_TEST_OPTIONS = {"statistic": "str", "null": "str", "permutations": "int", "alpha": "float", "seed": "int"}
+_SELECTION_OPTIONS = {
+    "median_convention": "str", "bkl_landmarks": "int", "bkl_tau2": "float", "bkl_prior": "str",
+    "agg_weights": "str", "agg_kernels": "str",
+}
+
+
+def _signature(test: dict, lengthscales: tuple) -> inspect.Signature:
+    """``(x, y, *, select, <lengthscales>, <test options>, <selection options>, backend, n_jobs)``
+    with the defaults of ``test`` and the selection section."""
+    P = inspect.Parameter
+
+    def kw(name, annotation, default=None):
+        return P(name, P.KEYWORD_ONLY, default=default, annotation=annotation)
+
+    return inspect.Signature(
+        [P("x", P.POSITIONAL_OR_KEYWORD), P("y", P.POSITIONAL_OR_KEYWORD), kw("select", "Optional[str]")]
+        + [kw(name, "Optional[float]") for name in lengthscales]
+        + [kw(name, ann, test[name]) for name, ann in _TEST_OPTIONS.items()]
+        + [kw(name, ann, _SEL[name]) for name, ann in _SELECTION_OPTIONS.items()]
+        + [kw("backend", "str", _BACKEND), kw("n_jobs", "Optional[int]")],
+        return_annotation="TestResult",
+    )
+
+
+def _cli_test(test: dict, *lengthscales: str):
+    """Decorator: the function ``fn(x, y, kw)`` (``kw`` every keyword, defaults filled in) becomes
+    ``fn(x, y, *, select=None, <lengthscales>=None, ...)`` with the signature of :func:`_signature`
+    (shown by ``inspect.signature`` and ``help``), calls checked against it."""
+
+    def decorate(fn):
+        sig = _signature(test, lengthscales)
+
+        @functools.wraps(fn)
+        def call(x, y, **kwargs):
+            try:
+                bound = sig.bind(x, y, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"{fn.__name__}() {e}") from None
+            bound.apply_defaults()
+            kw = dict(bound.arguments)
+            return fn(kw.pop("x"), kw.pop("y"), kw)
+
+        call.__signature__ = sig
+        return call
+
+    return decorate
+
+
+def _run_keywords(kw: dict) -> dict:
+    """The keywords both ``_bke`` tests take from ``kw``: the selection dict and the test's options,
+    converted (in this order, as the CLI checks them)."""
+    sel = _selection(kw["select"] or _SEL["select"], **{k: kw[k] for k in _SELECTION_OPTIONS})
+    return dict(
+        selection=sel, statistic=str(kw["statistic"]), null=str(kw["null"]),
+        permutations=int(kw["permutations"]), alpha=float(kw["alpha"]), seed=_seed(kw["seed"]),
+        backend=str(kw["backend"]), n_jobs=kw["n_jobs"],
+    )
+
+
+@_cli_test(_MMD, "lengthscale")
+def mmd_test(x, y, kw: dict) -> TestResult:
     """Two-sample test ``H₀: P = Q`` with the MMD (``bke test mmd``; same keywords as its flags).
 
     Parameters
@@ -189,40 +232,13 @@ def mmd_test(
     xs, ys = as_points(x, "x"), as_points(y, "y")
     if xs.shape[1] != ys.shape[1]:
         raise ValueError(f"x and y must have the same number of columns; got {xs.shape[1]} and {ys.shape[1]}")
-    fixed = _fixed(lengthscale, select, "lengthscale")
-    sel = _selection(
-        select or _SEL["select"], median_convention=median_convention, bkl_landmarks=bkl_landmarks,
-        bkl_tau2=bkl_tau2, bkl_prior=bkl_prior, agg_weights=agg_weights, agg_kernels=agg_kernels,
-    )
-    report, draws = _bke.mmd_test(
-        xs, ys, lengthscale=fixed, selection=sel, statistic=str(statistic), null=str(null),
-        permutations=int(permutations), alpha=float(alpha), seed=_seed(seed), null_draws=None,
-        backend=str(backend), n_jobs=n_jobs,
-    )
+    fixed = _fixed(kw["lengthscale"], kw["select"], "lengthscale")
+    report, draws = _bke.mmd_test(xs, ys, lengthscale=fixed, null_draws=None, **_run_keywords(kw))
     return TestResult(json.loads(report), draws)
 
 
-def hsic_test(
-    x,
-    y,
-    *,
-    select: Optional[str] = None,
-    lengthscale_x: Optional[float] = None,
-    lengthscale_y: Optional[float] = None,
-    statistic: str = _HSIC["statistic"],
-    null: str = _HSIC["null"],
-    permutations: int = _HSIC["permutations"],
-    alpha: float = _HSIC["alpha"],
-    seed: int = _HSIC["seed"],
-    median_convention: str = _SEL["median_convention"],
-    bkl_landmarks: int = _SEL["bkl_landmarks"],
-    bkl_tau2: float = _SEL["bkl_tau2"],
-    bkl_prior: str = _SEL["bkl_prior"],
-    agg_weights: str = _SEL["agg_weights"],
-    agg_kernels: str = _SEL["agg_kernels"],
-    backend: str = _BACKEND,
-    n_jobs: Optional[int] = None,
-) -> TestResult:
+@_cli_test(_HSIC, "lengthscale_x", "lengthscale_y")
+def hsic_test(x, y, kw: dict) -> TestResult:
     """Independence test ``H₀: X ⫫ Y`` with the HSIC (``bke test hsic``; same keywords as its flags).
 
     ``x`` (n, d_x) and ``y`` (n, d_y) are paired by row. ``select``: "median" (default), "bkl",
@@ -235,19 +251,12 @@ def hsic_test(
         raise ValueError(
             f"HSIC needs paired observations: x has {xs.shape[0]} rows but y has {ys.shape[0]}"
         )
+    lengthscale_x, lengthscale_y = kw["lengthscale_x"], kw["lengthscale_y"]
     if (lengthscale_x is None) != (lengthscale_y is None):
         raise ValueError("give both lengthscale_x and lengthscale_y (fixed kernels), or neither")
-    fixed_x = _fixed(lengthscale_x, select, "lengthscale_x")
+    fixed_x = _fixed(lengthscale_x, kw["select"], "lengthscale_x")
     fixed_y = None if lengthscale_y is None else float(lengthscale_y)
-    sel = _selection(
-        select or _SEL["select"], median_convention=median_convention, bkl_landmarks=bkl_landmarks,
-        bkl_tau2=bkl_tau2, bkl_prior=bkl_prior, agg_weights=agg_weights, agg_kernels=agg_kernels,
-    )
-    report, draws = _bke.hsic_test(
-        xs, ys, lengthscale_x=fixed_x, lengthscale_y=fixed_y, selection=sel, statistic=str(statistic),
-        null=str(null), permutations=int(permutations), alpha=float(alpha), seed=_seed(seed),
-        backend=str(backend), n_jobs=n_jobs,
-    )
+    report, draws = _bke.hsic_test(xs, ys, lengthscale_x=fixed_x, lengthscale_y=fixed_y, **_run_keywords(kw))
     return TestResult(json.loads(report), draws)
 
 
@@ -268,14 +277,7 @@ class _KernelTest(Params):
         n_jobs: Optional[int] = None,
         **selection_options,
     ):
-        self.select = select
-        self.statistic = statistic
-        self.null = null
-        self.permutations = permutations
-        self.alpha = alpha
-        self.random_state = random_state
-        self.backend = backend
-        self.n_jobs = n_jobs
+        store_params(self, {k: v for k, v in locals().items() if k != "selection_options"})
         unknown = set(selection_options) - set(_SELECTION_DEFAULTS)
         if unknown:
             raise TypeError(

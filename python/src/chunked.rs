@@ -7,10 +7,10 @@
 //! side gather exactly the rows the in-memory fit would use.
 
 use crate::convert::{array1, points, values};
-use crate::embedding::fitted_dict;
-use crate::exec::{Exec, Failure, run_job};
+use crate::embedding::{bke_params, fitted_dict};
+use crate::exec::{Exec, Failure, add_functions, run_job};
 use bke_core::embedding::{
-    BkeParams, EmbeddingParams, EmbeddingPrior, LengthscaleGrid, PartialStats, PseudolikelihoodPlan,
+    EmbeddingParams, EmbeddingPrior, LengthscaleGrid, PartialStats, PseudolikelihoodPlan,
     check_column_ranges, learn_from_stats,
 };
 use bke_core::{CoreError, Params, Points, Progress};
@@ -22,13 +22,15 @@ use std::sync::Mutex;
 
 /// Registers the chunked-fit functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(embedding_partial, m)?)?;
-    m.add_function(wrap_pyfunction!(embedding_fit_chunked, m)?)?;
-    m.add_function(wrap_pyfunction!(landmark_indices, m)?)?;
-    m.add_function(wrap_pyfunction!(median_subsample, m)?)?;
-    m.add_function(wrap_pyfunction!(median_distance, m)?)?;
-    m.add_function(wrap_pyfunction!(default_num_landmarks, m)?)?;
-    Ok(())
+    add_functions!(
+        m,
+        embedding_partial,
+        embedding_fit_chunked,
+        landmark_indices,
+        median_subsample,
+        median_distance,
+        default_num_landmarks
+    )
 }
 
 /// The partial statistics of the data chunk `x` at landmarks `z` ([`PartialStats::to_vec`]).
@@ -46,12 +48,7 @@ fn embedding_partial<'py>(
     n_jobs: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let exec = Exec::new(BackendKind::default_kind().name(), n_jobs)?;
-    let params = BkeParams {
-        lengthscales: values(&lengthscales)?,
-        tau2,
-        prior: EmbeddingPrior::parse(prior).map_err(Failure::from)?,
-        jacobian,
-    };
+    let params = bke_params(values(&lengthscales)?, tau2, prior, jacobian)?;
     let (x, z) = (points_or_empty("X chunk", &x)?, points("landmarks", &z)?);
     let partial = exec.run(py, move |_| Ok(PseudolikelihoodPlan::new(&z, &params)?.partial(&x)?.to_vec()))?;
     Ok(array1(py, partial))

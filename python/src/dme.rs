@@ -5,7 +5,7 @@
 //! Algorithm 8.1) through [`bke_dme::infer`], whose report is the command's JSON.
 
 use crate::convert::{points, values};
-use crate::exec::{Exec, Failure, run_job};
+use crate::exec::{Exec, Failure, add_functions, run_job};
 use crate::models::{Fitted, Model};
 use bke_core::optim::LbfgsOptions;
 use bke_core::{Kernel, KernelFamily, Params, Points, Progress};
@@ -22,9 +22,7 @@ use serde_json::json;
 
 /// Registers the TTGP functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(ttgp_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(lfi, m)?)?;
-    Ok(())
+    add_functions!(m, ttgp_fit, lfi)
 }
 
 /// Fits a TTGP with backend `B`: the model and its log marginal likelihood.

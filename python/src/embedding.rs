@@ -4,7 +4,7 @@
 //! numbers and arrays) and passes them back in.
 
 use crate::convert::{ArrayPair, array1, array2, points, points_array};
-use crate::exec::{Exec, Failure, fit, run_job};
+use crate::exec::{Exec, Failure, add_functions, fit, run_job};
 use bke_core::bayes::{HyperPrior, SampleParams};
 use bke_core::embedding::{
     BkeParams, BkePosterior, EmbeddingParams, EmbeddingPrior, Learned, LengthscaleGrid,
@@ -20,15 +20,16 @@ use pyo3::types::PyDict;
 
 /// Registers the embedding functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(embedding_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(embedding_log_marginal, m)?)?;
-    m.add_function(wrap_pyfunction!(embedding_posterior, m)?)?;
-    m.add_function(wrap_pyfunction!(embedding_sample, m)?)?;
-    Ok(())
+    add_functions!(m, embedding_fit, embedding_log_marginal, embedding_posterior, embedding_sample)
 }
 
 /// The BKE hyperparameters from the Python keywords.
-fn bke_params(lengthscales: Vec<f64>, tau2: f64, prior: &str, jacobian: bool) -> Result<BkeParams, Failure> {
+pub(crate) fn bke_params(
+    lengthscales: Vec<f64>,
+    tau2: f64,
+    prior: &str,
+    jacobian: bool,
+) -> Result<BkeParams, Failure> {
     Ok(BkeParams { lengthscales, tau2, prior: EmbeddingPrior::parse(prior)?, jacobian })
 }
 

@@ -97,6 +97,16 @@ macro_rules! run_job {
 }
 pub(crate) use run_job;
 
+/// Adds the `#[pyfunction]`s `$f` to the module `$m` (a register function's body):
+/// `add_functions!(m, mmd_test, hsic_test)` is `Ok(())` once each is added.
+macro_rules! add_functions {
+    ($m:expr, $($f:ident),+ $(,)?) => {{
+        $($m.add_function(pyo3::wrap_pyfunction!($f, $m)?)?;)+
+        Ok(())
+    }};
+}
+pub(crate) use add_functions;
+
 /// Checks `params` and fits them to `data` with backend `B`, polling `progress`.
 pub fn fit<B: Backend, P>(params: &P, data: &P::Data, progress: &dyn Progress) -> Result<P::Fitted, Failure>
 where

@@ -9,7 +9,7 @@
 //! finishes the test from the concatenated draws ([`bke_core::hypothesis::FittedMmd::test_with_null`]).
 
 use crate::convert::{array1, points};
-use crate::exec::{Exec, Failure, run_job};
+use crate::exec::{Exec, Failure, add_functions, run_job};
 use bke_core::embedding::EmbeddingPrior;
 use bke_core::hypothesis::select::{SelectRule, TestKind};
 use bke_core::hypothesis::{
@@ -24,10 +24,7 @@ use serde::Serialize;
 
 /// Registers the test functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(mmd_test, m)?)?;
-    m.add_function(wrap_pyfunction!(hsic_test, m)?)?;
-    m.add_function(wrap_pyfunction!(mmd_null_draws, m)?)?;
-    Ok(())
+    add_functions!(m, mmd_test, hsic_test, mmd_null_draws)
 }
 
 /// The kernel-choice keywords shared by both tests (the CLI's `Selection` flags), passed as a dict.

@@ -10,7 +10,7 @@
 //! with the GIL released ([`crate::exec`]).
 
 use crate::convert::{ArrayPair, array1, points, points_array, values};
-use crate::exec::{Exec, Failure, fit, run_job};
+use crate::exec::{Exec, Failure, add_functions, fit, run_job};
 use bke_bank::baselines::{Baseline, BaselineModel, BaselineParams};
 use bke_bank::{BankModel, BankParams, Task};
 use bke_core::density::{
@@ -27,13 +27,7 @@ use std::path::PathBuf;
 /// Registers [`Model`] and the fitting functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Model>()?;
-    m.add_function(wrap_pyfunction!(bank_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(baseline_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(density_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(model_from_text, m)?)?;
-    m.add_function(wrap_pyfunction!(model_load, m)?)?;
-    m.add_function(wrap_pyfunction!(kde, m)?)?;
-    Ok(())
+    add_functions!(m, bank_fit, baseline_fit, density_fit, model_from_text, model_load, kde)
 }
 
 /// One fitted model of any kind.

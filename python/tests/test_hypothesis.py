@@ -24,12 +24,18 @@ def ozone_pair():
     return d[:, :1], d[:, 1:]
 
 
+def run_both(cli, tmp_path, test, x, y, select, seed):
+    """``bke test <test>`` and ``bke.<test>_test`` on ``x``, ``y`` with ``select``, 100
+    permutations and ``seed``: ``(the CLI's JSON, the TestResult)``."""
+    px, py = write_csv(tmp_path / "x.csv", x), write_csv(tmp_path / "y.csv", y)
+    expected = cli("test", test, "--x", px, "--y", py, "--select", select, "--permutations", 100, "--seed", seed)
+    return expected, getattr(bke, f"{test}_test")(x, y, select=select, permutations=100, seed=seed)
+
+
 @pytest.mark.parametrize("select", ["median", "bkl", "mmdagg", "fuse", "bkl-bayes"])
 def test_mmd_equals_cli(banana, cli, tmp_path, select):
     x, y = banana
-    px, py = write_csv(tmp_path / "x.csv", x), write_csv(tmp_path / "y.csv", y)
-    expected = cli("test", "mmd", "--x", px, "--y", py, "--select", select, "--permutations", 100, "--seed", 3)
-    r = bke.mmd_test(x, y, select=select, permutations=100, seed=3)
+    expected, r = run_both(cli, tmp_path, "mmd", x, y, select, 3)
     assert r.to_dict() == expected
     assert (r.statistic, r.pvalue, r.reject) == (expected["statistic"], expected["p_value"], expected["reject"])
     assert r.lengthscale == expected["lengthscale"]
@@ -58,9 +64,7 @@ def test_mmd_options_equal_cli(banana, cli, tmp_path, flags, kw):
 @pytest.mark.parametrize("select", ["median", "bkl", "hsicagg", "bkl-bayes"])
 def test_hsic_equals_cli(ozone_pair, cli, tmp_path, select):
     x, y = ozone_pair
-    px, py = write_csv(tmp_path / "x.csv", x), write_csv(tmp_path / "y.csv", y)
-    expected = cli("test", "hsic", "--x", px, "--y", py, "--select", select, "--permutations", 100, "--seed", 2)
-    r = bke.hsic_test(x, y, select=select, permutations=100, seed=2)
+    expected, r = run_both(cli, tmp_path, "hsic", x, y, select, 2)
     assert r.to_dict() == expected
     assert r.lengthscale == expected["lengthscale_x"] and r.lengthscale_y == expected["lengthscale_y"]
     assert r.pvalue < 0.1  # temperature and ozone are dependent
