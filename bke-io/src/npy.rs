@@ -152,17 +152,7 @@ pub(crate) mod tests {
 
     /// A version-1.0 `.npy` file as numpy writes it (header padded with spaces to a multiple of 64).
     pub(crate) fn npy(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
-        let fo = if fortran { "True" } else { "False" };
-        let mut dict = format!("{{'descr': '{descr}', 'fortran_order': {fo}, 'shape': {shape}, }}");
-        while (10 + dict.len() + 1) % 64 != 0 {
-            dict.push(' ');
-        }
-        dict.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend((dict.len() as u16).to_le_bytes());
-        out.extend(dict.as_bytes());
-        out.extend(data);
-        out
+        [&crate::table_out::npy_header_of(descr, fortran, shape)[..], data].concat()
     }
 
     fn f8(v: &[f64]) -> Vec<u8> {

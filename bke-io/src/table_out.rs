@@ -114,7 +114,14 @@ impl TableFormat {
 /// The NPY 1.0 header of a little-endian `f64` C-order array of shape `(rows, cols)`: magic,
 /// version, header length and the padded dict, `64·k` bytes in all.
 pub fn npy_header(rows: usize, cols: usize) -> Vec<u8> {
-    let mut dict = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    npy_header_of("<f8", false, &format!("({rows}, {cols})"))
+}
+
+/// The NPY 1.0 header, as numpy writes it, of an array of dtype `descr` (e.g. `<f8`), in Fortran
+/// order when `fortran`, of shape `shape` (a Python tuple, e.g. `(3, 2)`).
+pub fn npy_header_of(descr: &str, fortran: bool, shape: &str) -> Vec<u8> {
+    let order = if fortran { "True" } else { "False" };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
     // 10 bytes of preamble + dict + '\n' must be a multiple of 64.
     let pad = (64 - (10 + dict.len() + 1) % 64) % 64;
     dict.extend(std::iter::repeat_n(' ', pad));

@@ -2,9 +2,10 @@
 //!
 //! Backends are zero-sized unit structs with associated functions only (no `self`), so model code is
 //! written once as `fn f<B: Backend>(…)` and monomorphised per backend. The required functions are
-//! the ones a library does well (products, factorisation, triangular solves, eigendecomposition);
-//! everything else (Cholesky solves, log-determinants, jitter, rank updates) is provided once here
-//! on top of them.
+//! the kernels a library does well (products, factorisation, triangular solves, eigendecomposition),
+//! called only on operands the provided entry points (`gemm`, `cholesky_in_place`, …) have checked,
+//! with the empty cases done; everything else (Cholesky solves, log-determinants, jitter, rank
+//! updates) is provided once here on top of them.
 
 use crate::error::{check_finite, check_square};
 use crate::{LinalgError, Mat, MatMut, MatRef, update};
@@ -55,6 +56,22 @@ impl Default for JitterOptions {
     }
 }
 
+/// The operands of a product `α op(A) op(B)`, as [`Backend::gemm`] hands them to
+/// [`Backend::gemm_kernel`] once it has checked them.
+#[derive(Debug, Clone, Copy)]
+pub struct Product<'a> {
+    /// The scale `α`.
+    pub alpha: f64,
+    /// The left operand `A`.
+    pub a: MatRef<'a>,
+    /// Whether `A` is transposed.
+    pub ta: Trans,
+    /// The right operand `B`.
+    pub b: MatRef<'a>,
+    /// Whether `B` is transposed.
+    pub tb: Trans,
+}
+
 /// A linear-algebra backend. See the module docs.
 pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
     /// Human-readable name ("faer", "nalgebra", "openblas").
@@ -68,8 +85,17 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
         b: MatRef<'_>,
         tb: Trans,
         beta: f64,
-        c: MatMut<'_>,
-    ) -> Result<(), LinalgError>;
+        mut c: MatMut<'_>,
+    ) -> Result<(), LinalgError> {
+        let p = Product { alpha, a, ta, b, tb };
+        if !prepare_gemm(&p, beta, &mut c)? {
+            Self::gemm_kernel(p, beta, c);
+        }
+        Ok(())
+    }
+
+    /// [`Backend::gemm`] on operands it has checked: shapes agree and no dimension is empty.
+    fn gemm_kernel(p: Product<'_>, beta: f64, c: MatMut<'_>);
 
     /// `y ← α op(A) x + β y`.
     fn gemv(
@@ -79,7 +105,19 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
         x: &[f64],
         beta: f64,
         y: &mut [f64],
-    ) -> Result<(), LinalgError>;
+    ) -> Result<(), LinalgError> {
+        if !prepare_gemv(a, ta, x, beta, y)? {
+            let p = Product { alpha, a, ta, b: MatRef::col_vector(x), tb: Trans::No };
+            Self::gemv_kernel(p, beta, y);
+        }
+        Ok(())
+    }
+
+    /// [`Backend::gemv`] on operands it has checked, with `x` as the column `p.b`: by default the
+    /// matrix product [`Backend::gemm_kernel`] with one column.
+    fn gemv_kernel(p: Product<'_>, beta: f64, y: &mut [f64]) {
+        Self::gemm_kernel(p, beta, MatMut::col_vector(y));
+    }
 
     /// The Gram matrix `AᵀA` (full, symmetric).
     fn gram(a: MatRef<'_>) -> Mat {
@@ -89,9 +127,10 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
     }
 
     /// `C ← α op(A) op(B) + β C` for a product known to be symmetric (`op(A) op(B) = (op(A) op(B))ᵀ`,
-    /// e.g. `AᵀKA` with symmetric `K` given as `Aᵀ(KA)`), with `C` symmetric on entry: only the lower
-    /// triangle is computed (half the flops of [`Backend::gemm`] where the backend supports it) and
-    /// mirrored into the upper one, so `C` comes out exactly symmetric.
+    /// e.g. `AᵀKA` with symmetric `K` given as `Aᵀ(KA)`), with `C` square and symmetric on entry: only
+    /// the lower triangle is computed (half the flops of [`Backend::gemm`] where the backend supports
+    /// it, see [`Backend::gemm_lower_kernel`]) and mirrored into the upper one, so `C` comes out
+    /// exactly symmetric.
     fn gemm_symmetric(
         alpha: f64,
         a: MatRef<'_>,
@@ -101,23 +140,65 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
         beta: f64,
         mut c: MatMut<'_>,
     ) -> Result<(), LinalgError> {
-        Self::gemm(alpha, a, ta, b, tb, beta, c.rb_mut())?;
-        c.mirror_lower();
+        check_square("gemm_symmetric", c.as_ref())?;
+        let p = Product { alpha, a, ta, b, tb };
+        if !prepare_gemm(&p, beta, &mut c)? {
+            Self::gemm_lower_kernel(p, beta, c.rb_mut());
+            c.mirror_lower();
+        }
         Ok(())
+    }
+
+    /// The lower triangle of [`Backend::gemm_kernel`]'s result (the strict upper one of `C` is
+    /// overwritten afterwards); by default the full product.
+    fn gemm_lower_kernel(p: Product<'_>, beta: f64, c: MatMut<'_>) {
+        Self::gemm_kernel(p, beta, c);
     }
 
     /// Lower Cholesky factor in place: reads the lower triangle of `A`, leaves `L` there and zeros the
     /// strict upper triangle. Errors name the failing pivot; non-finite input is an error.
-    fn cholesky_in_place(a: MatMut<'_>) -> Result<(), LinalgError>;
+    fn cholesky_in_place(a: MatMut<'_>) -> Result<(), LinalgError> {
+        if check_square("cholesky", a.as_ref())? == 0 {
+            return Ok(());
+        }
+        check_finite("matrix to factorise", a.as_ref())?;
+        Self::cholesky_kernel(a)
+    }
+
+    /// [`Backend::cholesky_in_place`] on a square, finite, non-empty matrix.
+    fn cholesky_kernel(a: MatMut<'_>) -> Result<(), LinalgError>;
 
     /// `B ← L⁻¹ B` for lower-triangular `L`.
-    fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError>;
+    fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
+        if prepare_tri_solve("solve_lower", l, &b)? {
+            return Ok(());
+        }
+        Self::tri_solve_kernel(l, Trans::No, b)
+    }
 
     /// `B ← L⁻ᵀ B` for lower-triangular `L`.
-    fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError>;
+    fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
+        if prepare_tri_solve("solve_lower_transpose", l, &b)? {
+            return Ok(());
+        }
+        Self::tri_solve_kernel(l, Trans::Yes, b)
+    }
+
+    /// `B ← op(L)⁻¹ B` for the lower triangle `L` of `l`, on operands checked by the two solves
+    /// above: shapes agree and none is empty.
+    fn tri_solve_kernel(l: MatRef<'_>, tl: Trans, b: MatMut<'_>) -> Result<(), LinalgError>;
 
     /// Symmetric eigendecomposition from the lower triangle of `A`.
-    fn sym_eigen(a: MatRef<'_>) -> Result<SymEigen, LinalgError>;
+    fn sym_eigen(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
+        if check_square("sym_eigen", a)? == 0 {
+            return Ok(SymEigen { values: vec![], vectors: Mat::zeros(0, 0) });
+        }
+        check_finite("matrix to decompose", a)?;
+        Self::sym_eigen_kernel(a)
+    }
+
+    /// [`Backend::sym_eigen`] of a square, finite, non-empty matrix.
+    fn sym_eigen_kernel(a: MatRef<'_>) -> Result<SymEigen, LinalgError>;
 
     /// `L ← chol(L Lᵀ + W Wᵀ)`.
     fn cholesky_update(l: MatMut<'_>, w: MatRef<'_>) -> Result<(), LinalgError> {
@@ -186,16 +267,9 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
 
 /// Validates the operands of `C ← α op(A) op(B) + β C` and completes the degenerate cases (an empty
 /// dimension) itself, so backends only see non-empty operands. Returns whether the product is done.
-pub(crate) fn prepare_gemm(
-    a: MatRef<'_>,
-    ta: Trans,
-    b: MatRef<'_>,
-    tb: Trans,
-    beta: f64,
-    c: &mut MatMut<'_>,
-) -> Result<bool, LinalgError> {
-    let (m, k) = ta.shape(a.nrows(), a.ncols());
-    let (k2, n) = tb.shape(b.nrows(), b.ncols());
+fn prepare_gemm(p: &Product<'_>, beta: f64, c: &mut MatMut<'_>) -> Result<bool, LinalgError> {
+    let (m, k) = p.ta.shape(p.a.nrows(), p.a.ncols());
+    let (k2, n) = p.tb.shape(p.b.nrows(), p.b.ncols());
     if k != k2 || (c.nrows(), c.ncols()) != (m, n) {
         return Err(LinalgError::ShapeMismatch {
             op: "gemm",
@@ -212,15 +286,17 @@ pub(crate) fn prepare_gemm(
     Ok(false)
 }
 
+/// Zeros `C` when `β = 0`, for the kernels that read `C` even then: NaN in it must not propagate.
+#[cfg(any(feature = "nalgebra", feature = "openblas"))]
+pub(crate) fn clear_if_overwritten(beta: f64, c: &mut MatMut<'_>) {
+    if beta == 0.0 {
+        (0..c.ncols()).for_each(|j| c.col_mut(j).fill(0.0));
+    }
+}
+
 /// Validates the operands of `y ← α op(A) x + β y`; completes the degenerate cases like
 /// [`prepare_gemm`] and returns whether the product is done.
-pub(crate) fn prepare_gemv(
-    a: MatRef<'_>,
-    ta: Trans,
-    x: &[f64],
-    beta: f64,
-    y: &mut [f64],
-) -> Result<bool, LinalgError> {
+fn prepare_gemv(a: MatRef<'_>, ta: Trans, x: &[f64], beta: f64, y: &mut [f64]) -> Result<bool, LinalgError> {
     let (m, n) = ta.shape(a.nrows(), a.ncols());
     if x.len() != n || y.len() != m {
         return Err(LinalgError::ShapeMismatch {
@@ -237,11 +313,7 @@ pub(crate) fn prepare_gemv(
 }
 
 /// Validates a triangular solve `L X = B`; returns whether it is empty (nothing to do).
-pub(crate) fn prepare_tri_solve(
-    op: &'static str,
-    l: MatRef<'_>,
-    b: &MatMut<'_>,
-) -> Result<bool, LinalgError> {
+fn prepare_tri_solve(op: &'static str, l: MatRef<'_>, b: &MatMut<'_>) -> Result<bool, LinalgError> {
     let n = check_square(op, l)?;
     if b.nrows() != n {
         return Err(LinalgError::ShapeMismatch {

@@ -2,9 +2,8 @@
 //! Rank-`k` updates use faer's own blocked routine; downdates use the shared LINPACK-style routine
 //! of [`crate::update`] because faer's leaves the factor clobbered on failure.
 
-use crate::backend::{prepare_gemm, prepare_gemv, prepare_tri_solve};
 use crate::error::{check_finite, check_square};
-use crate::{Backend, LinalgError, Mat, MatMut, MatRef, SymEigen, Trans};
+use crate::{Backend, LinalgError, Mat, MatMut, MatRef, Product, SymEigen, Trans};
 use faer::linalg::cholesky::llt::factor::{
     LltError, LltRegularization, cholesky_in_place, cholesky_in_place_scratch,
 };
@@ -71,48 +70,27 @@ fn op(a: faer::MatRef<'_, f64>, t: Trans) -> faer::MatRef<'_, f64> {
     }
 }
 
+/// The accumulation of `C ← … + β C` in faer's terms: `C` is overwritten when `β = 0`, otherwise
+/// scaled by `β` here (only on and below the diagonal when `lower_only`) and added to.
+fn accumulate(beta: f64, c: &mut MatMut<'_>, lower_only: bool) -> Accum {
+    if beta == 0.0 {
+        return Accum::Replace;
+    }
+    if beta != 1.0 {
+        for j in 0..c.ncols() {
+            let first = if lower_only { j } else { 0 };
+            c.col_mut(j)[first..].iter_mut().for_each(|v| *v *= beta);
+        }
+    }
+    Accum::Add
+}
+
 impl Backend for Faer {
     const NAME: &'static str = "faer";
 
-    fn gemm(
-        alpha: f64,
-        a: MatRef<'_>,
-        ta: Trans,
-        b: MatRef<'_>,
-        tb: Trans,
-        beta: f64,
-        mut c: MatMut<'_>,
-    ) -> Result<(), LinalgError> {
-        if prepare_gemm(a, ta, b, tb, beta, &mut c)? {
-            return Ok(());
-        }
-        let accum = if beta == 0.0 {
-            Accum::Replace
-        } else {
-            if beta != 1.0 {
-                for j in 0..c.ncols() {
-                    c.col_mut(j).iter_mut().for_each(|v| *v *= beta);
-                }
-            }
-            Accum::Add
-        };
-        matmul(view_mut(c), accum, op(view(a), ta), op(view(b), tb), alpha);
-        Ok(())
-    }
-
-    fn gemv(
-        alpha: f64,
-        a: MatRef<'_>,
-        ta: Trans,
-        x: &[f64],
-        beta: f64,
-        y: &mut [f64],
-    ) -> Result<(), LinalgError> {
-        if prepare_gemv(a, ta, x, beta, y)? {
-            return Ok(());
-        }
-        let x = MatRef::col_vector(x);
-        Self::gemm(alpha, a, ta, x, Trans::No, beta, MatMut::col_vector(y))
+    fn gemm_kernel(p: Product<'_>, beta: f64, mut c: MatMut<'_>) {
+        let accum = accumulate(beta, &mut c, false);
+        matmul(view_mut(c), accum, op(view(p.a), p.ta), op(view(p.b), p.tb), p.alpha);
     }
 
     fn gram(a: MatRef<'_>) -> Mat {
@@ -123,52 +101,28 @@ impl Backend for Faer {
         g
     }
 
-    fn gemm_symmetric(
-        alpha: f64,
-        a: MatRef<'_>,
-        ta: Trans,
-        b: MatRef<'_>,
-        tb: Trans,
-        beta: f64,
-        mut c: MatMut<'_>,
-    ) -> Result<(), LinalgError> {
+    fn gemm_lower_kernel(p: Product<'_>, beta: f64, mut c: MatMut<'_>) {
         use faer::linalg::matmul::triangular::{BlockStructure, matmul as tri_matmul};
-        check_square("gemm_symmetric", c.as_ref())?;
-        if prepare_gemm(a, ta, b, tb, beta, &mut c)? {
-            return Ok(());
-        }
-        let accum = if beta == 0.0 {
-            Accum::Replace
-        } else {
-            if beta != 1.0 {
-                for j in 0..c.ncols() {
-                    c.col_mut(j)[j..].iter_mut().for_each(|v| *v *= beta);
-                }
-            }
-            Accum::Add
-        };
+        let accum = accumulate(beta, &mut c, true);
         // A single output column is a matrix–vector product: keep it thread-invariant (see matmul).
         let par = if c.ncols() == 1 { Par::Seq } else { par() };
         tri_matmul(
-            view_mut(c.rb_mut()),
+            view_mut(c),
             BlockStructure::TriangularLower,
             accum,
-            op(view(a), ta),
+            op(view(p.a), p.ta),
             BlockStructure::Rectangular,
-            op(view(b), tb),
+            op(view(p.b), p.tb),
             BlockStructure::Rectangular,
-            alpha,
+            p.alpha,
             par,
         );
-        c.mirror_lower();
-        Ok(())
     }
 
-    fn cholesky_in_place(mut a: MatMut<'_>) -> Result<(), LinalgError> {
-        let n = check_square("cholesky", a.as_ref())?;
-        check_finite("matrix to factorise", a.as_ref())?;
+    fn cholesky_kernel(mut a: MatMut<'_>) -> Result<(), LinalgError> {
         let par = par();
-        let mut mem = dyn_stack::MemBuffer::new(cholesky_in_place_scratch::<f64>(n, par, Default::default()));
+        let scratch = cholesky_in_place_scratch::<f64>(a.nrows(), par, Default::default());
+        let mut mem = dyn_stack::MemBuffer::new(scratch);
         let stack = dyn_stack::MemStack::new(&mut mem);
         let res = cholesky_in_place(
             view_mut(a.rb_mut()),
@@ -188,34 +142,20 @@ impl Backend for Faer {
         }
     }
 
-    fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        if prepare_tri_solve("solve_lower", l, &b)? {
-            return Ok(());
-        }
+    fn tri_solve_kernel(l: MatRef<'_>, tl: Trans, b: MatMut<'_>) -> Result<(), LinalgError> {
+        use faer::linalg::triangular_solve::{
+            solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+        };
         let par = solve_par(b.ncols());
-        faer::linalg::triangular_solve::solve_lower_triangular_in_place(view(l), view_mut(b), par);
+        match tl {
+            Trans::No => solve_lower_triangular_in_place(view(l), view_mut(b), par),
+            Trans::Yes => solve_upper_triangular_in_place(view(l).transpose(), view_mut(b), par),
+        }
         Ok(())
     }
 
-    fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        if prepare_tri_solve("solve_lower_transpose", l, &b)? {
-            return Ok(());
-        }
-        let par = solve_par(b.ncols());
-        faer::linalg::triangular_solve::solve_upper_triangular_in_place(
-            view(l).transpose(),
-            view_mut(b),
-            par,
-        );
-        Ok(())
-    }
-
-    fn sym_eigen(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
-        let n = check_square("sym_eigen", a)?;
-        check_finite("matrix to decompose", a)?;
-        if n == 0 {
-            return Ok(SymEigen { values: vec![], vectors: Mat::zeros(0, 0) });
-        }
+    fn sym_eigen_kernel(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
+        let n = a.nrows();
         let evd = view(a)
             .self_adjoint_eigen(faer::Side::Lower)
             .map_err(|e| LinalgError::EigenFailed(format!("faer: {e:?}")))?;

@@ -33,7 +33,7 @@ mod nalgebra_backend;
 #[cfg(feature = "openblas")]
 mod openblas_backend;
 
-pub use backend::{Backend, JitterOptions, SymEigen, Trans};
+pub use backend::{Backend, JitterOptions, Product, SymEigen, Trans};
 pub use error::LinalgError;
 pub(crate) use error::check_same_shape;
 pub use mat::{Mat, MatMut, MatRef};

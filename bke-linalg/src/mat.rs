@@ -165,6 +165,33 @@ impl std::ops::IndexMut<(usize, usize)> for Mat {
     }
 }
 
+/// The read accessors of the two views ([`MatRef`], [`MatMut`]), written once.
+macro_rules! view_accessors {
+    () => {
+        /// Number of rows.
+        pub fn nrows(&self) -> usize {
+            self.nrows
+        }
+
+        /// Number of columns.
+        pub fn ncols(&self) -> usize {
+            self.ncols
+        }
+
+        /// Leading dimension (distance between the starts of two columns).
+        pub fn ld(&self) -> usize {
+            self.ld
+        }
+
+        /// Element `(i, j)`.
+        #[inline]
+        pub fn at(&self, i: usize, j: usize) -> f64 {
+            debug_assert!(i < self.nrows && j < self.ncols);
+            self.data[i + j * self.ld]
+        }
+    };
+}
+
 impl<'a> MatRef<'a> {
     /// A view of `data` as an `nrows × ncols` column-major matrix with leading dimension `ld`.
     pub fn from_slice(data: &'a [f64], nrows: usize, ncols: usize, ld: usize) -> Result<Self, LinalgError> {
@@ -177,31 +204,11 @@ impl<'a> MatRef<'a> {
         Self { data, nrows: data.len(), ncols: 1, ld: data.len().max(1) }
     }
 
-    /// Number of rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Number of columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Leading dimension (distance between the starts of two columns).
-    pub fn ld(&self) -> usize {
-        self.ld
-    }
+    view_accessors!();
 
     /// The underlying slice, starting at element `(0, 0)`.
     pub fn as_slice(&self) -> &'a [f64] {
         self.data
-    }
-
-    /// Element `(i, j)`.
-    #[inline]
-    pub fn at(&self, i: usize, j: usize) -> f64 {
-        debug_assert!(i < self.nrows && j < self.ncols);
-        self.data[i + j * self.ld]
     }
 
     /// Column `j` as a contiguous slice.
@@ -278,20 +285,7 @@ impl<'a> MatMut<'a> {
         Self { data, nrows: n, ncols: 1, ld: n.max(1) }
     }
 
-    /// Number of rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Number of columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Leading dimension.
-    pub fn ld(&self) -> usize {
-        self.ld
-    }
+    view_accessors!();
 
     /// A read-only view of the same memory.
     pub fn as_ref(&self) -> MatRef<'_> {
@@ -311,13 +305,6 @@ impl<'a> MatMut<'a> {
     /// Consumes the view and returns its slice with the view's lifetime.
     pub fn into_slice(self) -> &'a mut [f64] {
         self.data
-    }
-
-    /// Element `(i, j)`.
-    #[inline]
-    pub fn at(&self, i: usize, j: usize) -> f64 {
-        debug_assert!(i < self.nrows && j < self.ncols);
-        self.data[i + j * self.ld]
     }
 
     /// Mutable reference to element `(i, j)`.

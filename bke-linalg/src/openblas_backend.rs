@@ -6,9 +6,8 @@
 //! the system OpenBLAS (Debian's `libopenblas-dev`). LAPACK has no Cholesky update, so rank updates
 //! use the shared routines of [`crate::update`].
 
-use crate::backend::{prepare_gemm, prepare_gemv, prepare_tri_solve};
-use crate::error::{check_finite, check_square};
-use crate::{Backend, LinalgError, Mat, MatMut, MatRef, SymEigen, Trans};
+use crate::backend::clear_if_overwritten;
+use crate::{Backend, LinalgError, MatMut, MatRef, Product, SymEigen, Trans};
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 // Links the system OpenBLAS (ndarray-linalg's `openblas-system` feature) for the direct LAPACK and BLAS calls.
 use ndarray_linalg as _;
@@ -38,7 +37,7 @@ fn op(a: ArrayView2<'_, f64>, t: Trans) -> ArrayView2<'_, f64> {
 /// `B ← L⁻¹ B` (or `L⁻ᵀ B` when `transpose`) for the lower triangle of `l`, in place by BLAS
 /// `dtrsm` on both operands' own memory (column-major, leading dimensions as they are): no copy
 /// (the earlier path through ndarray-linalg copied `L` and `B` into owned Fortran arrays and `B`
-/// back, issue 20). Shapes are checked by the caller (`prepare_tri_solve`).
+/// back, issue 20). Shapes are checked by the caller ([`Backend::solve_lower_in_place`]).
 fn tri_solve(l: MatRef<'_>, transpose: bool, b: MatMut<'_>) -> Result<(), LinalgError> {
     use cblas_sys::{CBLAS_DIAG, CBLAS_LAYOUT, CBLAS_SIDE, CBLAS_TRANSPOSE, CBLAS_UPLO, cblas_dtrsm};
     use std::os::raw::c_int;
@@ -77,80 +76,36 @@ fn tri_solve(l: MatRef<'_>, transpose: bool, b: MatMut<'_>) -> Result<(), Linalg
 impl Backend for OpenBlas {
     const NAME: &'static str = "openblas";
 
-    fn gemm(
-        alpha: f64,
-        a: MatRef<'_>,
-        ta: Trans,
-        b: MatRef<'_>,
-        tb: Trans,
-        beta: f64,
-        mut c: MatMut<'_>,
-    ) -> Result<(), LinalgError> {
-        if prepare_gemm(a, ta, b, tb, beta, &mut c)? {
-            return Ok(());
-        }
-        let mut c = view_mut(c);
-        if beta == 0.0 {
-            c.fill(0.0);
-        }
-        ndarray::linalg::general_mat_mul(alpha, &op(view(a), ta), &op(view(b), tb), beta, &mut c);
-        Ok(())
+    fn gemm_kernel(p: Product<'_>, beta: f64, mut c: MatMut<'_>) {
+        clear_if_overwritten(beta, &mut c);
+        let (a, b) = (op(view(p.a), p.ta), op(view(p.b), p.tb));
+        ndarray::linalg::general_mat_mul(p.alpha, &a, &b, beta, &mut view_mut(c));
     }
 
-    fn gemv(
-        alpha: f64,
-        a: MatRef<'_>,
-        ta: Trans,
-        x: &[f64],
-        beta: f64,
-        y: &mut [f64],
-    ) -> Result<(), LinalgError> {
-        if prepare_gemv(a, ta, x, beta, y)? {
-            return Ok(());
-        }
+    fn gemv_kernel(p: Product<'_>, beta: f64, y: &mut [f64]) {
         if beta == 0.0 {
             y.fill(0.0);
         }
-        let x = ndarray::ArrayView1::from(x);
+        let x = ndarray::ArrayView1::from(p.b.as_slice());
         let mut y = ndarray::ArrayViewMut1::from(y);
-        ndarray::linalg::general_mat_vec_mul(alpha, &op(view(a), ta), &x, beta, &mut y);
-        Ok(())
+        ndarray::linalg::general_mat_vec_mul(p.alpha, &op(view(p.a), p.ta), &x, beta, &mut y);
     }
 
-    fn cholesky_in_place(mut a: MatMut<'_>) -> Result<(), LinalgError> {
-        let n = check_square("cholesky", a.as_ref())?;
-        check_finite("matrix to factorise", a.as_ref())?;
-        if n == 0 {
-            return Ok(());
-        }
+    fn cholesky_kernel(mut a: MatMut<'_>) -> Result<(), LinalgError> {
+        let n = a.nrows();
         let ld = a.ld().max(n);
         dpotrf_lower(n, ld, a.rb_mut().into_slice())?;
         a.zero_strict_upper();
         Ok(())
     }
 
-    fn solve_lower_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        if prepare_tri_solve("solve_lower", l, &b)? {
-            return Ok(());
-        }
-        tri_solve(l, false, b)
+    fn tri_solve_kernel(l: MatRef<'_>, tl: Trans, b: MatMut<'_>) -> Result<(), LinalgError> {
+        tri_solve(l, tl == Trans::Yes, b)
     }
 
-    fn solve_lower_transpose_in_place(l: MatRef<'_>, b: MatMut<'_>) -> Result<(), LinalgError> {
-        if prepare_tri_solve("solve_lower_transpose", l, &b)? {
-            return Ok(());
-        }
-        tri_solve(l, true, b)
-    }
-
-    fn sym_eigen(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
-        let n = check_square("sym_eigen", a)?;
-        check_finite("matrix to decompose", a)?;
-        if n == 0 {
-            return Ok(SymEigen { values: vec![], vectors: Mat::zeros(0, 0) });
-        }
+    fn sym_eigen_kernel(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
         let mut vectors = a.to_owned();
-        let values = dsyevd(n, vectors.as_mut_slice())?;
+        let values = dsyevd(a.nrows(), vectors.as_mut_slice())?;
         Ok(SymEigen { values, vectors })
     }
 }
@@ -195,50 +150,40 @@ fn dsyevd(n: usize, a: &mut [f64]) -> Result<Vec<f64>, LinalgError> {
     assert_eq!(a.len(), n * n, "dsyevd wants a contiguous square matrix");
     let (jobz, uplo) = (b'V' as c_char, b'L' as c_char);
     let mut w = vec![0.0; n];
-    let mut info: c_int = 0;
+    // One dsyevd call with workspaces of the sizes `lwork` and `liwork` it is told (`-1`: a query that
+    // writes the sizes it wants into their first elements); returns LAPACK's `info`.
+    let mut call = |work: &mut [f64], lwork: c_int, iwork: &mut [c_int], liwork: c_int| {
+        assert!(work.len() >= lwork.max(1) as usize && iwork.len() >= liwork.max(1) as usize);
+        let mut info: c_int = 0;
+        // SAFETY: every pointer is valid for the lengths LAPACK reads (a: n², w: n, work and iwork:
+        // the sizes it is told, checked above, one element each for the query).
+        unsafe {
+            lapack_sys::dsyevd_(
+                &jobz,
+                &uplo,
+                &ni,
+                a.as_mut_ptr(),
+                &ni,
+                w.as_mut_ptr(),
+                work.as_mut_ptr(),
+                &lwork,
+                iwork.as_mut_ptr(),
+                &liwork,
+                &mut info,
+            );
+        }
+        info
+    };
     let (mut work_size, mut iwork_size) = (0.0f64, 0 as c_int);
-    let query: c_int = -1;
-    // SAFETY: every pointer is valid for the lengths LAPACK reads (a: n², w: n, one-element queries).
-    unsafe {
-        lapack_sys::dsyevd_(
-            &jobz,
-            &uplo,
-            &ni,
-            a.as_mut_ptr(),
-            &ni,
-            w.as_mut_ptr(),
-            &mut work_size,
-            &query,
-            &mut iwork_size,
-            &query,
-            &mut info,
-        );
-    }
+    let info = call(std::slice::from_mut(&mut work_size), -1, std::slice::from_mut(&mut iwork_size), -1);
     if info != 0 {
         return Err(LinalgError::EigenFailed(format!("dsyevd workspace query: info = {info}")));
     }
     let lwork = (work_size as usize).max(1);
     let liwork = (iwork_size as usize).max(1);
-    let mut work = vec![0.0; lwork];
-    let mut iwork: Vec<c_int> = vec![0; liwork];
     let (lw, liw) =
         (c_int::try_from(lwork).map_err(|_| too_big())?, c_int::try_from(liwork).map_err(|_| too_big())?);
-    // SAFETY: as above, with work and iwork of the sizes LAPACK asked for.
-    unsafe {
-        lapack_sys::dsyevd_(
-            &jobz,
-            &uplo,
-            &ni,
-            a.as_mut_ptr(),
-            &ni,
-            w.as_mut_ptr(),
-            work.as_mut_ptr(),
-            &lw,
-            iwork.as_mut_ptr(),
-            &liw,
-            &mut info,
-        );
-    }
+    let info = call(&mut vec![0.0; lwork][..], lw, &mut vec![0; liwork][..], liw);
     match info {
         0 => Ok(w),
         i if i < 0 => Err(LinalgError::EigenFailed(format!("dsyevd: argument {} is invalid", -i))),

@@ -1,5 +1,7 @@
 //! End-to-end tests of `bke causal pc`: the JSON contract, the SVG, pre-whitening, and errors.
 
+use std::path::Path;
+
 use crate::common::{bke, write_in};
 
 /// A collider a → c ← b with c → d, a time column t, nonlinear mechanisms and uniform noise (a
@@ -20,28 +22,21 @@ fn collider_csv() -> String {
     s
 }
 
+/// `bke causal pc` on the four variables of the collider file `f` with the median selection and 200
+/// permutations, then `extra`.
+fn pc_on_all(f: &Path, extra: &[&str]) -> (bool, serde_json::Value, String) {
+    let f = f.to_str().unwrap();
+    let base =
+        ["causal", "pc", "--data", f, "--columns", "a,b,c,d", "--select", "median", "--permutations", "200"];
+    bke(&[&base[..], extra].concat())
+}
+
 #[test]
 fn pc_prints_the_cpdag_tests_and_an_svg() {
     let f = write_in("causal", "collider.csv", &collider_csv());
     let svg = f.with_file_name("graph.svg");
-    let (ok, json, err) = bke(&[
-        "causal",
-        "pc",
-        "--data",
-        f.to_str().unwrap(),
-        "--columns",
-        "a,b,c,d",
-        "--alpha",
-        "0.05",
-        "--select",
-        "median",
-        "--permutations",
-        "200",
-        "--svg",
-        svg.to_str().unwrap(),
-        "--threads",
-        "1",
-    ]);
+    let (ok, json, err) =
+        pc_on_all(&f, &["--alpha", "0.05", "--svg", svg.to_str().unwrap(), "--threads", "1"]);
     assert!(ok, "{err}");
     assert_eq!(json["nodes"], serde_json::json!(["a", "b", "c", "d"]));
     assert_eq!(json["selection"], "median");
@@ -105,19 +100,7 @@ fn pc_defaults_to_bkl_bayes_and_still_offers_bkl() {
 #[test]
 fn pc_orientation_rules_report_their_votes() {
     let f = write_in("causal", "rules.csv", &collider_csv());
-    let base = [
-        "causal",
-        "pc",
-        "--data",
-        f.to_str().unwrap(),
-        "--columns",
-        "a,b,c,d",
-        "--select",
-        "median",
-        "--permutations",
-        "200",
-    ];
-    let (ok, json, err) = bke(&[&base[..], &["--orientation", "conservative"]].concat());
+    let (ok, json, err) = pc_on_all(&f, &["--orientation", "conservative"]);
     assert!(ok, "{err}");
     assert_eq!(json["orientation"], "conservative");
     let triples = json["triples"].as_array().unwrap();
@@ -127,10 +110,10 @@ fn pc_orientation_rules_report_their_votes() {
     let phases: Vec<&str> =
         json["tests"].as_array().unwrap().iter().map(|t| t["phase"].as_str().unwrap()).collect();
     assert!(phases.contains(&"skeleton") && phases.contains(&"orientation"));
-    let (ok, json, err) = bke(&base);
+    let (ok, json, err) = pc_on_all(&f, &[]);
     assert!(ok, "{err}");
     assert_eq!(json["orientation"], "standard");
     assert!(json["tests"].as_array().unwrap().iter().all(|t| t["phase"] == "skeleton"));
-    let (ok, _, err) = bke(&[&base[..], &["--orientation", "cpc"]].concat());
+    let (ok, _, err) = pc_on_all(&f, &["--orientation", "cpc"]);
     assert!(!ok && err.contains("orientation rule"), "{err}");
 }

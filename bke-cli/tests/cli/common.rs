@@ -25,3 +25,9 @@ pub fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
     let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
     (out.status.success(), json, stderr)
 }
+
+/// The arguments of `bke lfi` that name its inputs: the simulations `sims` (parameter column
+/// `theta`, statistic column `stat`) and the prior samples `prior`.
+pub fn lfi_inputs<'a>(sims: &'a str, prior: &'a str) -> [&'a str; 9] {
+    ["lfi", "--simulations", sims, "--theta-cols", "theta", "--stat-cols", "stat", "--prior-samples", prior]
+}

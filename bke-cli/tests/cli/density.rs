@@ -45,16 +45,12 @@ fn fit_then_eval_round_trip() {
         (file["format"].as_str(), file["kind"].as_str(), file["version"].as_u64()),
         (Some("bke-model"), Some("density"), Some(1))
     );
-    let (ok, e, err) = bke(&[
-        "density",
-        "eval",
-        "--model",
-        model.to_str().unwrap(),
-        "--at",
-        q.to_str().unwrap(),
-        "--backend",
-        "nalgebra",
-    ]);
+    // `bke density eval` of the model at the queries, then `extra`.
+    let eval = |extra: &[&str]| {
+        let (model, q) = (model.to_str().unwrap(), q.to_str().unwrap());
+        bke(&[&["density", "eval", "--model", model, "--at", q][..], extra].concat())
+    };
+    let (ok, e, err) = eval(&["--backend", "nalgebra"]);
     assert!(ok, "{err}");
     assert_eq!(e.as_object().unwrap().len(), 2, "exactly log_density and normalised: {e}");
     assert_eq!(e["normalised"], true);
@@ -69,16 +65,7 @@ fn fit_then_eval_round_trip() {
     assert_eq!(a["samples"].as_array().map(Vec::len), Some(20));
     assert_eq!(a["samples"], b["samples"]);
     // The wrong number of query columns names the model's columns.
-    let (ok, _, err) = bke(&[
-        "density",
-        "eval",
-        "--model",
-        model.to_str().unwrap(),
-        "--at",
-        q.to_str().unwrap(),
-        "--columns",
-        "a,b",
-    ]);
+    let (ok, _, err) = eval(&["--columns", "a,b"]);
     assert!(!ok && err.contains("fitted on 1 column(s): a"), "{err}");
 }
 

@@ -39,22 +39,10 @@ fn data() -> (PathBuf, PathBuf, PathBuf) {
 
 #[test]
 fn loglik_fit_posterior_emit_the_contracted_fields() {
-    let (x, z, q) = data();
-    let (x, z, q) = (x.to_str().unwrap(), z.to_str().unwrap(), q.to_str().unwrap());
+    let (xp, zp, q) = data();
+    let (x, z, q) = (xp.to_str().unwrap(), zp.to_str().unwrap(), q.to_str().unwrap());
     let cols = "--columns=a,b";
-    let (ok, j, err) = bke(&[
-        "embed",
-        "loglik",
-        "--data",
-        x,
-        cols,
-        "--landmarks",
-        z,
-        "--lengthscale",
-        "0.8",
-        "--tau2",
-        "0.5",
-    ]);
+    let (ok, j, err) = loglik(&xp, &zp, "0.8", &[cols, "--tau2", "0.5"]);
     assert!(ok, "{err}");
     for f in ["log_marginal", "log_gaussian", "log_jacobian", "grad_log_tau2"] {
         assert!(j[f].is_number(), "{f}: {j}");
@@ -66,24 +54,8 @@ fn loglik_fit_posterior_emit_the_contracted_fields() {
             < 1e-9 * lm.abs()
     );
     // ARD, other priors, no Jacobian
-    let (ok, j, err) = bke(&[
-        "embed",
-        "loglik",
-        "--data",
-        x,
-        cols,
-        "--landmarks",
-        z,
-        "--lengthscale",
-        "0.8,1.2",
-        "--tau2",
-        "0.5",
-        "--prior",
-        "gaussian:3",
-        "--no-jacobian",
-        "--backend",
-        "nalgebra",
-    ]);
+    let ard = [cols, "--tau2", "0.5", "--prior", "gaussian:3", "--no-jacobian", "--backend", "nalgebra"];
+    let (ok, j, err) = loglik(&xp, &zp, "0.8,1.2", &ard);
     assert!(ok, "{err}");
     assert_eq!(j["grad_log_lengthscale"].as_array().unwrap().len(), 2);
     assert_eq!(j["log_jacobian"].as_f64().unwrap(), 0.0);
@@ -110,71 +82,27 @@ fn loglik_fit_posterior_emit_the_contracted_fields() {
 #[test]
 fn bad_input_is_reported_clearly() {
     let (x, z, _) = data();
-    let (x, z) = (x.to_str().unwrap(), z.to_str().unwrap());
     let bad = write("bad.csv", "a,b\n1.0,2.0\n3.0,nan\n");
-    let (ok, _, err) =
-        bke(&["embed", "loglik", "--data", bad.to_str().unwrap(), "--landmarks", z, "--lengthscale", "1"]);
+    let (ok, _, err) = loglik(&bad, &z, "1", &[]);
     assert!(!ok && err.contains("line 3") && err.contains("column 2"), "{err}");
-    let (ok, _, err) =
-        bke(&["embed", "loglik", "--data", x, "--columns=a,b", "--landmarks", z, "--lengthscale", "-1"]);
+    let ab = "--columns=a,b";
+    let (ok, _, err) = loglik(&x, &z, "-1", &[ab]);
     assert!(!ok && err.contains("lengthscale"), "{err}");
-    let (ok, _, err) = bke(&[
-        "embed",
-        "loglik",
-        "--data",
-        x,
-        "--columns=a,b",
-        "--landmarks",
-        z,
-        "--lengthscale",
-        "1",
-        "--tau2",
-        "0",
-    ]);
+    let (ok, _, err) = loglik(&x, &z, "1", &[ab, "--tau2", "0"]);
     assert!(!ok && err.contains("tau2"), "{err}");
     // data has 3 columns, landmarks 2
-    let (ok, _, err) = bke(&["embed", "loglik", "--data", x, "--landmarks", z, "--lengthscale", "1"]);
+    let (ok, _, err) = loglik(&x, &z, "1", &[]);
     assert!(!ok && err.contains("dimension"), "{err}");
     let one = write("one.csv", "a,b\n0.0,0.0\n");
-    let (ok, _, err) = bke(&[
-        "embed",
-        "loglik",
-        "--data",
-        x,
-        "--columns=a,b",
-        "--landmarks",
-        one.to_str().unwrap(),
-        "--lengthscale",
-        "1",
-    ]);
+    let (ok, _, err) = loglik(&x, &one, "1", &[ab]);
     assert!(!ok && err.contains("m ≥ D"), "{err}");
-    let (ok, _, err) = bke(&[
-        "embed",
-        "loglik",
-        "--data",
-        x,
-        "--columns=a,b",
-        "--landmarks",
-        z,
-        "--lengthscale",
-        "1",
-        "--prior",
-        "cauchy",
-    ]);
+    let (ok, _, err) = loglik(&x, &z, "1", &[ab, "--prior", "cauchy"]);
     assert!(!ok && err.contains("prior"), "{err}");
 }
 
 /// A version-1.0 `.npy` file of little-endian float64 values (C order unless `fortran`).
 fn npy_f8(rows: usize, cols: usize, values: &[f64], fortran: bool) -> Vec<u8> {
-    let fo = if fortran { "True" } else { "False" };
-    let mut dict = format!("{{'descr': '<f8', 'fortran_order': {fo}, 'shape': ({rows}, {cols}), }}");
-    while (10 + dict.len() + 1) % 64 != 0 {
-        dict.push(' ');
-    }
-    dict.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend((dict.len() as u16).to_le_bytes());
-    out.extend(dict.as_bytes());
+    let mut out = bke_io::table_out::npy_header_of("<f8", fortran, &format!("({rows}, {cols})"));
     out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
     out
 }

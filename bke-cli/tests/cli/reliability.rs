@@ -95,17 +95,7 @@ fn lfi_files() -> [String; 2] {
 fn lfi_refuses_huge_herds_and_ambiguous_observation_columns() {
     let [sims, prior] = lfi_files();
     let obs = w("obs.csv", "stat\n3.1\n");
-    let base = [
-        "lfi",
-        "--simulations",
-        &sims,
-        "--theta-cols",
-        "theta",
-        "--stat-cols",
-        "stat",
-        "--prior-samples",
-        &prior,
-    ];
+    let base = crate::common::lfi_inputs(&sims, &prior);
     fails_with(&[&base[..], &["--observed", &obs, "--herd", "100000000000"]].concat(), &["herding samples"]);
     fails_with(
         &[&base[..], &["--observed", &obs, "--herd", "100000", "--max-memory", "100K"]].concat(),

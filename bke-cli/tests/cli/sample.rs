@@ -1,12 +1,17 @@
 //! `bke embed sample` end to end: the JSON contract of issue 7, the draws CSV, reproducibility for
 //! any thread count, and error messages.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::common::bke;
 
 fn write(name: &str, body: &str) -> PathBuf {
     crate::common::write_in("sample", name, body)
+}
+
+/// The arguments of `bke embed sample` on the column `x` of the file `x`, then `extra`.
+fn sample_args<'a>(x: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["embed", "sample", "--data", x.to_str().unwrap(), "--columns=x"][..], extra].concat()
 }
 
 fn data(name: &str) -> PathBuf {
@@ -94,19 +99,9 @@ fn streamed_draws_count_less_against_the_memory_budget() {
     let x = data("x4.csv");
     let dir = x.parent().unwrap();
     let out = dir.join("budget-draws.csv");
-    let base = [
-        "embed",
-        "sample",
-        "--data",
-        x.to_str().unwrap(),
-        "--columns=x",
-        "--num-landmarks=2",
-        "--tau2=1",
-        "--chains=1",
-        "--warmup=20",
-        "--draws=6000",
-        "--max-memory=256K",
-    ];
+    let budget =
+        ["--num-landmarks=2", "--tau2=1", "--chains=1", "--warmup=20", "--draws=6000", "--max-memory=256K"];
+    let base = sample_args(&x, &budget);
     let (ok, _, err) = bke(&base);
     assert!(!ok && err.contains("draws = 6000"), "{err}");
     let mut streamed = base.to_vec();
@@ -127,18 +122,8 @@ fn streamed_draws_count_less_against_the_memory_budget() {
 #[test]
 fn fixed_tau2_and_held_out_landmarks() {
     let x = data("x2.csv");
-    let (ok, j, err) = bke(&[
-        "embed",
-        "sample",
-        "--data",
-        x.to_str().unwrap(),
-        "--columns=x",
-        "--num-landmarks=4",
-        "--tau2=1",
-        "--chains=2",
-        "--draws=100",
-        "--warmup=100",
-    ]);
+    let held_out = ["--num-landmarks=4", "--tau2=1", "--chains=2", "--draws=100", "--warmup=100"];
+    let (ok, j, err) = bke(&sample_args(&x, &held_out));
     assert!(ok, "{err}");
     assert_eq!(j["tau2"]["fixed"], true);
     assert_eq!(j["num_landmarks"], 4);
@@ -210,21 +195,11 @@ fn draws_out_npy_holds_the_csv_values() {
     let x = data("x_npy.csv");
     let dir = x.parent().unwrap();
     let (csv, npy) = (dir.join("draws-npy.csv"), dir.join("draws-npy.npy"));
-    let run = |out: &std::path::Path| {
-        let (ok, j, err) = bke(&[
-            "embed",
-            "sample",
-            "--data",
-            x.to_str().unwrap(),
-            "--columns=x",
-            "--num-landmarks=3",
-            "--chains=3",
-            "--draws=50",
-            "--warmup=50",
-            "--seed=4",
-            "--draws-out",
-            out.to_str().unwrap(),
-        ]);
+    let run = |out: &Path| {
+        let to = out.to_str().unwrap();
+        let args =
+            ["--num-landmarks=3", "--chains=3", "--draws=50", "--warmup=50", "--seed=4", "--draws-out", to];
+        let (ok, j, err) = bke(&sample_args(&x, &args));
         assert!(ok, "{err}");
         j
     };

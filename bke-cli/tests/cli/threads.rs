@@ -87,12 +87,11 @@ fn every_command_gives_identical_json_on_one_and_two_threads() {
     }
     let [x, y, yt, zt, sims, prior, obs] = dme_data();
     let dme = ["--x", &x, "--y", &y, "--ytilde", &yt, "--ztilde", &zt, "--lengthscale-x", "0.9"];
-    let lfi =
-        ["--simulations", &sims, "--theta-cols", "theta", "--stat-cols", "stat", "--prior-samples", &prior];
+    let lfi = crate::common::lfi_inputs(&sims, &prior);
     for args in [
         [&["dme", "loglik"][..], &dme[..], &["--lengthscale-y", "0.7", "--sigma", "0.2"]].concat(),
         [&["dme", "fit"][..], &dme[..]].concat(),
-        [&["lfi"][..], &lfi[..], &["--observed", &obs, "--herd", "10"]].concat(),
+        [&lfi[..], &["--observed", &obs, "--herd", "10"]].concat(),
     ] {
         assert_eq!(stdout(&args, "1"), stdout(&args, "2"), "{args:?}");
     }
@@ -195,21 +194,7 @@ fn every_model_variant_gives_identical_json_on_one_and_two_threads() {
     assert_eq!(fit(&m1, "1"), fit(&m2, "2"));
     assert_eq!(std::fs::read(&m1).unwrap(), std::fs::read(&m2).unwrap());
     same_on_one_and_two(&["dme", "predict", "--model", &m1, "--at", &yt]);
-    let lfi = [
-        "lfi",
-        "--simulations",
-        &sims,
-        "--theta-cols",
-        "theta",
-        "--stat-cols",
-        "stat",
-        "--prior-samples",
-        &prior,
-        "--observed",
-        &obs,
-        "--herd",
-        "8",
-    ];
+    let lfi = [&crate::common::lfi_inputs(&sims, &prior)[..], &["--observed", &obs, "--herd", "8"]].concat();
     same_on_one_and_two(&[&lfi[..], &["--method", "kbr"]].concat());
     same_on_one_and_two(
         &[&lfi[..], &["--method", "kbr", "--kbr-variant", "a", "--kbr-inverse", "tikhonov"]].concat(),
