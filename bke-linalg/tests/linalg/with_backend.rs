@@ -27,9 +27,9 @@ fn a_question_mark_in_the_expression_returns_from_the_caller() {
 #[test]
 fn a_missing_backend_is_an_error() {
     for kind in BackendKind::ALL.into_iter().filter(|k| !k.is_available()) {
-        let mut ran = false;
-        let err = with_backend!(kind, B => { ran = true; name::<B>() }).unwrap_err();
-        assert!(!ran);
+        let ran = std::cell::Cell::new(false);
+        let err = with_backend!(kind, B => { ran.set(true); name::<B>() }).unwrap_err();
+        assert!(!ran.get());
         assert!(matches!(err, LinalgError::Backend { backend, .. } if backend == kind.name()));
         assert!(err.to_string().contains("not compiled in"), "{err}");
         assert_eq!(err.to_string(), kind.not_compiled_in().to_string());
