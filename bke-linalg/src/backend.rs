@@ -7,7 +7,7 @@
 //! with the empty cases done; everything else (Cholesky solves, log-determinants, jitter, rank
 //! updates) is provided once here on top of them.
 
-use crate::error::{check_finite, check_square};
+use crate::mat::{check_finite, check_square};
 use crate::{LinalgError, Mat, MatMut, MatRef, update};
 
 /// Whether an operand of a product is used as is or transposed.

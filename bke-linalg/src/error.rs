@@ -83,23 +83,3 @@ pub(crate) fn check_same_shape(
     }
     Ok(())
 }
-
-/// Errors unless the matrix is square.
-pub(crate) fn check_square(op: &'static str, a: crate::MatRef<'_>) -> Result<usize, LinalgError> {
-    if a.nrows() != a.ncols() {
-        return Err(LinalgError::ShapeMismatch {
-            op,
-            expected: "a square matrix".into(),
-            found: format!("{}x{}", a.nrows(), a.ncols()),
-        });
-    }
-    Ok(a.nrows())
-}
-
-/// Errors on the first non-finite entry.
-pub(crate) fn check_finite(what: &'static str, a: crate::MatRef<'_>) -> Result<(), LinalgError> {
-    match a.find_non_finite() {
-        Some((row, col)) => Err(LinalgError::NonFinite { what, row, col, value: a.at(row, col) }),
-        None => Ok(()),
-    }
-}

@@ -2,7 +2,7 @@
 //! Rank-`k` updates use faer's own blocked routine; downdates use the shared LINPACK-style routine
 //! of [`crate::update`] because faer's leaves the factor clobbered on failure.
 
-use crate::error::{check_finite, check_square};
+use crate::mat::{check_finite, check_square};
 use crate::{Backend, LinalgError, Mat, MatMut, MatRef, Product, SymEigen, Trans};
 use faer::linalg::cholesky::llt::factor::{
     LltError, LltRegularization, cholesky_in_place, cholesky_in_place_scratch,

@@ -15,7 +15,7 @@
 //!   checked first through the `k × k` Cholesky of `I − PᵀP`, `P = L⁻¹W`; should rounding still defeat
 //!   a later column, the columns already applied are undone by updates and the error is returned.
 
-use crate::{LinalgError, MatMut, MatRef, error::check_square};
+use crate::{LinalgError, MatMut, MatRef, mat::check_square};
 
 fn check_factor_and_vector(op: &'static str, l: &MatMut<'_>, x_len: usize) -> Result<usize, LinalgError> {
     let n = check_square(op, l.as_ref())?;
@@ -113,7 +113,7 @@ fn rank1_downdate_col(mut l: MatMut<'_>, x: &[f64], column: usize) -> Result<(),
 /// `L ← chol(L Lᵀ + W Wᵀ)` by `W.ncols()` rank-1 sweeps.
 pub fn rank_k_update(mut l: MatMut<'_>, w: MatRef<'_>) -> Result<(), LinalgError> {
     check_factor_and_vector("rank-k update", &l, w.nrows())?;
-    crate::error::check_finite("rank-k update W", w)?;
+    crate::mat::check_finite("rank-k update W", w)?;
     let mut x = vec![0.0; w.nrows()];
     for j in 0..w.ncols() {
         x.copy_from_slice(w.col(j));
@@ -126,7 +126,7 @@ pub fn rank_k_update(mut l: MatMut<'_>, w: MatRef<'_>) -> Result<(), LinalgError
 /// fails through rounding after the batch check passed and earlier columns must be re-added).
 pub fn rank_k_downdate(mut l: MatMut<'_>, w: MatRef<'_>) -> Result<(), LinalgError> {
     let n = check_factor_and_vector("rank-k downdate", &l, w.nrows())?;
-    crate::error::check_finite("rank-k downdate W", w)?;
+    crate::mat::check_finite("rank-k downdate W", w)?;
     let k = w.ncols();
     if k > 1 {
         check_downdate_feasible(l.as_ref(), w)?;
