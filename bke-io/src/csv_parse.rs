@@ -80,7 +80,7 @@ fn parse_plain_rows(bytes: &[u8], start: usize, width: usize, min_chunk: usize) 
     parse_plain_data(&bytes[start..], width, min_chunk)
 }
 
-/// The fast path on `data`, whole lines from the start of a line (see [`parse_plain_rows`]; the
+/// The fast path on `data`, whole lines from the start of a line (see `parse_plain_rows`; the
 /// chunked reader calls it block by block).
 pub fn parse_plain_data(data: &[u8], width: usize, min_chunk: usize) -> Option<(Vec<f64>, usize)> {
     use rayon::prelude::*;

@@ -140,7 +140,7 @@ impl<K: DensityKernel> KernelStudentT<K> {
         self.normalisation = n;
     }
 
-    /// The same density normalised on `domain` (1-D or 2-D; see the [`super::normalise`] module docs
+    /// The same density normalised on `domain` (1-D or 2-D; see the `density::normalise` module docs
     /// for the rule and its accuracy): [`crate::LogDensity`] then gives `log q_k(x) − log Z_B` on the
     /// box and `−∞` outside. Errors for `d > 2`, on invalid options, or a domain of the wrong
     /// dimension.
@@ -157,7 +157,7 @@ impl<K: DensityKernel> KernelStudentT<K> {
 
     /// `n` draws from the normalised density (seeded; the result does not depend on the thread
     /// count). A panel of the normaliser's rule is chosen with probability equal to its quadrature
-    /// mass (one pass of that rule), then a point in it by rejection ([`super::normalise`] module
+    /// mass (one pass of that rule), then a point in it by rejection (the `density::normalise` module
     /// docs). Errors unless the density is normalised.
     pub fn sample<B: Backend>(&self, n: usize, seed: u64) -> Result<Sample, CoreError> {
         let norm = self.normalisation().ok_or_else(|| CoreError::InvalidChoice {

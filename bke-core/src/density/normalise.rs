@@ -99,7 +99,7 @@ impl Domain {
     }
 }
 
-/// The quadrature of [`KernelStudentT::normalise`] (inner knobs; see the module docs).
+/// The quadrature of [`KernelStudentT::normalise`](super::KernelStudentT::normalise) (inner knobs; see the module docs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NormaliseOptions {
     /// Gauss–Legendre nodes per panel and dimension. Default `8`.
@@ -309,7 +309,7 @@ fn panel_box(domain: &Domain, panels: usize, c: usize) -> (Vec<f64>, Vec<f64>) {
     (lo, w)
 }
 
-/// Draws from [`KernelStudentT::sample`].
+/// Draws from [`KernelStudentT::sample`](super::KernelStudentT::sample).
 #[derive(Debug, Clone)]
 pub struct Sample {
     /// The draws.

@@ -8,8 +8,8 @@
 use crate::CoreError;
 
 /// The sufficient statistics of the marginal pseudolikelihood over a chunk of data points (see the
-/// module docs). Built by [`PseudolikelihoodPlan::partial`], combined by [`PartialStats::merge`],
-/// turned into the objective by [`PseudolikelihoodPlan::finish`]; [`PartialStats::to_vec`] /
+/// module docs). Built by [`PseudolikelihoodPlan::partial`](super::PseudolikelihoodPlan::partial), combined by [`PartialStats::merge`],
+/// turned into the objective by [`PseudolikelihoodPlan::finish`](super::PseudolikelihoodPlan::finish); [`PartialStats::to_vec`] /
 /// [`PartialStats::from_slice`] ship them between processes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartialStats {
