@@ -36,10 +36,10 @@ pub fn test(root: &Path, args: &[String]) -> anyhow::Result<()> {
         // it, so the PyO3 crates are not rebuilt twice per run (maturin sets PYO3_* variables that
         // plain cargo builds do not, and PyO3's build script reruns when they change). The `bke`
         // binary the pytest suite calls is built here too: the CLI's integration tests need it.
-        run(cargo().args(["test", "--workspace", "--exclude", "bke-py"]), "cargo test --workspace")?;
+        run(crate::cargo().args(["test", "--workspace", "--exclude", "bke-py"]), "cargo test --workspace")?;
     } else {
         run(
-            cargo().args(["build", "--workspace", "--exclude", "bke-py", "--bins"]),
+            crate::cargo().args(["build", "--workspace", "--exclude", "bke-py", "--bins"]),
             "building the bke binary",
         )?;
     }
@@ -147,10 +147,6 @@ fn wheels_in(dir: &Path) -> Vec<PathBuf> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "whl"))
         .collect()
-}
-
-fn cargo() -> Command {
-    crate::cargo()
 }
 
 fn run(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
