@@ -38,7 +38,7 @@ pub enum TestCommand {
 /// How the lengthscale is chosen (shared by the tests and the witness).
 #[derive(Args, Clone, Debug)]
 pub struct Selection {
-    /// How to choose the kernel(s) when no lengthscale is given [default: median; `causal pc`: bkl-bayes].
+    /// How to choose the kernel(s) when no lengthscale is given [default: bkl-bayes].
     #[arg(long, value_parser = choice::<SelectRule>())]
     pub select: Option<SelectRule>,
     /// Median-heuristic convention.

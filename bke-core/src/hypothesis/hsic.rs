@@ -65,7 +65,7 @@ pub struct HsicParams {
     pub alpha: f64,
     /// Seed of the resampling streams. Default 0.
     pub seed: u64,
-    /// How each variable's kernel(s) are chosen. Default: the median heuristic.
+    /// How each variable's kernel(s) are chosen. Default: BKL-Bayes.
     pub selection: LengthscaleSelection,
     /// Another single-kernel rule for `y` (e.g. its own fixed lengthscale); `None`: `selection`.
     pub selection_y: Option<LengthscaleSelection>,

@@ -40,11 +40,19 @@ pub(crate) fn gamma_moments(k: &Mat, n: usize) -> (f64, f64) {
     (c * tr_c, 2.0 * c * c * fro2)
 }
 
-/// Permutation null of the quadratic MMD statistics for one pooled Gram matrix: the precomputed
-/// row sums, diagonal, total and trace of `K` (see the module docs).
+/// The pooled Gram matrix of a permutation null: dense `K`, or the factor `Φᵀ` (`r × N`) of a
+/// low-rank `K̃ = ΦΦᵀ` ([`super::nystrom`]).
+#[derive(Debug, Clone, Copy)]
+enum PooledGram<'a> {
+    Dense(&'a Mat),
+    Factor(&'a Mat),
+}
+
+/// Permutation null of the quadratic MMD statistics for one pooled Gram matrix, dense or low-rank:
+/// the precomputed row sums, diagonal, total and trace of `K` (see the module docs).
 #[derive(Debug)]
 pub struct MmdPermutation<'a> {
-    k: &'a Mat,
+    k: PooledGram<'a>,
     n: usize,
     rowsum: Vec<f64>,
     diag: Vec<f64>,
@@ -58,15 +66,65 @@ impl<'a> MmdPermutation<'a> {
         let big_n = check_gram(k, n)?;
         let rowsum: Vec<f64> = (0..big_n).map(|j| k.col(j).iter().sum::<f64>()).collect();
         let diag: Vec<f64> = (0..big_n).map(|i| k[(i, i)]).collect();
+        Ok(Self::with(PooledGram::Dense(k), n, rowsum, diag))
+    }
+
+    /// The same for the low-rank `K̃ = ΦΦᵀ` given by `Φᵀ` (`r × N`, [`super::nystrom`]): row sums
+    /// `Φ(Φᵀ1)` and diagonal `‖φ_i‖²`, and each draw's `uᵀK̃u = ‖Φᵀu‖²` from one GEMM `Φᵀ·U` per batch.
+    pub fn from_factor(phi_t: &'a Mat, n: usize) -> Result<Self, CoreError> {
+        let big_n = phi_t.ncols();
+        if n < 2 || big_n < n + 2 {
+            return Err(CoreError::Empty {
+                what: format!("MMD with n = {n} of N = {big_n} pooled points"),
+                needed: 2,
+            });
+        }
+        let sum: Vec<f64> = (0..phi_t.nrows()).map(|t| (0..big_n).map(|i| phi_t[(t, i)]).sum()).collect();
+        let rowsum = (0..big_n).map(|i| phi_t.col(i).iter().zip(&sum).map(|(a, b)| a * b).sum()).collect();
+        let diag = (0..big_n).map(|i| phi_t.col(i).iter().map(|a| a * a).sum()).collect();
+        Ok(Self::with(PooledGram::Factor(phi_t), n, rowsum, diag))
+    }
+
+    fn with(k: PooledGram<'a>, n: usize, rowsum: Vec<f64>, diag: Vec<f64>) -> Self {
         let total = rowsum.iter().sum();
         let trace = diag.iter().sum();
-        Ok(Self { k, n, rowsum, diag, total, trace })
+        Self { k, n, rowsum, diag, total, trace }
+    }
+
+    fn pooled_len(&self) -> usize {
+        self.rowsum.len()
+    }
+
+    /// The statistic of the observed labelling (the first `n` pooled points are `x`).
+    pub fn observed(&self, statistic: MmdStatistic) -> f64 {
+        let q = match self.k {
+            PooledGram::Dense(k) => (0..self.n).map(|j| k.col(j)[..self.n].iter().sum::<f64>()).sum(),
+            PooledGram::Factor(f) => {
+                let s: Vec<f64> = (0..f.nrows()).map(|t| (0..self.n).map(|i| f[(t, i)]).sum()).collect();
+                s.iter().map(|v| v * v).sum()
+            }
+        };
+        let s = self.rowsum[..self.n].iter().sum();
+        let dx = self.diag[..self.n].iter().sum();
+        self.statistic(q, s, dx, statistic)
+    }
+
+    /// `√(Σ_{i≠j} K_ij²)`, MMD-FUSE's relabelling-invariant normaliser ([`super::mmd`]); for the
+    /// low-rank `K̃`, `‖ΦᵀΦ‖²_F − Σ_i ‖φ_i‖⁴` under the root.
+    pub fn off_diagonal_norm<B: Backend>(&self) -> Result<f64, CoreError> {
+        let square_sum = match self.k {
+            PooledGram::Dense(k) => (0..k.ncols()).map(|j| k.col(j).iter().map(|v| v * v).sum::<f64>()).sum(),
+            PooledGram::Factor(f) => {
+                B::gram(f.transpose().as_ref()).as_slice().iter().map(|v| v * v).sum::<f64>()
+            }
+        };
+        Ok((square_sum - self.diag.iter().map(|d| d * d).sum::<f64>()).max(0.0).sqrt())
     }
 
     /// The statistic for a labelling with `q = uᵀKu`, `s = uᵀr`, `d_x = uᵀ diag K`.
     #[inline]
     fn statistic(&self, q: f64, s: f64, dx: f64, statistic: MmdStatistic) -> f64 {
-        let (nf, mf) = (self.n as f64, (self.k.nrows() - self.n) as f64);
+        let (nf, mf) = (self.n as f64, (self.pooled_len() - self.n) as f64);
         let syy = self.total - 2.0 * s + q;
         let sxy = s - q;
         match statistic {
@@ -100,7 +158,7 @@ impl<'a> MmdPermutation<'a> {
         seed: u64,
     ) -> Result<Vec<f64>, CoreError> {
         let draws = range.len();
-        self.null_in_batches::<B>(statistic, range.start, draws, seed, batch_size(self.k.nrows(), draws))
+        self.null_in_batches::<B>(statistic, range.start, draws, seed, batch_size(self.pooled_len(), draws))
     }
 
     /// The draws `first..first + draws` with `batch` draws per GEMM (the results do not depend on
@@ -120,10 +178,14 @@ impl<'a> MmdPermutation<'a> {
                 "the linear-time statistic has its own nulls (MmdParams with statistic Linear)",
             ));
         }
-        let big_n = self.k.nrows();
+        let big_n = self.pooled_len();
         let bs = batch.clamp(1, draws);
         let mut u = Mat::zeros(big_n, bs);
-        let mut ku = Mat::zeros(big_n, bs);
+        let rows = match self.k {
+            PooledGram::Dense(_) => big_n,
+            PooledGram::Factor(f) => f.nrows(),
+        };
+        let mut ku = Mat::zeros(rows, bs);
         let mut sd = vec![(0.0, 0.0); bs];
         let mut out = Vec::with_capacity(draws);
         let mut start = 0;
@@ -146,12 +208,20 @@ impl<'a> MmdPermutation<'a> {
             );
             let uview = bke_linalg::MatRef::from_slice(&u.as_slice()[..big_n * len], big_n, len, big_n)?;
             let kuview =
-                bke_linalg::MatMut::from_slice(&mut ku.as_mut_slice()[..big_n * len], big_n, len, big_n)?;
-            B::gemm(1.0, self.k.as_ref(), Trans::No, uview, Trans::No, 0.0, kuview)?;
+                bke_linalg::MatMut::from_slice(&mut ku.as_mut_slice()[..rows * len], rows, len, rows)?;
+            let factor = match self.k {
+                PooledGram::Dense(k) => k,
+                PooledGram::Factor(f) => f,
+            };
+            B::gemm(1.0, factor.as_ref(), Trans::No, uview, Trans::No, 0.0, kuview)?;
             let batch: Vec<f64> = (0..len)
                 .into_par_iter()
                 .map(|c| {
-                    let q: f64 = u.col(c).iter().zip(ku.col(c)).map(|(a, b)| a * b).sum();
+                    // uᵀ(Ku) for the dense K; ‖Φᵀu‖² for the factor
+                    let q: f64 = match self.k {
+                        PooledGram::Dense(_) => u.col(c).iter().zip(ku.col(c)).map(|(a, b)| a * b).sum(),
+                        PooledGram::Factor(_) => ku.col(c).iter().map(|a| a * a).sum(),
+                    };
                     let (s, dx) = sd[c];
                     self.statistic(q, s, dx, statistic)
                 })
@@ -164,7 +234,7 @@ impl<'a> MmdPermutation<'a> {
 
     /// The same null statistics (same draws) recomputed per draw from the block-sum definitions,
     /// `O(N²)` per draw with the Gram matrix reused: the oracle of [`MmdPermutation::null`] and the
-    /// baseline of the benchmark.
+    /// baseline of the benchmark (dense Gram matrices only).
     pub fn null_naive(
         &self,
         statistic: MmdStatistic,
@@ -172,7 +242,13 @@ impl<'a> MmdPermutation<'a> {
         seed: u64,
     ) -> Result<Vec<f64>, CoreError> {
         check_draws(draws)?;
-        let big_n = self.k.nrows();
+        let PooledGram::Dense(k) = self.k else {
+            return Err(choice(
+                "the naive null of a low-rank Gram matrix",
+                "build the dense Gram matrix ΦΦᵀ and use MmdPermutation::new",
+            ));
+        };
+        let big_n = self.pooled_len();
         Ok((0..draws)
             .into_par_iter()
             .map_init(
@@ -183,7 +259,7 @@ impl<'a> MmdPermutation<'a> {
                     for &i in chosen {
                         member[i] = true;
                     }
-                    block_sums_statistic(self.k, member, self.n, statistic)
+                    block_sums_statistic(k, member, self.n, statistic)
                 },
             )
             .collect())

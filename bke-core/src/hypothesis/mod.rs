@@ -45,6 +45,7 @@ mod mmd_null;
 mod mmd_statistic;
 #[cfg(test)]
 mod mmd_tests;
+pub mod nystrom;
 pub mod report;
 pub mod select;
 pub mod witness;

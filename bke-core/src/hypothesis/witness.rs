@@ -32,11 +32,12 @@ use bke_linalg::{Backend, Mat};
 
 /// Parameters of the witness: `WitnessParams { .. }.check()?.fit::<B>(&TwoSamples { x, y })?`
 /// chooses θ on the pooled sample and conditions both BKE posteriors; [`FittedWitness::witness`]
-/// evaluates it on a grid. Defaults: median heuristic, τ² = 1, Lebesgue prior measure, level 0.8.
+/// evaluates it on a grid. Defaults: BKL-Bayes' lengthscale, τ² = 1, Lebesgue prior measure, level 0.8.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WitnessParams {
-    /// How the lengthscale θ of the squared exponential kernel is chosen (a single-kernel rule:
-    /// fixed, median or BKL).
+    /// How the lengthscale θ of the squared exponential kernel is chosen: fixed, median, BKL, or
+    /// BKL-Bayes (the default: the Gaussian kernel of largest weight in the two-sample test's
+    /// BKL-Bayes collection, i.e. the mode of the BKE posterior over θ).
     pub selection: LengthscaleSelection,
     /// BKE noise level τ² (seed 000 eq. (5)); the seed uses 1.
     pub tau2: f64,
@@ -72,10 +73,10 @@ impl Params for WitnessParams {
                 reason: "must lie strictly between 0 and 1, e.g. 0.8".into(),
             });
         }
-        if self.selection.is_aggregated() {
+        if self.selection.is_aggregated() && !matches!(self.selection, LengthscaleSelection::BklBayes(_)) {
             return Err(choice(
                 &format!("selection '{}' for the witness", self.selection.name(TestKind::TwoSample)),
-                "the witness uses one kernel: use a fixed lengthscale, median or bkl",
+                "the witness uses one kernel: use a fixed lengthscale, median, bkl or bkl-bayes",
             ));
         }
         self.selection.validate(TestKind::TwoSample)
@@ -97,7 +98,7 @@ impl Estimator for WitnessParams {
         y.check_len("sample y", 2)?;
         x.check_dim("sample y", y.dim())?;
         let selected = select_kernels::<B>(&x.concat(y)?, &params.selection, TestKind::TwoSample, progress)?;
-        let lengthscale = selected.kernels[0].lengthscale;
+        let lengthscale = witness_lengthscale(&selected)?;
         let bke = BkeParams::new(vec![lengthscale], params.tau2).with_prior(params.prior);
         Ok(FittedWitness {
             p: bke.clone().check()?.fit::<B>(x)?,
@@ -109,6 +110,20 @@ impl Estimator for WitnessParams {
             selected,
         })
     }
+}
+
+/// The witness's lengthscale: the one kernel of a single-kernel selection, or the Gaussian kernel of
+/// largest weight in a collection (BKL-Bayes: the posterior mode over θ).
+fn witness_lengthscale(selected: &SelectedKernels) -> Result<f64, CoreError> {
+    selected
+        .kernels
+        .iter()
+        .filter(|k| k.family == super::TestFamily::Gaussian)
+        .max_by(|a, b| a.weight.total_cmp(&b.weight))
+        .map(|k| k.lengthscale)
+        .ok_or_else(|| {
+            choice("a kernel collection without a Gaussian kernel for the witness", "use median or bkl")
+        })
 }
 
 /// The witness with θ chosen and both BKE posteriors conditioned.

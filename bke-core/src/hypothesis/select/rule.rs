@@ -15,8 +15,7 @@ use crate::{Choice, CoreError};
 /// its [`LengthscaleSelection`] variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SelectRule {
-    /// The median heuristic (the default, as [`LengthscaleSelection::default`]).
-    #[default]
+    /// The median heuristic.
     Median,
     /// BKL (ML-II on the BKE marginal pseudolikelihood).
     Bkl,
@@ -26,7 +25,8 @@ pub enum SelectRule {
     Hsicagg,
     /// MMD-FUSE (two-sample only).
     Fuse,
-    /// BKL-Bayes.
+    /// BKL-Bayes (the default, as [`LengthscaleSelection::default`]).
+    #[default]
     BklBayes,
 }
 
@@ -79,7 +79,8 @@ impl Choice for SelectRule {
         (
             SelectRule::Median,
             "median",
-            "Median heuristic (convention set by --median-convention, default muandet: θ = median distance)",
+            "Median heuristic (convention set by --median-convention, default muandet: θ = median distance): \
+             the cheapest rule, and the weakest on most problems",
         ),
         (
             SelectRule::Bkl,
@@ -107,8 +108,8 @@ impl Choice for SelectRule {
         (
             SelectRule::BklBayes,
             "bkl-bayes",
-            "BKL-Bayes: Gaussian kernels weighted by the BKE posterior over the lengthscale, mixed half \
-             and half with the MMDAgg/HSICAgg collection under uniform weights, soft maximum",
+            "BKL-Bayes (the default): Gaussian kernels weighted by the BKE posterior over the lengthscale, \
+             mixed half and half with the MMDAgg/HSICAgg collection under uniform weights, soft maximum",
         ),
     ];
 }

@@ -1,0 +1,199 @@
+//! Low-rank Gram matrices for the aggregated two-sample tests at large pooled size: Nyström factors on
+//! landmarks shared by every kernel of the collection.
+//!
+//! # The approximation
+//! For a kernel `k` and landmarks `L ⊂ Z` (the pooled sample), the Nyström kernel is
+//! `k̃(a, b) = k(a, L) W⁺ k(L, b)` with `W = k(L, L)` (Williams & Seeger 2001). Pivoted Cholesky on `W`
+//! (greedy: the landmark with the largest residual variance next) stops after `r` pivots `P` when the
+//! largest residual variance `k(l, l) − k̃(l, l)` over the landmarks falls below
+//! [`RESIDUAL_VARIANCE`] (relative to `k(l, l) = 1`), or at `r = R`. With `W_PP = L_P L_Pᵀ`, the factor
+//! is `Φᵀ = L_P⁻¹ k(P, Z)` (`r × N`) and `K̃ = ΦΦᵀ` — the Nyström kernel on the pivots. Smooth kernels
+//! stop early (a Gaussian of bandwidth θ on data of range `s` needs about `s/θ` pivots per dimension);
+//! rough ones (Laplace) use all `R`.
+//!
+//! # The test stays exact
+//! The landmarks are every `⌊N/R⌋`-th point of the pooled sample in canonical order
+//! ([`super::select::canonical_order`]), so `L`, the pivots and `k̃` depend on the pooled multiset only.
+//! `k̃` is a positive semi-definite kernel, and the statistic computed from it on the observed labels and
+//! on every relabelling is one fixed function of the labelled data: the permutation test is exact by the
+//! argument of [`super::select`]'s module docs. What the approximation costs is power, not level
+//! (`cargo xtask repro power` measures it).
+//!
+//! # Cost
+//! Per kernel: `R²` kernel evaluations and `R r²` flops for the pivoted Cholesky, `N r` evaluations and
+//! `N r²` flops for `Φᵀ`, and `2 N r B` flops for the `B` relabellings (`ΦᵀU`, [`super::MmdPermutation`])
+//! — against `N²` evaluations and `2 N² B` flops with the dense Gram matrix. With
+//! `R = max(N/`[`POINTS_PER_LANDMARK`]`, `[`MIN_LANDMARKS`]`)` a collection of `K` kernels costs at most
+//! `K R/N` times one dense kernel's null.
+
+use super::kernels::WeightedKernel;
+use crate::{CoreError, Points};
+use bke_linalg::{Backend, Mat};
+use rayon::prelude::*;
+
+/// Pooled sizes up to this use the dense Gram matrices (exact statistics); above, Nyström factors.
+pub const EXACT_MAX_POINTS: usize = 512;
+/// Landmarks per pooled point above [`EXACT_MAX_POINTS`]: `R = N / 8`.
+pub const POINTS_PER_LANDMARK: usize = 8;
+/// The fewest landmarks of a low-rank Gram matrix.
+pub const MIN_LANDMARKS: usize = 128;
+/// The pivoted Cholesky stops when no landmark's residual variance exceeds this (relative to
+/// `k(l, l) = 1`).
+pub const RESIDUAL_VARIANCE: f64 = 1e-3;
+
+/// Landmarks of the pooled sample for [`NystromLandmarks::factor`], or `None` when the pooled sample
+/// is small enough for the dense Gram matrices.
+#[derive(Debug)]
+pub struct NystromLandmarks<'a> {
+    pooled: &'a Points,
+    landmarks: Points,
+}
+
+impl<'a> NystromLandmarks<'a> {
+    /// The landmarks of `pooled` (module docs), or `None` at or below [`EXACT_MAX_POINTS`] points.
+    pub fn new(pooled: &'a Points) -> Option<Self> {
+        let n = pooled.len();
+        if n <= EXACT_MAX_POINTS {
+            return None;
+        }
+        let count = (n / POINTS_PER_LANDMARK).max(MIN_LANDMARKS).min(n);
+        let canonical = super::select::canonical_order(pooled);
+        let idx: Vec<usize> = (0..count).map(|j| j * n / count).collect();
+        Some(Self { pooled, landmarks: canonical.select(&idx) })
+    }
+
+    /// Number of landmarks `R`.
+    pub fn len(&self) -> usize {
+        self.landmarks.len()
+    }
+
+    /// Whether there are no landmarks (never: at least [`MIN_LANDMARKS`]).
+    pub fn is_empty(&self) -> bool {
+        self.landmarks.is_empty()
+    }
+
+    /// The factor `Φᵀ` (`r × N`, columns in the pooled order) of `kernel`'s Nyström Gram matrix
+    /// `K̃ = ΦΦᵀ` (module docs; the kernel's weight is ignored).
+    pub fn factor<B: Backend>(&self, kernel: &WeightedKernel) -> Result<Mat, CoreError> {
+        let pivots = pivoted_cholesky(&self.landmarks, kernel);
+        let r = pivots.order.len();
+        let n = self.pooled.len();
+        let mut ft = Mat::zeros(r, n);
+        ft.as_mut_slice().par_chunks_mut(r).enumerate().for_each(|(i, col)| {
+            let z = self.pooled.point(i);
+            for (v, &p) in col.iter_mut().zip(&pivots.order) {
+                *v = kernel.eval(z, self.landmarks.point(p));
+            }
+        });
+        B::solve_lower_in_place(pivots.lower.as_ref(), ft.as_mut())?;
+        Ok(ft)
+    }
+}
+
+/// The pivots of a pivoted Cholesky of `W = k(L, L)` and the lower factor `L_P` of `W_PP`.
+struct Pivots {
+    order: Vec<usize>,
+    lower: Mat,
+}
+
+/// Greedy pivoted Cholesky of `k(L, L)` (module docs): `O(R r²)`, with `W`'s columns evaluated as the
+/// pivots need them.
+fn pivoted_cholesky(landmarks: &Points, kernel: &WeightedKernel) -> Pivots {
+    let m = landmarks.len();
+    let cap = m;
+    let mut residual: Vec<f64> =
+        (0..m).map(|i| kernel.eval(landmarks.point(i), landmarks.point(i))).collect();
+    // rows of the partial factor: g[i][t] for landmark i and pivot t
+    let mut g: Vec<Vec<f64>> = vec![Vec::new(); m];
+    let mut order = Vec::new();
+    while order.len() < cap {
+        let (p, &largest) =
+            residual.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).expect("at least one landmark");
+        if !(largest > RESIDUAL_VARIANCE) {
+            break;
+        }
+        let pivot_row = g[p].clone();
+        let root = largest.sqrt();
+        let column: Vec<f64> = (0..m)
+            .into_par_iter()
+            .map(|i| {
+                let k = kernel.eval(landmarks.point(i), landmarks.point(p));
+                let dot: f64 = g[i].iter().zip(&pivot_row).map(|(a, b)| a * b).sum();
+                (k - dot) / root
+            })
+            .collect();
+        for i in 0..m {
+            g[i].push(column[i]);
+            residual[i] = if i == p { 0.0 } else { (residual[i] - column[i] * column[i]).max(0.0) };
+        }
+        order.push(p);
+    }
+    let r = order.len();
+    let lower = Mat::from_fn(r, r, |a, b| if b <= a { g[order[a]][b] } else { 0.0 });
+    Pivots { order, lower }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hypothesis::kernels::TestFamily;
+    use bke_linalg::{DefaultBackend, Trans};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn sample(n: usize, dim: usize, seed: u64) -> Points {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        Points::new("z", (0..n * dim).map(|_| rng.random::<f64>()).collect(), dim).unwrap()
+    }
+
+    /// `ΦΦᵀ` against the Nyström kernel written out, `k(Z, P) W_PP⁻¹ k(P, Z)`, and against `K`: a smooth
+    /// kernel is reproduced to the residual tolerance, every pivot exactly.
+    #[test]
+    fn factor_is_the_nystrom_kernel_on_its_pivots() {
+        let z = sample(600, 2, 3);
+        let lm = NystromLandmarks::new(&z).expect("above the exact size");
+        assert_eq!(lm.len(), 128);
+        let kernel = WeightedKernel::gaussian(0.4);
+        let ft = lm.factor::<DefaultBackend>(&kernel).unwrap();
+        let mut approx = Mat::zeros(600, 600);
+        DefaultBackend::gemm(1.0, ft.as_ref(), Trans::Yes, ft.as_ref(), Trans::No, 0.0, approx.as_mut())
+            .unwrap();
+        let pivots = pivoted_cholesky(&lm.landmarks, &kernel);
+        assert_eq!(pivots.order.len(), ft.nrows());
+        assert!(ft.nrows() < 128, "a smooth kernel stops early: rank {}", ft.nrows());
+        let p = lm.landmarks.select(&pivots.order);
+        let w = kernel_matrix(&p, &p, &kernel);
+        let c = kernel_matrix(&z, &p, &kernel);
+        let winv_ct = {
+            let l = DefaultBackend::cholesky(w.as_ref()).unwrap();
+            let mut b = c.transpose();
+            DefaultBackend::cholesky_solve_in_place(l.as_ref(), b.as_mut()).unwrap();
+            b
+        };
+        let mut worst = (0.0f64, 0.0f64);
+        for i in 0..600 {
+            for j in 0..600 {
+                let direct: f64 = (0..p.len()).map(|t| c[(i, t)] * winv_ct[(t, j)]).sum();
+                worst.0 = worst.0.max((direct - approx[(i, j)]).abs());
+                worst.1 = worst.1.max((kernel.eval(z.point(i), z.point(j)) - approx[(i, j)]).abs());
+            }
+        }
+        assert!(worst.0 < 1e-8, "Nyström formula {}", worst.0);
+        assert!(worst.1 < 0.05, "against the kernel {}", worst.1);
+    }
+
+    /// A rough kernel uses every landmark; small samples get no landmarks.
+    #[test]
+    fn rough_kernels_use_every_landmark_and_small_samples_stay_dense() {
+        let z = sample(1200, 1, 4);
+        let lm = NystromLandmarks::new(&z).unwrap();
+        assert_eq!(lm.len(), 150);
+        let laplace = WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(0.05) };
+        assert_eq!(lm.factor::<DefaultBackend>(&laplace).unwrap().nrows(), 150);
+        assert!(NystromLandmarks::new(&sample(EXACT_MAX_POINTS, 2, 5)).is_none());
+    }
+
+    fn kernel_matrix(a: &Points, b: &Points, k: &WeightedKernel) -> Mat {
+        Mat::from_fn(a.len(), b.len(), |i, j| k.eval(a.point(i), b.point(j)))
+    }
+}
