@@ -172,8 +172,9 @@ def mmd_test(
 ) -> TestResult:
     """:func:`bke.mmd_test` (permutation null) with the null's draws split into ``pieces`` ranges
     (default: the number of Dask workers, else 4) computed as Dask tasks; the result equals the
-    local call's. ``select``: "median" (default), "bkl", or a fixed ``lengthscale``. The kernel is
-    chosen on the client; each task recomputes the Gram matrix of the pooled sample."""
+    local call's. ``select``: "median" (default here: the split null needs one kernel, while
+    :func:`bke.mmd_test` defaults to the aggregated "bkl-bayes"), "bkl", or a fixed ``lengthscale``.
+    The kernel is chosen on the client; each task recomputes the Gram matrix of the pooled sample."""
     import dask
 
     xs, ys = as_points(x, "x"), as_points(y, "y")
@@ -185,7 +186,7 @@ def mmd_test(
             f"'median' or 'bkl' (or a fixed lengthscale); got {select!r} (use bke.mmd_test)"
         )
     fixed = _fixed(lengthscale, select, "lengthscale")
-    sel = _selection(select or _SEL["select"], median_convention=median_convention, bkl_landmarks=bkl_landmarks,
+    sel = _selection(select or "median", median_convention=median_convention, bkl_landmarks=bkl_landmarks,
                      bkl_tau2=bkl_tau2, bkl_prior=bkl_prior)
     seed, permutations = seed_from(seed), int(permutations)
     common = dict(lengthscale=fixed, selection=sel, statistic=str(statistic), null="permutation",

@@ -8,10 +8,12 @@ Two shapes:
   ``bke.hsic_test(...)``, keywords named as the flags of ``bke test mmd`` / ``bke test hsic``
   (dashes as underscores), return a :class:`TestResult` whose ``to_dict()`` is the CLI's JSON.
 
-Kernel choice (``select``): ``"median"`` (default), ``"bkl"`` (ML-II on the BKE marginal
-pseudolikelihood), the aggregated ``"mmdagg"`` (MMD) / ``"hsicagg"`` (HSIC), ``"fuse"`` (MMD-FUSE,
-MMD only) and ``"bkl-bayes"`` (Gaussian kernels weighted by the BKE posterior over the
-lengthscale, mixed half and half with the MMDAgg/HSICAgg collection under uniform weights). The computation runs in Rust with the GIL released.
+Kernel choice (``select``): ``"bkl-bayes"`` (the default: Gaussian kernels weighted by the BKE
+posterior over the lengthscale, mixed half and half with the MMDAgg/HSICAgg collection, aggregated
+by a soft maximum), ``"median"`` (the median heuristic: cheapest, weakest), ``"bkl"`` (ML-II on the
+BKE marginal pseudolikelihood), the aggregated ``"mmdagg"`` (MMD) / ``"hsicagg"`` (HSIC) and
+``"fuse"`` (MMD-FUSE, MMD only). The linear-time statistic and the gamma null need one kernel:
+``select="median"`` or ``"bkl"``, or a fixed lengthscale. The computation runs in Rust with the GIL released.
 """
 
 from __future__ import annotations
@@ -209,7 +211,7 @@ def mmd_test(x, y, kw: dict) -> TestResult:
         The sample from P.
     y : array of shape (m, d)
         The sample from Q.
-    select : str, default "median"
+    select : str, default "bkl-bayes"
         Kernel choice: "median", "bkl", "mmdagg", "fuse" or "bkl-bayes".
     lengthscale : float, optional
         A fixed Gaussian lengthscale (instead of ``select``).
@@ -241,8 +243,8 @@ def mmd_test(x, y, kw: dict) -> TestResult:
 def hsic_test(x, y, kw: dict) -> TestResult:
     """Independence test ``H₀: X ⫫ Y`` with the HSIC (``bke test hsic``; same keywords as its flags).
 
-    ``x`` (n, d_x) and ``y`` (n, d_y) are paired by row. ``select``: "median" (default), "bkl",
-    "hsicagg" or "bkl-bayes"; or fixed kernels by ``lengthscale_x`` and ``lengthscale_y`` (both).
+    ``x`` (n, d_x) and ``y`` (n, d_y) are paired by row. ``select``: "bkl-bayes" (default), "median",
+    "bkl" or "hsicagg"; or fixed kernels by ``lengthscale_x`` and ``lengthscale_y`` (both).
     ``statistic``: "biased" (default) or "unbiased"; ``null``: "permutation", "wild" or "gamma".
     Other keywords as :func:`mmd_test`. Returns a :class:`TestResult`.
     """

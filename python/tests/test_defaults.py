@@ -70,4 +70,4 @@ def test_library_defaults_are_the_documented_ones():
     # The values users rely on (a change of a library default shows here, deliberately).
     assert DEFAULTS["backend"] == "faer"
     assert DEFAULTS["mmd"]["permutations"] == 1000 and DEFAULTS["mmd"]["alpha"] == 0.05
-    assert DEFAULTS["selection"]["bkl_landmarks"] == 100 and DEFAULTS["selection"]["select"] == "median"
+    assert DEFAULTS["selection"]["bkl_landmarks"] == 100 and DEFAULTS["selection"]["select"] == "bkl-bayes"

@@ -48,10 +48,14 @@ def test_mmd_equals_cli(banana, cli, tmp_path, select):
 @pytest.mark.parametrize(
     "flags,kw",
     [
-        (["--statistic", "biased", "--null", "gamma"], dict(statistic="biased", null="gamma")),
+        (["--statistic", "biased", "--null", "gamma", "--select", "median"],
+         dict(statistic="biased", null="gamma", select="median")),
         (["--null", "wild", "--lengthscale", "0.7"], dict(null="wild", lengthscale=0.7)),
-        (["--statistic", "linear", "--null", "normal"], dict(statistic="linear", null="normal")),
-        (["--median-convention", "mooij", "--alpha", "0.1"], dict(median_convention="mooij", alpha=0.1)),
+        (["--statistic", "linear", "--null", "normal", "--select", "median"],
+         dict(statistic="linear", null="normal", select="median")),
+        (["--median-convention", "mooij", "--alpha", "0.1", "--select", "median"],
+         dict(median_convention="mooij", alpha=0.1, select="median")),
+        (["--alpha", "0.1"], dict(alpha=0.1)),
     ],
 )
 def test_mmd_options_equal_cli(banana, cli, tmp_path, flags, kw):
@@ -129,3 +133,15 @@ def test_result_fields_and_hyppo_unpacking(banana):
     assert r.to_dict()["selection"] == "mmdagg" and "MMD" in repr(bke.MMD()) and "mmdagg" in repr(r)
     with pytest.raises(AttributeError, match="no field"):
         r.nonexistent
+
+
+def test_default_selection_is_bkl_bayes(banana):
+    # issue 31: the strongest test is the default, and the result says which rule ran
+    x, y = banana
+    r = bke.mmd_test(x, y, permutations=100)
+    assert r.selection == "bkl-bayes" and len(r.kernels) > 1
+    assert bke.MMD(permutations=100).test(x, y) == (r.statistic, r.pvalue)
+    h = bke.hsic_test(x[:, :1], y[:, :1], permutations=100)
+    assert h.selection == "bkl-bayes"
+    with pytest.raises(ValueError, match="select median"):
+        bke.mmd_test(x, y, statistic="linear", null="normal")

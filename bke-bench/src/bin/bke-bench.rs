@@ -38,7 +38,9 @@ fn main() -> anyhow::Result<()> {
                 .transpose()
                 .context("--permutations takes an integer")?
                 .unwrap_or(1000);
-            bke_bench::hypothesis::bench(n, b, gemm)?.emit(&out, "tests")
+            bke_bench::hypothesis::bench(n, b, gemm)?.emit(&out, "tests")?;
+            let ns = list(&args, "--selection-n", &[500, 2000])?;
+            bke_bench::hypothesis::selection_costs(&ns, b, gemm)?.emit(&out, "tests-selection")
         }
         "dme" => {
             let sizes = list(&args, "--sizes", &[500, 1000, 2000, 4000])?;

@@ -43,8 +43,9 @@ fn mmd_json_contract_and_defaults() {
     for key in ["statistic", "p_value", "reject", "lengthscale", "selection", "null"] {
         assert!(j.get(key).is_some(), "missing {key}: {j}");
     }
-    assert_eq!(j["selection"], "median");
-    assert_eq!(j["median_convention"], "muandet");
+    // the default selection is BKL-Bayes (issue 31), and the JSON says so
+    assert_eq!(j["selection"], "bkl-bayes");
+    assert!(j["kernels"].as_array().is_some_and(|k| k.len() > 1), "{j}");
     assert_eq!(j["null"], "permutation");
     assert_eq!(j["statistic_kind"], "unbiased");
     assert_eq!(j["permutations"], 1000);
@@ -55,7 +56,7 @@ fn mmd_json_contract_and_defaults() {
     // fixed lengthscale, other statistics and nulls, single thread
     for extra in [
         vec!["--lengthscale", "0.7", "--threads", "1"],
-        vec!["--statistic", "biased", "--null", "gamma"],
+        vec!["--statistic", "biased", "--null", "gamma", "--select", "median"],
         vec!["--select", "median", "--median-convention", "mooij"],
     ] {
         let mut args = vec!["test", "mmd", "--x", p.to_str().unwrap(), "--y", q.to_str().unwrap()];
@@ -110,7 +111,7 @@ fn hsic_json_contract() {
     for key in ["statistic", "p_value", "reject", "lengthscale_x", "lengthscale_y", "selection", "null"] {
         assert!(j.get(key).is_some(), "missing {key}: {j}");
     }
-    assert_eq!(j["selection"], "median");
+    assert_eq!(j["selection"], "bkl-bayes");
     assert_eq!(j["reject"], true, "{j}");
     let (ok, j, err) = bke(&[
         "test",

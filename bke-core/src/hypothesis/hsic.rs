@@ -124,7 +124,9 @@ impl Params for HsicParams {
             if sy.is_aggregated() || self.selection.is_aggregated() {
                 return Err(choice(
                     "a separate selection for y with an aggregated test",
-                    "aggregated tests choose both variables' collections by one rule: leave selection_y unset",
+                    "aggregated tests (bkl-bayes, the default, hsicagg) choose both variables' collections by one \
+                     rule: leave selection_y unset, or choose one kernel for x too (select median or bkl, or a \
+                     lengthscale for x)",
                 ));
             }
         }
@@ -134,7 +136,8 @@ impl Params for HsicParams {
                     "null 'gamma' for the aggregated selection '{}'",
                     self.selection.name(TestKind::Independence)
                 ),
-                "aggregated tests need a resampled null: use permutation or wild",
+                "aggregated tests (bkl-bayes, the default, hsicagg) need a resampled null: use permutation or \
+                 wild, or choose one kernel (select median or bkl, or fixed lengthscales)",
             ));
         }
         Ok(())

@@ -40,6 +40,10 @@
 //! `∝ 1/(|(n_λ+1)/2 − i| + ½)` (even), increasing `∝ 1/(n_λ + 1 − i)`, decreasing `∝ 1/i`, each
 //! family getting `1/#families`.
 //!
+//! The quantiles are taken over the distances between distinct points: pairs of coinciding points
+//! (ties in discrete data) are left out, so tied data get the collection of their distinct values
+//! (the reference code would take a zero quantile and fail).
+//!
 //! Distances above [`MEDIAN_MAX_POINTS`] points are taken over an evenly spaced subsample, as for the
 //! median heuristic.
 
@@ -85,8 +89,7 @@ fn positive_range(family: TestFamily, lo: f64, hi: f64) -> Result<(f64, f64), Co
         return Err(CoreError::InvalidParameter {
             name: format!("inter-point distances ({})", family.name()),
             value: lo,
-            reason: "at least 5 % of the point pairs coincide, so no bandwidth collection can be built; \
-                     remove duplicate points or use a fixed lengthscale"
+            reason: "all points coincide, so no bandwidth collection can be built; use a fixed lengthscale"
                 .into(),
         });
     }
@@ -231,7 +234,10 @@ fn collection(
     let mut out = Vec::with_capacity(families.len() * count);
     for &family in families {
         let d = sorted_distances(points, family)?;
-        for (lengthscale, w) in per_family(family, &d)? {
+        // coinciding points (ties, a sample pooled with itself) say nothing about scale: the
+        // quantiles are those of the distances between distinct points
+        let distinct = &d[d.partition_point(|&v| v <= 0.0).min(d.len() - 1)..];
+        for (lengthscale, w) in per_family(family, distinct)? {
             out.push(WeightedKernel { family, lengthscale, weight: w * share });
         }
     }

@@ -75,7 +75,7 @@
 use super::aggregate::{AggregateOutcome, KernelStatistics, min_p, soft_max_test};
 use super::kernels::{Distances, WeightedKernel};
 use super::mmd_null::{
-    MmdPermutation, gamma_moments, linear_normal, linear_permutation, linear_wild, wild_null,
+    MmdPermutation, Relabellings, gamma_moments, linear_normal, linear_permutation, linear_wild, wild_null,
 };
 use super::mmd_statistic::{check_gram, linear_h};
 use super::nystrom::NystromLandmarks;
@@ -83,7 +83,7 @@ use super::nystrom::NystromLandmarks;
 pub use super::mmd_statistic::{MmdStatistic, check_samples, mmd_from_gram, mmd_statistic};
 use super::report::{KernelReport, MmdReport, Outcome, SelectionFields};
 use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
-use super::{NullDistribution, check_alpha, check_draws, choice, invalid};
+use super::{NullDistribution, batch_size, check_alpha, check_draws, choice, invalid};
 use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
 use crate::special::gamma_sf;
 use crate::{CoreError, Points};
@@ -155,7 +155,9 @@ impl Params for MmdParams {
                     self.null.name(),
                     self.selection.name(TestKind::TwoSample)
                 ),
-                "aggregated tests use the unbiased statistic with the permutation or wild null",
+                "aggregated tests (bkl-bayes, the default, mmdagg, fuse) use the unbiased statistic with the \
+                 permutation or wild null; for another statistic or null choose one kernel: select median \
+                 or bkl, or a fixed lengthscale",
             ));
         }
         Ok(())
@@ -342,6 +344,8 @@ impl FittedMmd {
             _ => None,
         };
         let kernels = &self.selected.kernels;
+        let relabellings = (p.null == NullDistribution::Permutation)
+            .then(|| Relabellings::draw(pooled.len(), n, 0..draws, p.seed));
         let mut stats = KernelStatistics { observed: Vec::new(), draws: Vec::new() };
         for (i, kernel) in kernels.iter().enumerate() {
             progress.checkpoint()?;
@@ -350,20 +354,17 @@ impl FittedMmd {
                 Some(l) => l.factor::<B>(kernel)?,
                 None => dist.gram(kernel),
             };
-            let (perm, wild) = match (&landmarks, p.null) {
-                (_, NullDistribution::WildBootstrap) => (
-                    MmdPermutation::new(&gram, n)?,
-                    Some(wild_null::<B>(&gram, n, MmdStatistic::Unbiased, draws, p.seed)?),
-                ),
-                (Some(_), _) => (MmdPermutation::from_factor(&gram, n)?, None),
-                (None, _) => (MmdPermutation::new(&gram, n)?, None),
+            let perm = match &landmarks {
+                Some(_) => MmdPermutation::from_factor(&gram, n)?,
+                None => MmdPermutation::new(&gram, n)?,
             };
-            let (mut observed, mut null) = match wild {
-                Some(w) => w,
-                None => (
+            // the permutation null's relabellings are shared; otherwise the wild bootstrap
+            let (mut observed, mut null) = match &relabellings {
+                Some(r) => (
                     perm.observed(MmdStatistic::Unbiased),
-                    perm.null::<B>(MmdStatistic::Unbiased, draws, p.seed)?,
+                    perm.null_of::<B>(MmdStatistic::Unbiased, r, batch_size(pooled.len(), draws))?,
                 ),
+                None => wild_null::<B>(&gram, n, MmdStatistic::Unbiased, draws, p.seed)?,
             };
             if !is_agg {
                 let c = min_n * (min_n - 1.0) / fuse_normaliser::<B>(&perm)?;

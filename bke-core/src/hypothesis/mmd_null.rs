@@ -172,19 +172,39 @@ impl<'a> MmdPermutation<'a> {
         batch: usize,
     ) -> Result<Vec<f64>, CoreError> {
         check_draws(draws)?;
+        let relabellings = Relabellings::draw(self.pooled_len(), self.n, first..first + draws, seed);
+        self.null_of::<B>(statistic, &relabellings, batch)
+    }
+
+    /// The null statistics of the given relabellings (drawn once and shared by every kernel of a
+    /// collection), `batch` draws per GEMM.
+    pub fn null_of<B: Backend>(
+        &self,
+        statistic: MmdStatistic,
+        relabellings: &Relabellings,
+        batch: usize,
+    ) -> Result<Vec<f64>, CoreError> {
         if statistic == MmdStatistic::Linear {
             return Err(choice(
                 "statistic 'linear' in MmdPermutation",
                 "the linear-time statistic has its own nulls (MmdParams with statistic Linear)",
             ));
         }
+        if relabellings.pooled != self.pooled_len() || relabellings.n != self.n {
+            return Err(CoreError::DimensionMismatch {
+                what: "relabellings of the pooled sample".into(),
+                expected: self.pooled_len(),
+                found: relabellings.pooled,
+            });
+        }
+        let draws = relabellings.len();
         let big_n = self.pooled_len();
-        let bs = batch.clamp(1, draws);
+        let bs = batch.clamp(1, draws.max(1));
         let mut u = Mat::zeros(big_n, bs);
-        let rows = match self.k {
-            PooledGram::Dense(_) => big_n,
-            PooledGram::Factor(f) => f.nrows(),
+        let factor = match self.k {
+            PooledGram::Dense(k) | PooledGram::Factor(k) => k,
         };
+        let rows = factor.nrows();
         let mut ku = Mat::zeros(rows, bs);
         let mut sd = vec![(0.0, 0.0); bs];
         let mut out = Vec::with_capacity(draws);
@@ -192,13 +212,12 @@ impl<'a> MmdPermutation<'a> {
         while start < draws {
             let len = bs.min(draws - start);
             let ucols = &mut u.as_mut_slice()[..big_n * len];
-            ucols.par_chunks_mut(big_n).zip(sd[..len].par_iter_mut()).enumerate().for_each_init(
-                || vec![0usize; big_n],
-                |idx, (c, (col, sdx))| {
-                    let chosen = draw_subset(&mut draw_rng(seed, first + start + c), idx, self.n);
+            ucols.par_chunks_mut(big_n).zip(sd[..len].par_iter_mut()).enumerate().for_each(
+                |(c, (col, sdx))| {
                     col.fill(0.0);
                     let (mut s, mut dx) = (0.0, 0.0);
-                    for &i in chosen {
+                    for &i in relabellings.subset(start + c) {
+                        let i = i as usize;
                         col[i] = 1.0;
                         s += self.rowsum[i];
                         dx += self.diag[i];
@@ -209,10 +228,6 @@ impl<'a> MmdPermutation<'a> {
             let uview = bke_linalg::MatRef::from_slice(&u.as_slice()[..big_n * len], big_n, len, big_n)?;
             let kuview =
                 bke_linalg::MatMut::from_slice(&mut ku.as_mut_slice()[..rows * len], rows, len, rows)?;
-            let factor = match self.k {
-                PooledGram::Dense(k) => k,
-                PooledGram::Factor(f) => f,
-            };
             B::gemm(1.0, factor.as_ref(), Trans::No, uview, Trans::No, 0.0, kuview)?;
             let batch: Vec<f64> = (0..len)
                 .into_par_iter()
@@ -263,6 +278,47 @@ impl<'a> MmdPermutation<'a> {
                 },
             )
             .collect())
+    }
+}
+
+/// The relabellings of a permutation null, drawn once and shared by every kernel of a collection:
+/// draw `b` names the `n` pooled points called `x`, from stream `(seed, first + b)`
+/// ([`super::draw_rng`]), so the draws do not depend on the thread count or on how they are split.
+#[derive(Debug, Clone)]
+pub struct Relabellings {
+    pooled: usize,
+    n: usize,
+    subsets: Vec<u32>,
+}
+
+impl Relabellings {
+    /// The draws `range` of `n`-subsets of `0..pooled`.
+    pub fn draw(pooled: usize, n: usize, range: std::ops::Range<usize>, seed: u64) -> Self {
+        let mut subsets = vec![0u32; n * range.len()];
+        if n > 0 {
+            subsets.par_chunks_mut(n).enumerate().for_each_init(
+                || vec![0usize; pooled],
+                |idx, (c, out)| {
+                    let chosen = draw_subset(&mut draw_rng(seed, range.start + c), idx, n);
+                    out.iter_mut().zip(chosen).for_each(|(o, &i)| *o = i as u32);
+                },
+            );
+        }
+        Self { pooled, n, subsets }
+    }
+
+    /// Number of draws.
+    pub fn len(&self) -> usize {
+        if self.n == 0 { 0 } else { self.subsets.len() / self.n }
+    }
+
+    /// Whether there are no draws.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn subset(&self, b: usize) -> &[u32] {
+        &self.subsets[b * self.n..(b + 1) * self.n]
     }
 }
 

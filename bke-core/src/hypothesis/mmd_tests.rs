@@ -450,21 +450,27 @@ fn bad_input_is_rejected_with_clear_errors() {
         assert!(run(&x, &x, &MmdParams { alpha, ..Default::default() }).is_err());
     }
     let y8 = gaussian_points(17, 8, 2, 0.0, 1.0);
+    let median =
+        MmdParams { selection: LengthscaleSelection::Median(Default::default()), ..Default::default() };
     for p in [
         MmdParams { null: NullDistribution::WildBootstrap, ..Default::default() },
-        MmdParams { statistic: MmdStatistic::Linear, ..Default::default() },
+        MmdParams { statistic: MmdStatistic::Linear, ..median.clone() },
     ] {
         let e = run(&x, &y8, &p).unwrap_err().to_string();
         assert!(e.contains("pairs x_i with y_i"), "{e}");
     }
     let linear_gamma =
-        MmdParams { statistic: MmdStatistic::Linear, null: NullDistribution::Gamma, ..Default::default() };
+        MmdParams { statistic: MmdStatistic::Linear, null: NullDistribution::Gamma, ..median.clone() };
     assert!(linear_gamma.check().is_err());
+    // the default selection aggregates kernels: a single-kernel statistic says how to choose one
+    let e =
+        MmdParams { statistic: MmdStatistic::Linear, ..Default::default() }.check().unwrap_err().to_string();
+    assert!(e.contains("select median"), "{e}");
     assert!(MmdParams { null: NullDistribution::Normal, ..Default::default() }.check().is_err());
     for selection in aggregated() {
         let e =
             MmdParams { null: NullDistribution::Gamma, selection, ..Default::default() }.check().unwrap_err();
-        assert!(e.to_string().contains("aggregated tests use"), "{e}");
+        assert!(e.to_string().contains("aggregated tests ("), "{e}");
     }
     assert!(Points::new("x", vec![1.0, f64::NAN], 1).is_err());
 }

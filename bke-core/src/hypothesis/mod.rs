@@ -59,7 +59,7 @@ pub use hsic::{FittedHsic, HsicParams, HsicStatistic};
 pub use kernels::{BandwidthWeights, TestFamily, WeightedKernel};
 pub use median::{MedianConvention, median_distance, median_lengthscale};
 pub use mmd::{FittedMmd, MmdParams, MmdStatistic};
-pub use mmd_null::MmdPermutation;
+pub use mmd_null::{MmdPermutation, Relabellings};
 pub use report::{HsicReport, KernelReport, MmdReport, Outcome};
 pub use select::{AggParams, BklParams, Families, LengthscaleSelection, SelectedKernels, SelectionSpec};
 pub use witness::{FittedWitness, Witness, WitnessParams};

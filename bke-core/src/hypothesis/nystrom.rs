@@ -193,6 +193,38 @@ mod tests {
         assert!(NystromLandmarks::new(&sample(EXACT_MAX_POINTS, 2, 5)).is_none());
     }
 
+    /// The permutation null from the factor (observed value, draws, FUSE normaliser) equals the dense
+    /// null of `ΦΦᵀ` on the same draws.
+    #[test]
+    fn factor_null_equals_the_dense_null_of_its_gram() {
+        use crate::hypothesis::{MmdPermutation, MmdStatistic};
+        let z = sample(700, 2, 7);
+        let lm = NystromLandmarks::new(&z).unwrap();
+        let laplace = WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(0.3) };
+        for kernel in [WeightedKernel::gaussian(0.2), laplace] {
+            let ft = lm.factor::<DefaultBackend>(&kernel).unwrap();
+            let mut dense = Mat::zeros(700, 700);
+            DefaultBackend::gemm(1.0, ft.as_ref(), Trans::Yes, ft.as_ref(), Trans::No, 0.0, dense.as_mut())
+                .unwrap();
+            let (low, full) =
+                (MmdPermutation::from_factor(&ft, 300).unwrap(), MmdPermutation::new(&dense, 300).unwrap());
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + b.abs());
+            for stat in [MmdStatistic::Unbiased, MmdStatistic::Biased] {
+                assert!(close(low.observed(stat), full.observed(stat)));
+                let (a, b) = (
+                    low.null::<DefaultBackend>(stat, 40, 5).unwrap(),
+                    full.null::<DefaultBackend>(stat, 40, 5).unwrap(),
+                );
+                assert!(a.iter().zip(&b).all(|(u, v)| close(*u, *v)), "{stat:?}");
+            }
+            let norms = (
+                low.off_diagonal_norm::<DefaultBackend>().unwrap(),
+                full.off_diagonal_norm::<DefaultBackend>().unwrap(),
+            );
+            assert!(close(norms.0, norms.1), "{norms:?}");
+        }
+    }
+
     fn kernel_matrix(a: &Points, b: &Points, k: &WeightedKernel) -> Mat {
         Mat::from_fn(a.len(), b.len(), |i, j| k.eval(a.point(i), b.point(j)))
     }

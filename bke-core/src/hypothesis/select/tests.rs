@@ -15,7 +15,7 @@ fn fixed_and_median() {
         select_kernels::<DefaultBackend>(&x, &LengthscaleSelection::Fixed(-1.0), TestKind::TwoSample, &())
             .is_err()
     );
-    let m = select(&x, &LengthscaleSelection::default());
+    let m = select(&x, &LengthscaleSelection::Median(MedianConvention::Muandet));
     assert_eq!((m.kernels[0].lengthscale, m.median_convention), (3.5, Some(MedianConvention::Muandet)));
     assert!(LengthscaleSelection::Fuse(Families::Both).validate(TestKind::Independence).is_err());
 }
@@ -53,7 +53,7 @@ fn bkl_finds_the_cluster_scale() {
     }
     let x = Points::new("x", data, 2).unwrap();
     let s = select(&x, &LengthscaleSelection::bkl(0));
-    let med = select(&x, &LengthscaleSelection::default());
+    let med = select(&x, &LengthscaleSelection::Median(MedianConvention::Muandet));
     let b = s.bkl.as_ref().unwrap();
     let theta = s.kernels[0].lengthscale;
     assert!(
