@@ -119,6 +119,7 @@ fn mmd_test(
         alpha,
         seed,
         selection: selection.rule(lengthscale, seed, TestKind::TwoSample)?,
+        ..MmdParams::default()
     };
     let data = two_samples(&x, &y)?;
     run_job!(exec, py, |B, progress| mmd_report::<B>(&params, &data, null_draws, progress))

@@ -79,6 +79,29 @@ pub fn sorted_distances(points: &Points, family: TestFamily) -> Result<Vec<f64>,
     Ok(d)
 }
 
+/// [`sorted_distances`] of one sample, computed once per family for every collection built from it.
+#[derive(Debug)]
+pub struct SortedDistances<'a> {
+    points: &'a Points,
+    by_family: [std::sync::OnceLock<Vec<f64>>; 2],
+}
+
+impl<'a> SortedDistances<'a> {
+    /// None computed yet.
+    pub fn new(points: &'a Points) -> Self {
+        Self { points, by_family: Default::default() }
+    }
+
+    /// The sorted distances of `family`.
+    pub fn get(&self, family: TestFamily) -> Result<&[f64], CoreError> {
+        let slot = &self.by_family[usize::from(family == TestFamily::LaplaceL1)];
+        if slot.get().is_none() {
+            let _ = slot.set(sorted_distances(self.points, family)?);
+        }
+        Ok(slot.get().map_or(&[][..], Vec::as_slice))
+    }
+}
+
 /// The value at quantile `q` of sorted `d` (index `⌊q·len⌋`, as the reference code).
 fn quantile(d: &[f64], q: f64) -> f64 {
     d[((q * d.len() as f64).floor() as usize).min(d.len() - 1)]
@@ -169,7 +192,17 @@ pub fn mmdagg_collection(
     count: usize,
     weights: BandwidthWeights,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
-    geometric_collection(points, families, count, weights, mmdagg_reference_range)
+    mmdagg_collection_of(&SortedDistances::new(points), families, count, weights)
+}
+
+/// [`mmdagg_collection`] from distances already sorted.
+pub fn mmdagg_collection_of(
+    d: &SortedDistances<'_>,
+    families: &[TestFamily],
+    count: usize,
+    weights: BandwidthWeights,
+) -> Result<Vec<WeightedKernel>, CoreError> {
+    geometric_collection(d, families, count, weights, mmdagg_reference_range)
 }
 
 /// The MMDAgg collection without the reference code's absolute floors: `λ` from `d_(5%)/2` to
@@ -180,13 +213,13 @@ pub fn mmdagg_collection_scale_free(
     count: usize,
     weights: BandwidthWeights,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
-    geometric_collection(points, families, count, weights, |d| {
+    geometric_collection(&SortedDistances::new(points), families, count, weights, |d| {
         (quantile(d, 0.05) / 2.0, 2.0 * d[d.len() - 1])
     })
 }
 
 fn geometric_collection(
-    points: &Points,
+    points: &SortedDistances<'_>,
     families: &[TestFamily],
     count: usize,
     weights: BandwidthWeights,
@@ -209,6 +242,15 @@ pub fn fuse_collection(
     families: &[TestFamily],
     count: usize,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
+    fuse_collection_of(&SortedDistances::new(points), families, count)
+}
+
+/// [`fuse_collection`] from distances already sorted.
+pub fn fuse_collection_of(
+    points: &SortedDistances<'_>,
+    families: &[TestFamily],
+    count: usize,
+) -> Result<Vec<WeightedKernel>, CoreError> {
     collection(points, families, count, |family, d| {
         let (lo, hi) = positive_range(family, quantile(d, 0.05) / 2.0, 2.0 * quantile(d, 0.95))?;
         let to_l = if family == TestFamily::Gaussian { 1.0 } else { std::f64::consts::FRAC_1_SQRT_2 };
@@ -218,7 +260,7 @@ pub fn fuse_collection(
 }
 
 fn collection(
-    points: &Points,
+    points: &SortedDistances<'_>,
     families: &[TestFamily],
     count: usize,
     per_family: impl Fn(TestFamily, &[f64]) -> Result<Vec<(f64, f64)>, CoreError>,
@@ -233,7 +275,7 @@ fn collection(
     let share = 1.0 / families.len() as f64;
     let mut out = Vec::with_capacity(families.len() * count);
     for &family in families {
-        let d = sorted_distances(points, family)?;
+        let d = points.get(family)?;
         // coinciding points (ties, a sample pooled with itself) say nothing about scale: the
         // quantiles are those of the distances between distinct points
         let distinct = &d[d.partition_point(|&v| v <= 0.0).min(d.len() - 1)..];

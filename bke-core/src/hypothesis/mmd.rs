@@ -105,6 +105,10 @@ pub struct MmdParams {
     pub seed: u64,
     /// How the kernel(s) are chosen. Default: BKL-Bayes.
     pub selection: LengthscaleSelection,
+    /// Dense Gram matrices at every size: the aggregated tests' published statistics, `O(N²B)` per
+    /// kernel. Default `false`: Nyström factors above [`super::nystrom::EXACT_MAX_POINTS`] pooled
+    /// points for the aggregated tests' permutation null (module docs).
+    pub dense: bool,
 }
 
 impl Default for MmdParams {
@@ -116,6 +120,7 @@ impl Default for MmdParams {
             alpha: 0.05,
             seed: 0,
             selection: LengthscaleSelection::default(),
+            dense: false,
         }
     }
 }
@@ -340,7 +345,7 @@ impl FittedMmd {
         let pooled = x.concat(y)?;
         let mut dist = Distances::new(&pooled);
         let landmarks = match p.null {
-            NullDistribution::Permutation => NystromLandmarks::new(&pooled),
+            NullDistribution::Permutation if !p.dense => NystromLandmarks::new(&pooled),
             _ => None,
         };
         let kernels = &self.selected.kernels;

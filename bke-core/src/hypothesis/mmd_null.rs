@@ -79,7 +79,7 @@ impl<'a> MmdPermutation<'a> {
                 needed: 2,
             });
         }
-        let sum: Vec<f64> = (0..phi_t.nrows()).map(|t| (0..big_n).map(|i| phi_t[(t, i)]).sum()).collect();
+        let sum = column_sum(phi_t, 0..big_n);
         let rowsum = (0..big_n).map(|i| phi_t.col(i).iter().zip(&sum).map(|(a, b)| a * b).sum()).collect();
         let diag = (0..big_n).map(|i| phi_t.col(i).iter().map(|a| a * a).sum()).collect();
         Ok(Self::with(PooledGram::Factor(phi_t), n, rowsum, diag))
@@ -99,10 +99,7 @@ impl<'a> MmdPermutation<'a> {
     pub fn observed(&self, statistic: MmdStatistic) -> f64 {
         let q = match self.k {
             PooledGram::Dense(k) => (0..self.n).map(|j| k.col(j)[..self.n].iter().sum::<f64>()).sum(),
-            PooledGram::Factor(f) => {
-                let s: Vec<f64> = (0..f.nrows()).map(|t| (0..self.n).map(|i| f[(t, i)]).sum()).collect();
-                s.iter().map(|v| v * v).sum()
-            }
+            PooledGram::Factor(f) => column_sum(f, 0..self.n).iter().map(|v| v * v).sum(),
         };
         let s = self.rowsum[..self.n].iter().sum();
         let dx = self.diag[..self.n].iter().sum();
@@ -115,7 +112,9 @@ impl<'a> MmdPermutation<'a> {
         let square_sum = match self.k {
             PooledGram::Dense(k) => (0..k.ncols()).map(|j| k.col(j).iter().map(|v| v * v).sum::<f64>()).sum(),
             PooledGram::Factor(f) => {
-                B::gram(f.transpose().as_ref()).as_slice().iter().map(|v| v * v).sum::<f64>()
+                let mut g = Mat::zeros(f.nrows(), f.nrows());
+                B::gemm(1.0, f.as_ref(), Trans::No, f.as_ref(), Trans::Yes, 0.0, g.as_mut())?;
+                g.as_slice().iter().map(|v| v * v).sum::<f64>()
             }
         };
         Ok((square_sum - self.diag.iter().map(|d| d * d).sum::<f64>()).max(0.0).sqrt())
@@ -200,6 +199,8 @@ impl<'a> MmdPermutation<'a> {
         let draws = relabellings.len();
         let big_n = self.pooled_len();
         let bs = batch.clamp(1, draws.max(1));
+        // U starts at zero and every batch resets only the entries it set
+        // U starts at zero; after each batch only the entries it set are reset
         let mut u = Mat::zeros(big_n, bs);
         let factor = match self.k {
             PooledGram::Dense(k) | PooledGram::Factor(k) => k,
@@ -214,7 +215,6 @@ impl<'a> MmdPermutation<'a> {
             let ucols = &mut u.as_mut_slice()[..big_n * len];
             ucols.par_chunks_mut(big_n).zip(sd[..len].par_iter_mut()).enumerate().for_each(
                 |(c, (col, sdx))| {
-                    col.fill(0.0);
                     let (mut s, mut dx) = (0.0, 0.0);
                     for &i in relabellings.subset(start + c) {
                         let i = i as usize;
@@ -242,6 +242,9 @@ impl<'a> MmdPermutation<'a> {
                 })
                 .collect();
             out.extend_from_slice(&batch);
+            u.as_mut_slice()[..big_n * len].par_chunks_mut(big_n).enumerate().for_each(|(c, col)| {
+                relabellings.subset(start + c).iter().for_each(|&i| col[i as usize] = 0.0);
+            });
             start += len;
         }
         Ok(out)
@@ -279,6 +282,15 @@ impl<'a> MmdPermutation<'a> {
             )
             .collect())
     }
+}
+
+/// `Σ_{i ∈ columns} f[:, i]`, column by column (contiguous).
+fn column_sum(f: &Mat, columns: std::ops::Range<usize>) -> Vec<f64> {
+    let mut sum = vec![0.0; f.nrows()];
+    for i in columns {
+        sum.iter_mut().zip(f.col(i)).for_each(|(s, v)| *s += v);
+    }
+    sum
 }
 
 /// The relabellings of a permutation null, drawn once and shared by every kernel of a collection:

@@ -113,7 +113,8 @@
 //! Power and level of every rule here, against MMDAgg and MMD-FUSE on the benchmarks of their papers,
 //! are measured by `cargo xtask repro power` and `cargo xtask repro level`.
 use super::kernels::{
-    BandwidthWeights, TestFamily, WeightedKernel, fuse_collection, hsicagg_lengthscales, mmdagg_collection,
+    BandwidthWeights, SortedDistances, TestFamily, WeightedKernel, fuse_collection, fuse_collection_of,
+    hsicagg_lengthscales, mmdagg_collection, mmdagg_collection_of,
 };
 use super::median::{MedianConvention, median_lengthscale};
 use super::{choice, invalid};
@@ -485,8 +486,9 @@ pub fn prior_collection(z: &Points, test: TestKind) -> Result<Vec<WeightedKernel
     match test {
         TestKind::TwoSample => {
             let families = Families::Both.list();
-            let mut union = mmdagg_collection(z, &families, 10, BandwidthWeights::Uniform)?;
-            union.extend(fuse_collection(z, &families, 10)?);
+            let d = SortedDistances::new(z);
+            let mut union = mmdagg_collection_of(&d, &families, 10, BandwidthWeights::Uniform)?;
+            union.extend(fuse_collection_of(&d, &families, 10)?);
             union.iter_mut().for_each(|k| k.weight = 1.0);
             let mut out = merge_near(&union, &[]);
             let total: f64 = out.iter().map(|k| k.weight).sum();

@@ -1,4 +1,4 @@
-//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2,blobs,laplace] [--scales a,b,…]
+//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2,blobs,laplace] [--scales a,b,…] [--n N]
 //! [--selections median,bkl,…]`: the power of every
 //! kernel selection of the MMD test (median heuristic, BKL, MMDAgg, MMD-FUSE, BKL-Bayes) on the
 //! perturbed-uniform benchmark of MMDAgg (Schrab et al., JMLR 2023, §6) and MMD-FUSE (Biggs, Schrab &
@@ -47,16 +47,27 @@ const ALPHA: f64 = 0.05;
 const N: usize = 500;
 const PERTURBATIONS: usize = 2;
 
-/// The selections compared, by their CLI names.
-fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection)> {
+/// The selections compared, by their CLI names, with `MmdParams::dense` (`bkl-bayes-dense`: the
+/// default selection with dense Gram matrices, to measure what the Nyström factors cost in power).
+fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection, bool)> {
     let bkl = BklParams { seed, ..BklParams::default() };
     vec![
-        ("median", LengthscaleSelection::Median(MedianConvention::Muandet)),
-        ("bkl", LengthscaleSelection::Bkl(bkl.clone())),
-        ("mmdagg", LengthscaleSelection::Agg(AggParams::default())),
-        ("fuse", LengthscaleSelection::Fuse(Families::Both)),
-        ("bkl-bayes", LengthscaleSelection::BklBayes(bkl)),
+        ("median", LengthscaleSelection::Median(MedianConvention::Muandet), false),
+        ("bkl", LengthscaleSelection::Bkl(bkl.clone()), false),
+        ("mmdagg", LengthscaleSelection::Agg(AggParams::default()), false),
+        ("fuse", LengthscaleSelection::Fuse(Families::Both), false),
+        ("bkl-bayes", LengthscaleSelection::BklBayes(bkl.clone()), false),
+        ("bkl-bayes-dense", LengthscaleSelection::BklBayes(bkl), true),
     ]
+}
+
+/// `--n N`: points per sample of the perturbed-uniform benchmark (default 500, the papers' size).
+fn sample_size() -> anyhow::Result<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == "--n").and_then(|i| args.get(i + 1)) {
+        Some(v) => v.parse().map_err(|_| anyhow::anyhow!("--n takes a whole number of points, not {v}")),
+        None => Ok(N),
+    }
 }
 
 /// `--selections a,b,…`: the selections to run (all when absent).
@@ -147,7 +158,8 @@ impl Bench {
     fn description(self) -> String {
         match self {
             Bench::Uniform(d) => {
-                format!("perturbed uniform, d = {d} (n = m = {N}, {PERTURBATIONS} perturbations)")
+                let n = sample_size().unwrap_or(N);
+                format!("perturbed uniform, d = {d} (n = m = {n}, {PERTURBATIONS} perturbations)")
             }
             Bench::Blobs => "3×3 Gaussian blobs of seed Fig. 2C (450 + 450 points)".into(),
             Bench::Laplace => "N(0, 1) vs Laplace with equal variance (seed Fig. 3)".into(),
@@ -192,8 +204,9 @@ impl Bench {
     fn draw(self, rng: &mut ChaCha8Rng, scale: f64) -> TwoSamples {
         match self {
             Bench::Uniform(d) => {
-                let x = perturbed_uniform(rng, N, d, None);
-                TwoSamples { x, y: perturbed_uniform(rng, N, d, (scale > 0.0).then_some(scale)) }
+                let n = sample_size().unwrap_or(N);
+                let x = perturbed_uniform(rng, n, d, None);
+                TwoSamples { x, y: perturbed_uniform(rng, n, d, (scale > 0.0).then_some(scale)) }
             }
             Bench::Blobs => {
                 let x = blobs_iid(None, 450, rng);
@@ -232,9 +245,10 @@ fn replicate(bench: Bench, scale: f64, rep: usize, permutations: usize) -> anyho
     let only = selection_filter();
     selections(seed)
         .into_iter()
-        .filter(|(n, _)| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == *n)))
-        .map(|(_, selection)| {
-            let params = MmdParams { permutations, seed, selection, alpha: ALPHA, ..MmdParams::default() };
+        .filter(|(n, _, _)| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == *n)))
+        .map(|(_, selection, dense)| {
+            let params =
+                MmdParams { permutations, seed, selection, dense, alpha: ALPHA, ..MmdParams::default() };
             let report = params.check()?.fit::<Faer>(&data)?.test::<Faer>()?;
             Ok((report.outcome.reject, report.lengthscale))
         })
@@ -248,7 +262,7 @@ fn rerun_command(smoke: bool, args: &[String]) -> String {
     if smoke {
         cmd.push_str(" --smoke");
     }
-    for flag in ["--reps", "--permutations", "--dims", "--scales", "--selections"] {
+    for flag in ["--reps", "--permutations", "--dims", "--scales", "--selections", "--n"] {
         if let Some(v) = args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)) {
             cmd.push_str(&format!(" {flag} {v}"));
         }
@@ -297,6 +311,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let mut figures = Vec::new();
     let start = Instant::now();
     let only = selection_filter();
+    sample_size()?;
     let names: Vec<&str> = selections(0)
         .iter()
         .map(|s| s.0)
@@ -306,7 +321,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     if let Some(unknown) = only.as_deref().and_then(|o| o.split(',').find(|x| !known.contains(x))) {
         anyhow::bail!("--selections: unknown selection '{unknown}'; use {}", known.join(", "));
     }
-    anyhow::ensure!(!names.is_empty(), "--selections: none of median, bkl, mmdagg, fuse, bkl-bayes named");
+    anyhow::ensure!(!names.is_empty(), "--selections: none of {} named", known.join(", "));
     let mut headers = vec!["benchmark", "scale"];
     headers.extend(names.iter().copied());
     headers.extend(["published MMDAgg", "published MMD-FUSE", "median θ of the first / second selection"]);
