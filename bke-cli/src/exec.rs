@@ -166,6 +166,3 @@ impl bke_core::Progress for Bar {
         }
     }
 }
-
-#[cfg(test)]
-mod defaults_tests;

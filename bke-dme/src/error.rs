@@ -57,9 +57,24 @@ pub(crate) fn check_finite_vec(what: &str, v: &[f64]) -> Result<(), DmeError> {
     Ok(())
 }
 
-/// `CoreError::InvalidChoice`: an option name that is not one of the choices (`reason` lists them).
-pub(crate) fn unknown_choice(what: String, reason: &str) -> DmeError {
-    DmeError::Core(CoreError::InvalidChoice { what, reason: reason.into() })
+/// The value named `s` (trimmed, any case) in `names`, or a `CoreError::InvalidChoice` naming `what`
+/// and listing the names ("use a, b or c").
+pub(crate) fn parse_named<T: Copy>(s: &str, what: &str, names: &[(T, &str)]) -> Result<T, DmeError> {
+    let key = s.trim().to_ascii_lowercase();
+    if let Some((v, _)) = names.iter().find(|(_, n)| *n == key) {
+        return Ok(*v);
+    }
+    let list: Vec<&str> = names.iter().map(|(_, n)| *n).collect();
+    let reason = match list.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("use {} or {last}", rest.join(", ")),
+        _ => format!("use {}", list.join("")),
+    };
+    Err(DmeError::Core(CoreError::InvalidChoice { what: format!("{what} '{s}'"), reason }))
+}
+
+/// The name of `v` in `names` (every value of the enum is listed).
+pub(crate) fn name_of<T: PartialEq>(v: T, names: &[(T, &'static str)]) -> &'static str {
+    names.iter().find(|(n, _)| *n == v).map(|(_, name)| *name).expect("every value is named")
 }
 
 /// An [`CoreError::InvalidParameter`] for `name = value`.

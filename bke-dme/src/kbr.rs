@@ -31,10 +31,10 @@
 //! DME keep `Aᵀ`, and with it the prior samples.
 
 use crate::DmeError;
-use crate::error::invalid;
+use crate::error::{invalid, name_of, parse_named};
 use crate::herding::PosteriorEmbedding;
 use crate::lfi::{LfiData, default_epsilon, rule_of_thumb};
-use crate::ops::{add_diag, mm, mv};
+use crate::ops::{add_diag, mm, mv, symmetrize};
 use crate::ttgp::transform;
 use bke_core::{Estimator, Kernel, Params, Points, Progress, Valid, check_positive};
 use bke_linalg::{Backend, JitterOptions, Mat, Trans};
@@ -54,21 +54,16 @@ impl std::str::FromStr for KbrVariant {
 
     /// Parses "a" or "b".
     fn from_str(s: &str) -> Result<Self, DmeError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "a" => Ok(Self::A),
-            "b" => Ok(Self::B),
-            _ => Err(crate::error::unknown_choice(format!("KBR variant '{s}'"), "use a or b")),
-        }
+        parse_named(s, "KBR variant", Self::NAMES)
     }
 }
 
 impl KbrVariant {
+    const NAMES: &[(Self, &'static str)] = &[(Self::A, "a"), (Self::B, "b")];
+
     /// The name accepted by `str::parse`.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::A => "a",
-            Self::B => "b",
-        }
+        name_of(self, Self::NAMES)
     }
 }
 
@@ -128,24 +123,16 @@ impl std::str::FromStr for EvidenceInverse {
 
     /// Parses "tikhonov" or "squared".
     fn from_str(s: &str) -> Result<Self, DmeError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "tikhonov" => Ok(Self::Tikhonov),
-            "squared" => Ok(Self::Squared),
-            _ => Err(crate::error::unknown_choice(
-                format!("evidence inverse '{s}'"),
-                "use tikhonov or squared",
-            )),
-        }
+        parse_named(s, "evidence inverse", Self::NAMES)
     }
 }
 
 impl EvidenceInverse {
+    const NAMES: &[(Self, &'static str)] = &[(Self::Tikhonov, "tikhonov"), (Self::Squared, "squared")];
+
     /// The name accepted by `str::parse`.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Tikhonov => "tikhonov",
-            Self::Squared => "squared",
-        }
+        name_of(self, Self::NAMES)
     }
 }
 
@@ -236,16 +223,6 @@ fn kbr_weights<B: Backend>(
         }
         KbrVariant::B => (data.theta.clone(), beta.iter().zip(&r).map(|(b, x)| b * x).collect()),
     })
-}
-
-fn symmetrize(a: &mut Mat) {
-    for j in 0..a.ncols() {
-        for i in j + 1..a.nrows() {
-            let v = 0.5 * (a[(i, j)] + a[(j, i)]);
-            a[(i, j)] = v;
-            a[(j, i)] = v;
-        }
-    }
 }
 
 /// `g(M) c` for the symmetric `M`: `(M + δI)⁻¹c` or `(M² + δI)⁻¹Mc`.

@@ -32,6 +32,17 @@ pub(crate) fn add_diag(a: &mut Mat, v: f64) {
     }
 }
 
+/// Replaces the square `a` by `(a + aᵀ)/2`, so it is exactly symmetric.
+pub(crate) fn symmetrize(a: &mut Mat) {
+    for j in 0..a.ncols() {
+        for i in j + 1..a.nrows() {
+            let v = 0.5 * (a[(i, j)] + a[(j, i)]);
+            a[(i, j)] = v;
+            a[(j, i)] = v;
+        }
+    }
+}
+
 /// Lower Cholesky factor, with an error that names the matrix and says what to change.
 pub(crate) fn chol<B: Backend>(mut a: Mat, what: &str, advice: &str) -> Result<Mat, DmeError> {
     B::cholesky_in_place(a.as_mut()).map_err(not_pd(what, advice))?;

@@ -63,6 +63,47 @@ impl Walker {
     }
 }
 
+/// The `Serializer` methods of sequences, tuples and structs (everything compound but maps): each
+/// ignores the lengths and names and returns `$start(self)`.
+macro_rules! compound_methods {
+    ($start:path) => {
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Found> {
+            $start(self)
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Found> {
+            $start(self)
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, Found> {
+            $start(self)
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, Found> {
+            $start(self)
+        }
+        fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Found> {
+            $start(self)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, Found> {
+            $start(self)
+        }
+    };
+}
+
 macro_rules! ok_scalars {
     ($($m:ident: $t:ty),*) => { $(fn $m(self, _: $t) -> Result<(), Found> { Ok(()) })* };
 }
@@ -114,38 +155,9 @@ impl<'a> ser::Serializer for &'a mut Walker {
         let step = self.field(variant);
         self.nested(step, v)
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Seq<'a>, Found> {
-        Ok(Seq { w: self, index: 0 })
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Seq<'a>, Found> {
-        Ok(Seq { w: self, index: 0 })
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Seq<'a>, Found> {
-        Ok(Seq { w: self, index: 0 })
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Seq<'a>, Found> {
-        Ok(Seq { w: self, index: 0 })
-    }
+    compound_methods!(Seq::start);
     fn serialize_map(self, _: Option<usize>) -> Result<Map<'a>, Found> {
         Ok(Map { w: self, key: String::new() })
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Seq<'a>, Found> {
-        Ok(Seq { w: self, index: 0 })
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Seq<'a>, Found> {
-        Ok(Seq { w: self, index: 0 })
     }
 }
 
@@ -155,7 +167,11 @@ struct Seq<'a> {
     index: usize,
 }
 
-impl Seq<'_> {
+impl<'a> Seq<'a> {
+    fn start(w: &'a mut Walker) -> Result<Self, Found> {
+        Ok(Seq { w, index: 0 })
+    }
+
     fn element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Found> {
         let step = format!("[{}]", self.index);
         self.index += 1;
@@ -227,6 +243,16 @@ impl ser::SerializeMap for Map<'_> {
 /// Reads a map key that is a string.
 struct KeyName;
 
+/// Scalar keys are named by their text.
+macro_rules! key_as_text {
+    ($($m:ident: $t:ty),*) => { $(fn $m(self, v: $t) -> Result<String, Found> { Ok(v.to_string()) })* };
+}
+
+/// Compound keys have no name: `?` (JSON keys are strings, so these never occur in bke's output).
+fn unnamed_key(_: KeyName) -> Result<Impossible<String, Found>, Found> {
+    Err(Found("?".into()))
+}
+
 impl ser::Serializer for KeyName {
     type Ok = String;
     type Error = Found;
@@ -238,45 +264,10 @@ impl ser::Serializer for KeyName {
     type SerializeStruct = Impossible<String, Found>;
     type SerializeStructVariant = Impossible<String, Found>;
 
-    fn serialize_str(self, v: &str) -> Result<String, Found> {
-        Ok(v.to_string())
-    }
-    fn serialize_bool(self, v: bool) -> Result<String, Found> {
-        Ok(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<String, Found> {
-        Ok(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<String, Found> {
-        Ok(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<String, Found> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<String, Found> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<String, Found> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_u8(self, v: u8) -> Result<String, Found> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<String, Found> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<String, Found> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_f32(self, v: f32) -> Result<String, Found> {
-        Ok(v.to_string())
-    }
-    fn serialize_f64(self, v: f64) -> Result<String, Found> {
-        Ok(v.to_string())
-    }
-    fn serialize_char(self, v: char) -> Result<String, Found> {
-        Ok(v.to_string())
-    }
+    key_as_text!(serialize_str: &str, serialize_bool: bool, serialize_i8: i8, serialize_i16: i16,
+        serialize_i32: i32, serialize_i64: i64, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+        serialize_u64: u64, serialize_f32: f32, serialize_f64: f64, serialize_char: char);
+
     fn serialize_bytes(self, _: &[u8]) -> Result<String, Found> {
         Ok("?".into())
     }
@@ -311,38 +302,9 @@ impl ser::Serializer for KeyName {
     ) -> Result<String, Found> {
         Ok(v.into())
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Found> {
-        Err(Found("?".into()))
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Found> {
-        Err(Found("?".into()))
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, Found> {
-        Err(Found("?".into()))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Found> {
-        Err(Found("?".into()))
-    }
+    compound_methods!(unnamed_key);
     fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Found> {
-        Err(Found("?".into()))
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Found> {
-        Err(Found("?".into()))
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Found> {
-        Err(Found("?".into()))
+        unnamed_key(self)
     }
 }
 

@@ -116,6 +116,18 @@ pub fn fmt_seconds(s: f64) -> String {
     }
 }
 
+/// Writes equal-length `columns` to `path` as CSV under `header`: one row per index, each value as
+/// Rust prints it.
+pub fn write_columns(path: impl AsRef<Path>, header: &str, columns: &[&[f64]]) -> anyhow::Result<()> {
+    let rows = columns.first().map_or(0, |c| c.len());
+    let mut csv = format!("{header}\n");
+    for i in 0..rows {
+        let row: Vec<String> = columns.iter().map(|c| c[i].to_string()).collect();
+        csv += &(row.join(",") + "\n");
+    }
+    Ok(bke_core::model_file::write_atomic(path, csv)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 mod bank;
 mod causal;
 mod common;
+mod defaults;
 mod density;
 mod embed;
 mod fuzz_corpus;

@@ -38,7 +38,7 @@
 //! (each exactly once), so results never depend on the thread count; a test's permutation stream is
 //! seeded from `(seed, {x, y}, Z)`, so it does not depend on the order in which tests are run.
 
-use super::columns;
+use super::data::columns;
 use crate::estimator::{Dataset, Estimator, Params, Progress, TwoSamples, Valid};
 use crate::gp::GpParams;
 use crate::hypothesis::select::TestKind;

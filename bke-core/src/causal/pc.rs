@@ -24,8 +24,8 @@
 //! [`PcResult::triples`], the orientation phase's tests in [`PcResult::tests`] with phase
 //! "orientation".
 
-use super::CausalData;
 use super::ci::{CiOutcome, CiParams, CiTester, IndependenceTest};
+use super::data::CausalData;
 use super::graph::{Pdag, Triple};
 use super::orient::{Decision, Orientation, OrientationTest, classify};
 use super::whiten::{Prewhitening, WhiteningRecord, prewhiten};

@@ -14,7 +14,7 @@
 //! What was done is recorded in a [`WhiteningRecord`] (the method, and per variable the GP
 //! hyperparameters or the AR coefficients and the share of variance removed).
 
-use super::CausalData;
+use super::data::CausalData;
 use crate::estimator::{Dataset, Params};
 use crate::gp::GpParams;
 use crate::{CoreError, Points};

@@ -2,9 +2,10 @@
 //! eq. (3)–(6)), fitted once in O(N³), O(N²) per query, and its model file (kind `density`). See the
 //! [module docs](super) for the formulas.
 
+use super::niw::NiwParams;
 use super::normalise::{self, Domain, Normalisation, NormaliseOptions, Sample};
-use super::{DensityKernel, NiwParams};
 use crate::estimator::LogDensity;
+use crate::kernel::DensityKernel;
 use crate::model_file::{ModelFile, Saved};
 use crate::numeric::dot;
 use crate::{CoreError, Kernel, KernelFamily, Points};

@@ -13,7 +13,7 @@
 //! normaliser of each candidate uses a fixed composite Gauss–Legendre rule (`search_panels`).
 //! Folds come from a seeded permutation.
 
-use super::NiwParams;
+use super::niw::NiwParams;
 use super::normalise::{Domain, Grid};
 use crate::budget::Bytes;
 use crate::estimator::Progress;

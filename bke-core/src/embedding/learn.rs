@@ -19,9 +19,11 @@
 //! Optima found with `learn_tau2` are therefore flagged [`LocalOptimum::at_boundary`] when polishing
 //! runs into the search box; the seed fixes `τ² = 1` for ML-II and learns `τ²` only under a prior.
 
-use super::{
-    BkeParams, BkePosterior, EmbeddingPrior, PartialStats, PseudolikelihoodPlan, validate_data_landmarks,
-};
+use super::marginal::PseudolikelihoodPlan;
+use super::params::{BkeParams, check_data_scale, validate_data_landmarks};
+use super::posterior::BkePosterior;
+use super::prior::EmbeddingPrior;
+use super::stats::PartialStats;
 use crate::budget::Bytes;
 use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, Valid};
 use crate::numeric::LogParams;
@@ -164,7 +166,7 @@ impl Params for EmbeddingParams {
 pub struct LocalOptimum {
     /// Lengthscale(s) (one, or one per dimension with ARD). JSON: `"lengthscale"`, a number when
     /// there is one, else an array.
-    #[serde(rename = "lengthscale", serialize_with = "super::one_or_many")]
+    #[serde(rename = "lengthscale", serialize_with = "super::params::one_or_many")]
     pub lengthscales: Vec<f64>,
     /// `τ²` (the fixed value unless learned).
     pub tau2: f64,
@@ -252,7 +254,7 @@ impl Serialize for FittedEmbedding {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Report<'a> {
-            #[serde(serialize_with = "super::one_or_many")]
+            #[serde(serialize_with = "super::params::one_or_many")]
             lengthscale: &'a [f64],
             tau2: f64,
             log_marginal: f64,
@@ -335,7 +337,7 @@ impl Estimator for EmbeddingParams {
         progress: &dyn Progress,
     ) -> Result<FittedEmbedding, CoreError> {
         x.check_len("data", 2)?;
-        super::check_data_scale(x, opts.jacobian)?;
+        check_data_scale(x, opts.jacobian)?;
         let (data, landmarks, landmark_indices) = match &opts.landmarks {
             Some(z) => (x.clone(), z.clone(), None),
             None => {

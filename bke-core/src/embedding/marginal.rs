@@ -11,9 +11,9 @@
 //! of squares ever cancels. `finish` adds the `m × m` terms (`O(m³)`). Memory is `O(mD)` per chunk
 //! whatever `n`: a file can be streamed through [`PseudolikelihoodPlan::partial`] chunk by chunk.
 
+use super::params::{BkeParams, full_lengthscales, validate_data_landmarks};
 use super::pass::{Landmarks, Scratch};
 use super::stats::PartialStats;
-use super::{BkeParams, full_lengthscales, validate_data_landmarks};
 use crate::numeric::LN_2PI;
 use crate::{CoreError, Points};
 use bke_linalg::{Backend, LinalgError, Mat};

@@ -1,6 +1,7 @@
 //! The BKE posterior of the embedding `μ_θ` (seed 000 eq. (7)–(8), §4.2). See the [module docs](super).
 
-use super::{BkeParams, EmbeddingPrior, full_lengthscales};
+use super::params::{BkeParams, full_lengthscales};
+use super::prior::EmbeddingPrior;
 use crate::budget::Bytes;
 use crate::estimator::{Predict, Prediction};
 use crate::{CoreError, Points};

@@ -2,8 +2,9 @@
 //! in log space, central finite differences, direct GP conditioning, a second backend, thread counts.
 
 use super::jacobian::{JacScratch, log_volume, robust};
+use super::params::full_lengthscales;
 use super::*;
-use crate::estimator::{Predict, Prediction};
+use crate::estimator::{Params, Predict, Prediction};
 use bke_linalg::{Backend, DefaultBackend, Mat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -3,7 +3,7 @@
 //! ([`WeightedKernel`]), and Gram matrices of many kernels from one matrix of pairwise distances per
 //! family ([`Distances`]).
 
-use super::KernelFamily;
+use super::stationary::KernelFamily;
 use crate::Points;
 use bke_linalg::Mat;
 use rayon::prelude::*;

@@ -1,7 +1,7 @@
 //! Kernels for the density estimator: anything that evaluates `k(x, y) = ⟨ϕ(x), ϕ(y)⟩` and knows the
 //! Jacobian term of seed 003 eq. (6).
 
-use super::Kernel;
+use super::stationary::Kernel;
 use crate::{CoreError, check_positive};
 
 /// A positive-definite kernel `k(x, y) = ⟨ϕ(x), ϕ(y)⟩` with the pull-back Jacobian of seed 003 eq. (6):

@@ -3,7 +3,7 @@
 //! L-BFGS on the marginal likelihood when asked), prediction of `f`, and model files (kind
 //! `ttblr`).
 
-use super::{
+use super::features::{
     FeatureData, Scales, TtblrForm, WeightPosterior, feature_log_marginal, feature_log_marginal_value,
     weight_posterior,
 };

@@ -2,7 +2,8 @@
 //! data (learning the hyperparameters first when `learn` selects any), and the result predicts `f`
 //! (seed 004 Thm 5.3) and is written to and read from model files (kind `ttgp`).
 
-use super::{Grams, LogMarginal, Mode, TtgpParams, evaluate, log_marginal, scalars, validate};
+use super::marginal::{Grams, LogMarginal, Mode, evaluate, log_marginal, scalars, validate};
+use super::params::{MarginalForm, TtgpParams};
 use crate::DmeError;
 use crate::data::TaskData;
 use crate::learn::{Report, best_start, multi_start, tie_lambda_grad, tie_lambda_map};
@@ -201,7 +202,7 @@ impl Predict for Ttgp {
 /// `"format": "bke-dme-ttgp-1"` beside these fields).
 #[derive(Serialize, Deserialize)]
 struct TtgpRecord {
-    form: super::MarginalForm,
+    form: MarginalForm,
     hyperparameters: TtgpParams,
     x: Vec<Vec<f64>>,
     y: Vec<Vec<f64>>,

@@ -24,10 +24,13 @@
 //! the kernel derivatives are contracted with entry by entry: `∂K` needs `M` (a solve and a
 //! symmetric product), `∂L̃` a solve with `P` of the `n × m` matrix `KAW`, `∂L` one more product.
 
-use super::{MarginalForm, TtgpParams};
+use super::params::{MarginalForm, TtgpParams};
 use crate::DmeError;
 use crate::data::TaskData;
-use crate::ops::{add_diag, chol, chol_inverse, frob, mm, mv, trace};
+use crate::ops::{
+    add_diag, chol, chol_inverse, contract_params, contract_params_symmetric, frob, mm, mv, trace,
+};
+use bke_core::budget::Bytes;
 use bke_core::numeric::{LN_2PI, dot};
 use bke_linalg::{Backend, Mat, Trans};
 
@@ -326,4 +329,83 @@ pub fn flops(form: MarginalForm, n: usize, m: usize) -> f64 {
         MarginalForm::Full => map + 2.0 * m.powi(3) + n * m * m,
         MarginalForm::Alternative => 11.0 * n.powi(3) + 9.0 * n * n * m,
     }
+}
+
+/// A log marginal likelihood and its gradient with respect to the log-parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogMarginal {
+    /// `log p(z̃)`.
+    pub value: f64,
+    /// `∂ log p(z̃)/∂ log θ` in the layout of [`TtgpParams::log_params`].
+    pub gradient: Vec<f64>,
+}
+
+pub(super) fn scalars(h: &TtgpParams) -> Scalars {
+    Scalars { sigma: h.sigma, lambda: h.lambda, epsilon: h.epsilon }
+}
+
+pub(super) fn validate(data: &TaskData, h: &TtgpParams) -> Result<(), DmeError> {
+    bke_core::Params::validate(h)?;
+    h.check_dims(data.x.dim(), data.y.dim())?;
+    check_budget(data.n(), data.m())
+}
+
+/// Refuses a TTGP whose dense matrices cannot fit in memory: the `n × n` Gram matrices of `k` and
+/// `ℓ`, their factors and adjoints, the `n × m` cross-covariance and its adjoint, the `m × m`
+/// task covariance and its factor.
+pub(crate) fn check_budget(n: usize, m: usize) -> Result<(), DmeError> {
+    let setting = format!("n = {n} transformation pairs (or inducing points) and m = {m} task points");
+    let (nn, nm, mm) = (n.saturating_mul(n), n.saturating_mul(m), m.saturating_mul(m));
+    let bytes = Bytes::f64s(nn).times(6).plus(Bytes::f64s(nm).times(3)).plus(Bytes::f64s(mm).times(3));
+    Ok(bke_core::budget::check(&setting, bytes)?)
+}
+
+/// `log p(z̃)` of the form `hyper.form` (no gradient).
+pub fn log_marginal_value<B: Backend>(data: &TaskData, hyper: &TtgpParams) -> Result<f64, DmeError> {
+    validate(data, hyper)?;
+    let form = hyper.form;
+    let g = Grams::new(data, hyper, form)?;
+    Ok(evaluate::<B>(&g, &data.z_tilde, scalars(hyper), form, Mode::Value)?.value)
+}
+
+/// `log p(z̃)` of the form `hyper.form` and its gradient with respect to the log-parameters.
+pub fn log_marginal<B: Backend>(data: &TaskData, hyper: &TtgpParams) -> Result<LogMarginal, DmeError> {
+    validate(data, hyper)?;
+    let form = hyper.form;
+    let g = Grams::new(data, hyper, form)?;
+    let e = evaluate::<B>(&g, &data.z_tilde, scalars(hyper), form, Mode::Gradient)?;
+    let adj = e.adj.expect("gradient mode");
+    let mut grad = contract_params_symmetric(&hyper.kernel_x, &data.x, &adj.gk);
+    let mut gy = contract_params_symmetric(&hyper.kernel_y, &data.y, &adj.gl);
+    let gyt = contract_params(&hyper.kernel_y, &data.y, &data.y_tilde, &adj.glt);
+    gy.iter_mut().zip(&gyt).for_each(|(a, b)| *a += b);
+    if let Some(gltt) = &adj.gltt {
+        let g3 = contract_params_symmetric(&hyper.kernel_y, &data.y_tilde, gltt);
+        gy.iter_mut().zip(&g3).for_each(|(a, b)| *a += b);
+    }
+    grad.extend(gy);
+    grad.extend([adj.d_log_sigma, adj.d_log_lambda, adj.d_log_epsilon]);
+    Ok(LogMarginal { value: e.value, gradient: grad })
+}
+
+/// The dense `m × m` covariance of `z̃` under `hyper.form` (`Alternative` gives the `Map`
+/// covariance, which it represents). For tests and small problems: `O(m²)` memory.
+pub fn marginal_covariance<B: Backend>(data: &TaskData, hyper: &TtgpParams) -> Result<Mat, DmeError> {
+    validate(data, hyper)?;
+    let g = Grams::new(data, hyper, MarginalForm::Full)?;
+    let (n, m) = (data.n(), data.m());
+    let (_, a) = transform::<B>(&g.l, &g.lt, hyper.lambda)?;
+    let ka = mm::<B>(&g.k, Trans::No, &a, Trans::No)?;
+    let mut c = mm::<B>(&a, Trans::Yes, &ka, Trans::No)?;
+    c.as_mut_slice().iter_mut().for_each(|v| *v *= hyper.gamma2(m));
+    if hyper.form == MarginalForm::Full {
+        let beta2 = hyper.beta2(n);
+        let lta = mm::<B>(&g.lt, Trans::Yes, &a, Trans::No)?;
+        let ltt = g.ltt.as_ref().expect("built with Full");
+        for ((cv, l), q) in c.as_mut_slice().iter_mut().zip(ltt.as_slice()).zip(lta.as_slice()) {
+            *cv += beta2 * (l - q);
+        }
+    }
+    add_diag(&mut c, hyper.sigma * hyper.sigma);
+    Ok(c)
 }

@@ -13,10 +13,10 @@ use bke_linalg::{DefaultBackend, Mat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
-use std::fmt::Write as _;
 
 use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
+use crate::table::write_columns;
 
 fn normal_pdf(x: f64, m: f64, v: f64) -> f64 {
     (-(x - m).powi(2) / (2.0 * v)).exp() / (2.0 * std::f64::consts::PI * v).sqrt()
@@ -86,11 +86,11 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let learned_sym = sym(&learned);
     let truth: Vec<f64> = grid.iter().map(|&w| rho(w)).collect();
     let truth_sym = sym(&truth);
-    let mut csv = String::from("omega,learned_symmetrised,true_symmetrised\n");
-    for i in 0..grid.len() {
-        writeln!(csv, "{},{},{}", grid[i], learned_sym[i], truth_sym[i])?;
-    }
-    bke_core::model_file::write_atomic(dir.join("spectral.csv"), csv)?;
+    write_columns(
+        dir.join("spectral.csv"),
+        "omega,learned_symmetrised,true_symmetrised",
+        &[&grid, &learned_sym, &truth_sym],
+    )?;
     // Local maxima of the learned symmetrised density on ω ≥ 0.
     let half: Vec<(f64, f64)> =
         grid.iter().zip(&learned_sym).filter(|(w, _)| **w >= 0.0).map(|(w, v)| (*w, *v)).collect();
@@ -113,11 +113,11 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let kt: Vec<f64> = ts.iter().map(|&t| k_true(t)).collect();
     let rmse =
         |a: &[f64]| (a.iter().zip(&kt).map(|(x, y)| (x - y).powi(2)).sum::<f64>() / kt.len() as f64).sqrt();
-    let mut csv = String::from("t,true,true_frequencies_rff,bank_features,bank_mixture\n");
-    for i in 0..ts.len() {
-        writeln!(csv, "{},{},{},{},{}", ts[i], kt[i], k_rff[i], k_feat[i], k_mix[i])?;
-    }
-    bke_core::model_file::write_atomic(dir.join("kernel.csv"), csv)?;
+    write_columns(
+        dir.join("kernel.csv"),
+        "t,true,true_frequencies_rff,bank_features,bank_mixture",
+        &[&ts, &kt, &k_rff, &k_feat, &k_mix],
+    )?;
     let pts = |xs: &[f64], ys: &[f64]| xs.iter().copied().zip(ys.iter().copied()).collect::<Vec<_>>();
     let spectral = Figure::new(
         "BaNK (seed 001 Fig. 3): learned spectral density, symmetrised",

@@ -15,14 +15,13 @@
 use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
 use crate::stats::{mean_se, rmse};
-use crate::table::Table;
+use crate::table::{Table, write_columns};
 use bke_core::embedding::{BkeParams, EmbeddingPrior};
 use bke_core::{Kernel, Params, Points, Predict};
 use bke_linalg::{Backend, Faer, Mat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
-use std::fmt::Write as _;
 
 /// The mixture `(weight, mean, sd)` of the data (our choice; the seed does not give it).
 const MIX: [(f64, f64, f64); 2] = [(0.5, -1.0, 0.5), (0.5, 1.5, 0.5)];
@@ -108,21 +107,11 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let prior = prior_draws(&grid_x, 3, &mut rng)?;
     let x = draws(N, &mut rng);
     let f = fit(&x, &grid, &grid_x)?;
-    let mut csv = String::from("x,prior_1,prior_2,prior_3,empirical,posterior_mean,lower95,upper95,true\n");
-    for i in 0..grid_x.len() {
-        let row = [
-            prior[0][i],
-            prior[1][i],
-            prior[2][i],
-            f.empirical[i],
-            f.mean[i],
-            f.lower[i],
-            f.upper[i],
-            truth[i],
-        ];
-        writeln!(csv, "{},{}", grid_x[i], row.map(|v| v.to_string()).join(","))?;
-    }
-    bke_core::model_file::write_atomic(dir.join("fig1.csv"), csv)?;
+    write_columns(
+        dir.join("fig1.csv"),
+        "x,prior_1,prior_2,prior_3,empirical,posterior_mean,lower95,upper95,true",
+        &[&grid_x, &prior[0], &prior[1], &prior[2], &f.empirical, &f.mean, &f.lower, &f.upper, &truth],
+    )?;
     let rug_y = -0.06;
     let rug = Series::markers("observations (rug)", x.iter().map(|&v| (v, rug_y)).collect()).color(6);
     let mut a = Figure::new(

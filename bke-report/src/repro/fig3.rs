@@ -21,6 +21,7 @@
 
 use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
+use crate::table::write_columns;
 use bke_core::Params;
 use bke_core::Points;
 use bke_core::bayes::{HyperDraws, SampleParams, witness_posterior};
@@ -93,15 +94,11 @@ fn one(
     let params = draws.params();
     let w = witness_posterior::<Faer>(&p, &q, grid, None, &params, 0.8, 11)?;
     let seconds = t0.elapsed().as_secs_f64();
-    let mut csv = String::from("x,mean,median,lower80,upper80,prob_positive\n");
-    for i in 0..xs.len() {
-        writeln!(
-            csv,
-            "{},{},{},{},{},{}",
-            xs[i], w.mean[i], w.median[i], w.lower[i], w.upper[i], w.prob_positive[i]
-        )?;
-    }
-    bke_core::model_file::write_atomic(out.join(format!("fig3_{setting}_n{n}.csv")), csv)?;
+    write_columns(
+        out.join(format!("fig3_{setting}_n{n}.csv")),
+        "x,mean,median,lower80,upper80,prob_positive",
+        &[xs, &w.mean, &w.median, &w.lower, &w.upper, &w.prob_positive],
+    )?;
     let th = draws.lengthscale_summary(0);
     let figure = Figure::new(
         &format!(
@@ -114,19 +111,10 @@ fn one(
     .with(Series::band("80 % band (θ integrated out)", xs, w.lower.clone(), w.upper.clone()).color(0))
     .with(Series::line("posterior mean", xs.iter().copied().zip(w.mean.iter().copied()).collect()).color(0))
     .with(Series::hline("0", 0.0).color(6));
-    let tau = draws.tau2_summary();
+    let posterior = posterior_columns(&draws).map(|v| v.to_string()).join(",");
     writeln!(
         csv_summary,
-        "{setting},{n},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}",
-        th.q50,
-        th.q05,
-        th.q95,
-        th.rhat,
-        th.ess_bulk,
-        tau.q50,
-        tau.q05,
-        tau.q95,
-        tau.rhat,
+        "{setting},{n},{posterior},{},{},{},{},{:.3}",
         draws.nuts.divergences(),
         draws.nuts.max_depth_hits(opts.nuts.max_depth),
         draws.nuts.chains.iter().map(|c| c.step_size).fold(f64::INFINITY, f64::min),
@@ -135,6 +123,13 @@ fn one(
     )?;
     let warnings = draws.warnings();
     Ok(Outcome { figure, fraction_excluding: w.fraction_excluding_zero(), draws, seconds, warnings })
+}
+
+/// The posterior summaries of the summary CSV: the lengthscale's median, 5 % and 95 % quantiles, R̂
+/// and bulk ESS, then τ²'s median, quantiles and R̂.
+fn posterior_columns(draws: &HyperDraws) -> [f64; 9] {
+    let (th, tau) = (draws.lengthscale_summary(0), draws.tau2_summary());
+    [th.q50, th.q05, th.q95, th.rhat, th.ess_bulk, tau.q50, tau.q05, tau.q95, tau.rhat]
 }
 
 /// Runs the reproduction, writing `fig3_{setting}_n{n}.csv` and `fig3_summary.csv` under `out` and
@@ -169,19 +164,10 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
             .seed("For n = 400 the 80 % bands exclude 0 over much of the range; for n = 50 they rarely do.");
         for n in ns {
             let o = one(out, n, setting, &grid, &xs, &mut summary, sizes)?;
-            let th = o.draws.lengthscale_summary(0);
-            let tau = o.draws.tau2_summary();
+            let [l50, l05, l95, l_rhat, l_ess, t50, t05, t95, _] = posterior_columns(&o.draws);
             section.push_measured(format!(
-                "n = {n}: lengthscale {:.3} [{:.3}, {:.3}] (R̂ {:.3}, ESS {:.0}), τ² {:.3e} [{:.3e}, {:.3e}], \
-                 divergences {}, band excludes 0 on {:.0} % of [−4, 4] ({:.1} s)",
-                th.q50,
-                th.q05,
-                th.q95,
-                th.rhat,
-                th.ess_bulk,
-                tau.q50,
-                tau.q05,
-                tau.q95,
+                "n = {n}: lengthscale {l50:.3} [{l05:.3}, {l95:.3}] (R̂ {l_rhat:.3}, ESS {l_ess:.0}), τ² {t50:.3e} \
+                 [{t05:.3e}, {t95:.3e}], divergences {}, band excludes 0 on {:.0} % of [−4, 4] ({:.1} s)",
                 o.draws.nuts.divergences(),
                 100.0 * o.fraction_excluding,
                 o.seconds

@@ -8,14 +8,13 @@
 
 use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
-use crate::table::Table;
+use crate::table::{Table, write_columns};
 use bke_core::hypothesis::{LengthscaleSelection, WitnessParams};
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
-use std::fmt::Write as _;
 
 fn laplace(rng: &mut ChaCha8Rng, b: f64) -> f64 {
     let u: f64 = rng.random::<f64>() - 0.5;
@@ -49,15 +48,11 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         let w = fitted.witness::<Faer>(&grid)?;
         let theta = fitted.lengthscale();
         let excl = w.lower.iter().zip(&w.upper).filter(|(l, u)| **l > 0.0 || **u < 0.0).count();
-        let mut csv = String::from("x,mean,lower,upper,sd,empirical\n");
-        for i in 0..grid_x.len() {
-            writeln!(
-                csv,
-                "{},{},{},{},{},{}",
-                grid_x[i], w.mean[i], w.lower[i], w.upper[i], w.sd[i], w.empirical[i]
-            )?;
-        }
-        bke_core::model_file::write_atomic(out.join(format!("witness_n{n}.csv")), csv)?;
+        write_columns(
+            out.join(format!("witness_n{n}.csv")),
+            "x,mean,lower,upper,sd,empirical",
+            &[&grid_x, &w.mean, &w.lower, &w.upper, &w.sd, &w.empirical],
+        )?;
         let fig = Figure::new(
             &format!("Witness μ_P − μ_Q, n = {n} per sample, θ = {theta:.3} (BKL), 80 % band"),
             "x (data units)",
