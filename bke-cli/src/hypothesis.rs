@@ -134,7 +134,7 @@ pub struct MmdArgs {
     pub null: String,
     /// Aggregated tests: dense Gram matrices at every size (the published MMDAgg/MMD-FUSE statistics,
     /// O(N²B) per kernel) instead of Nyström factors above 512 pooled points.
-    #[arg(long, default_value_t = MmdParams::default().dense)]
+    #[arg(long)]
     pub dense: bool,
     #[command(flatten)]
     pub common: Common,

@@ -81,7 +81,6 @@ fn per_command() -> Vec<(&'static str, &'static str, String)> {
         ("bke test mmd", "seed", s(mmd.seed)),
         ("bke test mmd", "statistic", s(mmd.statistic.name())),
         ("bke test mmd", "null", s(mmd.null.name())),
-        ("bke test mmd", "dense", s(mmd.dense)),
         ("bke test hsic", "permutations", s(hsic.permutations)),
         ("bke test hsic", "alpha", s(hsic.alpha)),
         ("bke test hsic", "seed", s(hsic.seed)),
