@@ -321,7 +321,7 @@ impl Relabellings {
 
     /// Number of draws.
     pub fn len(&self) -> usize {
-        if self.n == 0 { 0 } else { self.subsets.len() / self.n }
+        self.subsets.len().checked_div(self.n).unwrap_or(0)
     }
 
     /// Whether there are no draws.
