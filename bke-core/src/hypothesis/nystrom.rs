@@ -23,8 +23,8 @@
 //! Per kernel: `R²` kernel evaluations and `R r²` flops for the pivoted Cholesky, `N r` evaluations and
 //! `N r²` flops for `Φᵀ`, and `2 N r B` flops for the `B` relabellings (`ΦᵀU`, [`super::MmdPermutation`])
 //! — against `N²` evaluations and `2 N² B` flops with the dense Gram matrix. With
-//! `R = max(N/`[`POINTS_PER_LANDMARK`]`, `[`MIN_LANDMARKS`]`)` a collection of `K` kernels costs at most
-//! `K R/N` times one dense kernel's null.
+//! `R = N/`[`POINTS_PER_LANDMARK`] clamped to [[`MIN_LANDMARKS`], [`MAX_LANDMARKS`]] a collection of
+//! `K` kernels costs at most `K R/N` times one dense kernel's null, and memory stays linear in `N`.
 
 use super::kernels::WeightedKernel;
 use crate::{CoreError, Points};
@@ -37,6 +37,9 @@ pub const EXACT_MAX_POINTS: usize = 512;
 pub const POINTS_PER_LANDMARK: usize = 8;
 /// The fewest landmarks of a low-rank Gram matrix.
 pub const MIN_LANDMARKS: usize = 128;
+/// The most landmarks: above `8 · 1024` pooled points the factors' rank stays at 1024, so memory
+/// (`N r` per kernel, one kernel at a time) and the null (`2 N r B`) grow linearly in `N`.
+pub const MAX_LANDMARKS: usize = 1024;
 /// The pivoted Cholesky stops when no landmark's residual variance exceeds this (relative to
 /// `k(l, l) = 1`).
 pub const RESIDUAL_VARIANCE: f64 = 1e-3;
@@ -56,7 +59,7 @@ impl<'a> NystromLandmarks<'a> {
         if n <= EXACT_MAX_POINTS {
             return None;
         }
-        let count = (n / POINTS_PER_LANDMARK).max(MIN_LANDMARKS).min(n);
+        let count = (n / POINTS_PER_LANDMARK).clamp(MIN_LANDMARKS, MAX_LANDMARKS).min(n);
         let canonical = super::select::canonical_order(pooled);
         let idx: Vec<usize> = (0..count).map(|j| j * n / count).collect();
         Some(Self { pooled, landmarks: canonical.select(&idx) })

@@ -17,8 +17,11 @@ use crate::{Choice, CoreError};
 pub enum SelectRule {
     /// The median heuristic.
     Median,
-    /// BKL (ML-II on the BKE marginal pseudolikelihood).
+    /// BKL (ML-II on the BKE marginal pseudolikelihood, over the lengthscales the landmarks and
+    /// the data resolve).
     Bkl,
+    /// The seed's ML-II: the global optimum of the pseudolikelihood over the scan, no limits.
+    MlIi,
     /// MMDAgg (two-sample only).
     Mmdagg,
     /// HSICAgg (independence only).
@@ -89,6 +92,12 @@ impl Choice for SelectRule {
              for HSIC)",
         ),
         (
+            SelectRule::MlIi,
+            "ml-ii",
+            "The seed's ML-II (seed 000 §5): the global optimum of the BKE marginal pseudolikelihood over the \
+             lengthscale scan, without bkl's resolution and median limits",
+        ),
+        (
             SelectRule::Mmdagg,
             "mmdagg",
             "MMDAgg (Schrab et al. 2023): Gaussian and Laplace kernels at 10 bandwidths each, weighted \
@@ -122,6 +131,7 @@ impl LengthscaleSelection {
         let rule = match spec.select {
             SelectRule::Median => Self::Median(spec.median_convention),
             SelectRule::Bkl => Self::Bkl(spec.bkl),
+            SelectRule::MlIi => Self::MlIi(spec.bkl),
             SelectRule::BklBayes => Self::BklBayes(spec.bkl),
             SelectRule::Fuse => Self::Fuse(spec.agg.families),
             SelectRule::Mmdagg if two_sample => Self::Agg(spec.agg),
@@ -155,6 +165,7 @@ impl LengthscaleSelection {
             LengthscaleSelection::Fixed(_) => return None,
             LengthscaleSelection::Median(_) => SelectRule::Median,
             LengthscaleSelection::Bkl(_) => SelectRule::Bkl,
+            LengthscaleSelection::MlIi(_) => SelectRule::MlIi,
             LengthscaleSelection::Agg(_) if test == TestKind::TwoSample => SelectRule::Mmdagg,
             LengthscaleSelection::Agg(_) => SelectRule::Hsicagg,
             LengthscaleSelection::Fuse(_) => SelectRule::Fuse,

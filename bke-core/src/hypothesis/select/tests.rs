@@ -216,3 +216,31 @@ fn bkl_ignores_optima_above_the_median_distance() {
     assert!(far.log_marginal > chosen.1, "{:?} {chosen:?}", r.local_optima);
     assert!(chosen.0 <= b.median_distance && chosen.0 >= b.resolution);
 }
+
+/// The seed's ML-II takes the largest pseudolikelihood anywhere on the scan (the degenerate optimum
+/// below the landmark spacing included), where BKL keeps to the resolved range; it parses as `ml-ii`.
+#[test]
+fn ml_ii_is_the_global_optimum_of_the_scan() {
+    let x = uniform(300, 1, 11);
+    let p = BklParams::default();
+    let s = select(&x, &LengthscaleSelection::MlIi(p.clone()));
+    let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
+    let best = r
+        .scan
+        .iter()
+        .map(|v| v.log_marginal)
+        .chain(r.local_optima.iter().map(|o| o.log_marginal))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let summary = s.bkl.as_ref().unwrap();
+    assert_eq!(summary.log_marginal, best);
+    let bkl = select(&x, &LengthscaleSelection::Bkl(p));
+    assert!(bkl.bkl.as_ref().unwrap().log_marginal <= best);
+    let spec = SelectionSpec {
+        select: "ml-ii".parse().unwrap(),
+        median_convention: MedianConvention::Muandet,
+        bkl: BklParams::default(),
+        agg: AggParams::default(),
+    };
+    let rule = LengthscaleSelection::parse(spec, TestKind::Independence).unwrap();
+    assert_eq!(rule.name(TestKind::Independence), "ml-ii");
+}
