@@ -198,53 +198,53 @@ impl<'a> MmdPermutation<'a> {
         }
         let draws = relabellings.len();
         let big_n = self.pooled_len();
-        let bs = batch.clamp(1, draws.max(1));
-        // U starts at zero and every batch resets only the entries it set
-        // U starts at zero; after each batch only the entries it set are reset
-        let mut u = Mat::zeros(big_n, bs);
         let factor = match self.k {
             PooledGram::Dense(k) | PooledGram::Factor(k) => k,
         };
         let rows = factor.nrows();
+        // the indicator columns: shared by every kernel when the relabellings hold them, else filled
+        // per batch into `u` (zero at the start; after each batch only the entries it set are reset)
+        let cached = relabellings.indicators.as_ref();
+        let bs = if cached.is_some() { draws.max(1) } else { batch.clamp(1, draws.max(1)) };
+        let mut u = Mat::zeros(if cached.is_some() { 0 } else { big_n }, bs);
         let mut ku = Mat::zeros(rows, bs);
-        let mut sd = vec![(0.0, 0.0); bs];
         let mut out = Vec::with_capacity(draws);
         let mut start = 0;
         while start < draws {
             let len = bs.min(draws - start);
-            let ucols = &mut u.as_mut_slice()[..big_n * len];
-            ucols.par_chunks_mut(big_n).zip(sd[..len].par_iter_mut()).enumerate().for_each(
-                |(c, (col, sdx))| {
-                    let (mut s, mut dx) = (0.0, 0.0);
-                    for &i in relabellings.subset(start + c) {
-                        let i = i as usize;
-                        col[i] = 1.0;
-                        s += self.rowsum[i];
-                        dx += self.diag[i];
-                    }
-                    *sdx = (s, dx);
-                },
-            );
-            let uview = bke_linalg::MatRef::from_slice(&u.as_slice()[..big_n * len], big_n, len, big_n)?;
+            if cached.is_none() {
+                u.as_mut_slice()[..big_n * len].par_chunks_mut(big_n).enumerate().for_each(|(c, col)| {
+                    relabellings.subset(start + c).iter().for_each(|&i| col[i as usize] = 1.0);
+                });
+            }
+            let uview = match cached {
+                Some(all) => all.as_ref().submatrix(0, start, big_n, len),
+                None => bke_linalg::MatRef::from_slice(&u.as_slice()[..big_n * len], big_n, len, big_n)?,
+            };
             let kuview =
                 bke_linalg::MatMut::from_slice(&mut ku.as_mut_slice()[..rows * len], rows, len, rows)?;
             B::gemm(1.0, factor.as_ref(), Trans::No, uview, Trans::No, 0.0, kuview)?;
             let batch: Vec<f64> = (0..len)
                 .into_par_iter()
+                .with_min_len(32)
                 .map(|c| {
-                    // uᵀ(Ku) for the dense K; ‖Φᵀu‖² for the factor
+                    let chosen = relabellings.subset(start + c);
+                    let s: f64 = chosen.iter().map(|&i| self.rowsum[i as usize]).sum();
+                    let dx: f64 = chosen.iter().map(|&i| self.diag[i as usize]).sum();
+                    // uᵀ(Ku) = Σ_{i chosen} (Ku)_i for the dense K; ‖Φᵀu‖² for the factor
                     let q: f64 = match self.k {
-                        PooledGram::Dense(_) => u.col(c).iter().zip(ku.col(c)).map(|(a, b)| a * b).sum(),
+                        PooledGram::Dense(_) => chosen.iter().map(|&i| ku.col(c)[i as usize]).sum(),
                         PooledGram::Factor(_) => ku.col(c).iter().map(|a| a * a).sum(),
                     };
-                    let (s, dx) = sd[c];
                     self.statistic(q, s, dx, statistic)
                 })
                 .collect();
             out.extend_from_slice(&batch);
-            u.as_mut_slice()[..big_n * len].par_chunks_mut(big_n).enumerate().for_each(|(c, col)| {
-                relabellings.subset(start + c).iter().for_each(|&i| col[i as usize] = 0.0);
-            });
+            if cached.is_none() {
+                u.as_mut_slice()[..big_n * len].par_chunks_mut(big_n).enumerate().for_each(|(c, col)| {
+                    relabellings.subset(start + c).iter().for_each(|&i| col[i as usize] = 0.0);
+                });
+            }
             start += len;
         }
         Ok(out)
@@ -301,7 +301,13 @@ pub struct Relabellings {
     pooled: usize,
     n: usize,
     subsets: Vec<u32>,
+    /// The indicator matrix `U` (`pooled × draws`), when it fits [`INDICATOR_BUDGET`]: built once,
+    /// multiplied by every kernel of a collection.
+    indicators: Option<Mat>,
 }
+
+/// The most entries of a cached indicator matrix `U` (256 MB); above, each kernel fills its batches.
+pub const INDICATOR_BUDGET: usize = 1 << 25;
 
 impl Relabellings {
     /// The draws `range` of `n`-subsets of `0..pooled`.
@@ -316,7 +322,15 @@ impl Relabellings {
                 },
             );
         }
-        Self { pooled, n, subsets }
+        let mut out = Self { pooled, n, subsets, indicators: None };
+        if pooled * range.len() <= INDICATOR_BUDGET {
+            let mut u = Mat::zeros(pooled, range.len());
+            u.as_mut_slice().par_chunks_mut(pooled.max(1)).enumerate().for_each(|(c, col)| {
+                out.subset(c).iter().for_each(|&i| col[i as usize] = 1.0);
+            });
+            out.indicators = Some(u);
+        }
+        out
     }
 
     /// Number of draws.
