@@ -361,6 +361,23 @@ fn finite(what: &str, v: &[f64]) -> Result<(), CoreError> {
     }
 }
 
+/// Largest magnitude of a stored posterior value: squares and products of larger values overflow
+/// in a prediction (a fitted model on standardised data never comes near it).
+const MAX_STORED: f64 = 1e150;
+
+/// [`finite`], and every value within ±[`MAX_STORED`].
+fn bounded(what: &str, v: &[f64]) -> Result<(), CoreError> {
+    finite(what, v)?;
+    match v.iter().position(|x| x.abs() > MAX_STORED) {
+        Some(i) => Err(bad_model(format!(
+            "{what} holds {:e} at index {i}, beyond ±{MAX_STORED:e}: its products overflow, so the file \
+             is corrupt; refit the model",
+            v[i]
+        ))),
+        None => Ok(()),
+    }
+}
+
 impl BankModel {
     fn validate_spectral(&self, s: &SpectralSample) -> Result<(), CoreError> {
         let (d, m) = (self.dim, self.frequencies);
@@ -380,8 +397,8 @@ impl BankModel {
                     if s.mean.len() != f || s.factor.len() != f * (f + 1) / 2 {
                         return Err(bad_model("a regression sample has the wrong size"));
                     }
-                    finite("posterior mean", &s.mean)?;
-                    finite("posterior factor", &s.factor)?;
+                    bounded("posterior mean", &s.mean)?;
+                    bounded("posterior factor", &s.factor)?;
                     if !(s.an > 1.0 && s.bn > 0.0 && s.bn.is_finite()) {
                         return Err(bad_model("a regression sample needs a_n > 1 and b_n > 0"));
                     }

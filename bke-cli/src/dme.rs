@@ -190,6 +190,8 @@ fn load(d: &DataArgs, need_xy: bool) -> anyhow::Result<Loaded> {
         ),
     };
     let z_tilde = zt.column(zj);
+    let (lo, hi) = z_tilde.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+    io::table::check_scale(&zt.path, &zt.names[zj], lo, hi)?;
     if z_tilde.len() != y_tilde.len() {
         bail!(
             "--ytilde {} has {} rows but --ztilde {} has {}: they must pair up row by row",

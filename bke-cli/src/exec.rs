@@ -7,7 +7,7 @@
 //! available memory): work that needs more is refused up front, naming the setting that made it
 //! large, instead of aborting in the allocator.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use bke_core::{Choice, Estimator};
 use bke_linalg::{Backend, BackendKind};
 use clap::Args;
@@ -25,13 +25,23 @@ pub struct ExecArgs {
     /// Linear-algebra backend: faer, nalgebra or openblas (when compiled in; see `bke backends`).
     #[arg(long, default_value = BackendKind::default_kind().name())]
     pub backend: String,
-    /// Worker threads, at least 1 [default: all cores]. Results do not depend on it.
-    #[arg(long)]
+    /// Worker threads, at least 1 and at most 4 × the cores (at least 8, at most 1024) [default: all
+    /// cores]. Results do not depend on it.
+    #[arg(long, value_parser = parse_threads)]
     pub threads: Option<usize>,
     /// Refuse work that needs more memory than this (bytes, or e.g. 512M, 8G) [default: the
     /// available memory].
     #[arg(long, value_parser = bke_core::budget::parse_size)]
     pub max_memory: Option<u64>,
+}
+
+/// `--threads`: a count of at least 1 and at most [`bke_core::budget::max_threads`], refused at
+/// parse time (before any data is read) when it is far above the machine's cores.
+fn parse_threads(text: &str) -> Result<usize, String> {
+    let t: usize = text.trim().parse().map_err(|_| {
+        format!("'{text}' is not a number of worker threads: use a whole number of at least 1")
+    })?;
+    bke_core::budget::check_threads("--threads", t)
 }
 
 impl Default for ExecArgs {
@@ -52,9 +62,8 @@ impl ExecArgs {
         bke_core::budget::set_limit(self.max_memory);
         match self.threads {
             None => f(),
-            Some(0) => bail!("--threads must be at least 1 (omit it to use all cores)"),
             Some(t) => rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
+                .num_threads(bke_core::budget::check_threads("--threads", t).map_err(anyhow::Error::msg)?)
                 .build()
                 .with_context(|| format!("cannot start {t} worker threads"))?
                 .install(f),

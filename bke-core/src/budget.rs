@@ -86,6 +86,39 @@ fn check_against(setting: &str, bytes: Bytes, limit: Option<(u64, &str)>) -> Res
     }
 }
 
+/// The most worker threads a command may start: 4 × the machine's cores, at least 8 and at most
+/// 1024. More threads than that only add start-up and scheduling cost (a pool of 10⁶ threads takes
+/// minutes to start), never speed.
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    max_threads_for(cores)
+}
+
+fn max_threads_for(cores: usize) -> usize {
+    cores.saturating_mul(4).clamp(8, 1024)
+}
+
+/// Checks a requested worker count `threads` (named `setting`, e.g. `"--threads"` or `"n_jobs"`):
+/// at least 1 and at most [`max_threads`]. The error says what to use instead.
+pub fn check_threads(setting: &str, threads: usize) -> Result<usize, String> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    check_threads_for(setting, threads, cores)
+}
+
+fn check_threads_for(setting: &str, threads: usize, cores: usize) -> Result<usize, String> {
+    let max = max_threads_for(cores);
+    if threads == 0 {
+        return Err(format!("{setting} must be at least 1 (omit it to use all cores)"));
+    }
+    if threads > max {
+        return Err(format!(
+            "{setting} = {threads} is far more worker threads than this machine's {cores} core(s): use at \
+             most {max} (4 × the cores, at least 8, at most 1024), or omit it to use all cores"
+        ));
+    }
+    Ok(threads)
+}
+
 /// A size such as `4096`, `512M`, `2G`, `1.5T` (powers of 1024) in bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -134,6 +167,18 @@ mod tests {
         assert!(e.contains("--max-memory"), "{e}");
         assert!(check_against("draws = 10", Bytes::f64s(10), limit).is_ok());
         assert!(check("nothing", Bytes(0)).is_ok());
+    }
+
+    #[test]
+    fn refuses_thread_counts_far_above_the_cores() {
+        assert_eq!(check_threads_for("--threads", 1, 2), Ok(1));
+        assert_eq!(check_threads_for("--threads", 8, 1), Ok(8));
+        assert_eq!(check_threads_for("--threads", 64, 16), Ok(64));
+        let e = check_threads_for("--threads", 1_000_000, 2).unwrap_err();
+        assert!(e.contains("--threads = 1000000") && e.contains("2 core") && e.contains("at most 8"), "{e}");
+        assert!(check_threads_for("n_jobs", 2000, 4096).unwrap_err().contains("at most 1024"));
+        assert!(check_threads_for("--threads", 0, 4).unwrap_err().contains("at least 1"));
+        assert!(max_threads() >= 8 && max_threads() <= 1024);
     }
 
     #[test]

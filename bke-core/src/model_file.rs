@@ -130,8 +130,36 @@ pub fn from_str<M: ModelFile>(text: &str, source: &str) -> Result<Saved<M>, Core
             }
         },
     };
+    check_columns(&saved.columns, saved.target.as_deref()).map_err(fail)?;
     saved.model.validate().map_err(|e| fail(format!("invalid model: {e}")))?;
     Ok(saved)
+}
+
+/// The fields `columns` and `target` of every kind: non-empty names, each once, the target not
+/// among the inputs (a prediction picks the columns by name, so a repeated name is ambiguous).
+fn check_columns(columns: &[String], target: Option<&str>) -> Result<(), String> {
+    for (i, c) in columns.iter().enumerate() {
+        if c.trim().is_empty() {
+            return Err(format!(
+                "invalid field `columns`: entry {i} is an empty name; the file is corrupt: refit the model"
+            ));
+        }
+        if let Some(j) = columns[..i].iter().position(|d| d == c) {
+            return Err(format!(
+                "invalid field `columns`: the name '{c}' appears twice (entries {j} and {i}); column names \
+                 must be unique: the file is corrupt, refit the model"
+            ));
+        }
+    }
+    if let Some(t) = target {
+        if columns.iter().any(|c| c == t) {
+            return Err(format!(
+                "invalid field `target`: '{t}' is also one of the input `columns`; the file is corrupt: \
+                 refit the model"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Writes the model file atomically ([`write_atomic`]).
@@ -321,6 +349,25 @@ mod tests {
         let e = from_str::<Toy>(r#"{"x": 1}"#, "x.json").unwrap_err().to_string();
         assert!(e.contains("not a bke model file"), "{e}");
         assert!(from_str::<Toy>("{", "x.json").unwrap_err().to_string().contains("not a JSON"));
+    }
+
+    #[test]
+    fn refuses_repeated_or_empty_column_names_and_a_target_among_them() {
+        let text = |cols: &[&str], target: Option<&str>| {
+            let saved = Saved {
+                columns: cols.iter().map(|c| c.to_string()).collect(),
+                target: target.map(String::from),
+                model: Toy { scale: 0.5 },
+            };
+            to_string(&saved).unwrap()
+        };
+        let e = from_str::<Toy>(&text(&["a", "b", "a"], None), "m.json").unwrap_err().to_string();
+        assert!(e.contains("m.json") && e.contains("`columns`") && e.contains("'a' appears twice"), "{e}");
+        let e = from_str::<Toy>(&text(&["a", ""], None), "m.json").unwrap_err().to_string();
+        assert!(e.contains("`columns`") && e.contains("empty"), "{e}");
+        let e = from_str::<Toy>(&text(&["a", "y"], Some("y")), "m.json").unwrap_err().to_string();
+        assert!(e.contains("`target`"), "{e}");
+        assert!(from_str::<Toy>(&text(&["a", "b"], Some("y")), "m.json").is_ok());
     }
 
     #[test]

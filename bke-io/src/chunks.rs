@@ -136,6 +136,15 @@ impl PointChunks {
                     values.chunks_exact(self.width).flat_map(|r| self.idx.iter().map(|&j| r[j])).collect()
                 };
             self.note.observe(&data);
+            let d = self.idx.len().max(1);
+            for (k, name) in self.selected.iter().enumerate() {
+                let (lo, hi) = data
+                    .iter()
+                    .skip(k)
+                    .step_by(d)
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+                crate::table::check_scale(&self.shown, name, lo, hi)?;
+            }
             return Ok(Some(Points::new(&self.shown, data, self.idx.len().max(1))?));
         }
     }

@@ -79,6 +79,21 @@ mod tests {
     }
 
     #[test]
+    fn columns_whose_scale_overflows_are_refused_by_name() {
+        let p = write("huge.csv", "a,b\n1e200,0.5\n1.1e200,0.7\n-3,0.1\n");
+        let e = read_points(&p, None).unwrap_err().to_string();
+        assert!(
+            e.contains("column 'a'") && e.contains("the scale overflows") && e.contains("rescale"),
+            "{e}"
+        );
+        // Only the selected columns are checked; chunked reading refuses the same way.
+        assert!(read_points(&p, Some(&["b".to_string()])).is_ok());
+        let mut chunks = crate::PointChunks::open(&p, None).unwrap();
+        let e = chunks.next_chunk().unwrap_err().to_string();
+        assert!(e.contains("column 'a'") && e.contains("the scale overflows"), "{e}");
+    }
+
+    #[test]
     fn reads_and_selects_columns() {
         let p = write("ok.csv", "a,b,c\n1,2,3\n4,5,6\n");
         let t = CsvTable::read(&p).unwrap();

@@ -17,6 +17,26 @@ pub struct CsvTable {
     pub rows: usize,
 }
 
+/// Largest magnitude of a data value a kernel model can use: squared distances (and so kernel
+/// values, bandwidth heuristics and gradients) stay finite with room to spare below it.
+pub const MAX_ABS_VALUE: f64 = 1e150;
+
+/// Errors, naming the column and the file, when a column spanning `[lo, hi]` reaches beyond
+/// ±[`MAX_ABS_VALUE`]: the scale overflows (squared distances exceed the largest float), so every
+/// kernel quantity on it would be ∞ or NaN. An empty column (`lo > hi`) passes.
+pub fn check_scale(path: &str, column: &str, lo: f64, hi: f64) -> anyhow::Result<()> {
+    let big = lo.abs().max(hi.abs());
+    if lo <= hi && big > MAX_ABS_VALUE {
+        anyhow::bail!(
+            "{path}: column '{column}' has values up to {big:e}: the scale overflows (squared \
+             distances between such values exceed the largest float, so kernels, lengthscales and \
+             statistics on it are not finite); rescale the data (e.g. standardise the column: \
+             subtract its mean, divide by its standard deviation) to values within ±{MAX_ABS_VALUE:e}"
+        );
+    }
+    Ok(())
+}
+
 impl CsvTable {
     /// The index of the column called `name`, or an error listing the columns.
     pub fn column_index(&self, name: &str) -> anyhow::Result<usize> {
@@ -40,8 +60,16 @@ impl CsvTable {
     }
 
     /// The columns at the given indices as points.
+    /// Errors when a selected column holds a value beyond ±[`MAX_ABS_VALUE`] (see
+    /// [`check_scale`]).
     pub fn points_at(&self, idx: &[usize]) -> anyhow::Result<Points> {
         let w = self.names.len();
+        for &j in idx {
+            let (lo, hi) = (0..self.rows)
+                .map(|i| self.values[i * w + j])
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            check_scale(&self.path, &self.names[j], lo, hi)?;
+        }
         let data = (0..self.rows).flat_map(|i| idx.iter().map(move |&j| self.values[i * w + j])).collect();
         Ok(Points::new(&self.path, data, idx.len().max(1))?)
     }

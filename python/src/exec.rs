@@ -136,7 +136,10 @@ impl Exec {
                     "n_jobs must be a positive number of worker threads, or -1 (or None) for all cores; got 0",
                 ));
             }
-            Some(k) if k > 0 => Some(k as usize),
+            Some(k) if k > 0 => Some(
+                bke_core::budget::check_threads("n_jobs", usize::try_from(k).unwrap_or(usize::MAX))
+                    .map_err(PyValueError::new_err)?,
+            ),
             Some(k) => Some((cores + 1 + k).max(1) as usize),
         };
         Ok(Self { backend, threads })

@@ -57,6 +57,9 @@ def test_invalid_parameters_raise_value_error_with_library_message():
         bke.KernelEmbedding(backend="nope").fit(x)
     with pytest.raises(ValueError, match="n_jobs must be a positive number"):
         bke.KernelEmbedding(n_jobs=0).fit(x)
+    # A worker count far above the machine's cores is refused at once (issue 34).
+    with pytest.raises(ValueError, match="n_jobs = 1000000 is far more worker threads"):
+        bke.KernelEmbedding(n_jobs=10**6).fit(x)
     with pytest.raises(RuntimeError, match="not fitted yet"):
         bke.KernelEmbedding().posterior(x)
 

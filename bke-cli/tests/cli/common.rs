@@ -18,12 +18,70 @@ pub fn write_in(tag: &str, name: &str, body: &str) -> PathBuf {
     p
 }
 
-/// Runs `bke` with `args`: (success, stdout parsed as JSON or `Null`, stderr).
+/// Runs `bke` with `args`: (success, stdout parsed as JSON or `Null`, stderr). The JSON of a
+/// successful run is checked to hold no `null` where a number belongs ([`assert_no_null`]).
 pub fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_bke")).args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    if out.status.success() && !out.stdout.is_empty() {
+        assert_no_null(&json, &format!("{args:?}"));
+    }
     (out.status.success(), json, stderr)
+}
+
+/// Fields whose value is legitimately `null` (an absent option, not a number): a path not given, a
+/// setting left to its data-driven default (or a prior not used), R-hat of a single chain, the
+/// gradient of a fixed hyperparameter, R-hat/ESS of a fixed (unsampled) parameter, landmarks read
+/// from a file, a time column not given. Known gaps (issue 34, open): `epsilons` (SMC-ABC's first
+/// tolerance, ∞) and `log_density` (−∞ outside the normalisation box of a density) are written
+/// as `null`.
+const OPTIONAL_FIELDS: &[&str] = &[
+    "model",
+    "out",
+    "cv_log_lik",
+    "target",
+    "seed",
+    "time",
+    "landmark_indices",
+    "weight_prior_variance",
+    "tau2_prior",
+    "rhat",
+    "ess",
+    "epsilon",
+    "epsilons",
+    "log_density",
+];
+
+/// Arrays whose entries may be `null` (see [`OPTIONAL_FIELDS`]).
+const NULLABLE_ARRAYS: &[&str] = &["epsilons", "log_density"];
+
+/// Asserts that the JSON of a command holds no `null` where a number belongs: no `null` in an
+/// array, and none in an object except under [`OPTIONAL_FIELDS`] (serde_json writes NaN and ±∞ as
+/// `null`, so a `null` number is a non-finite result reported as success).
+pub fn assert_no_null(json: &serde_json::Value, what: &str) {
+    fn walk(v: &serde_json::Value, path: &str, key: Option<&str>, what: &str) {
+        match v {
+            serde_json::Value::Null => {
+                assert!(
+                    key.is_some_and(|k| OPTIONAL_FIELDS.contains(&k)),
+                    "{what}: null at {path} where a number belongs"
+                );
+            }
+            serde_json::Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    walk(x, &format!("{path}[{i}]"), key.filter(|k| NULLABLE_ARRAYS.contains(k)), what);
+                }
+            }
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    walk(x, &format!("{path}.{k}"), Some(k), what);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(json, "", None, what);
 }
 
 /// The arguments of `bke lfi` that name its inputs: the simulations `sims` (parameter column

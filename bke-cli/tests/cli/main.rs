@@ -11,5 +11,6 @@ mod fuzz_corpus;
 mod hypothesis;
 mod lfi;
 mod reliability;
+mod round3;
 mod sample;
 mod threads;

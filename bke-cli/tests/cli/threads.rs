@@ -59,6 +59,7 @@ fn stdout(args: &[&str], threads: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    crate::common::assert_no_null(&json, &format!("{args:?}"));
     if let Some(m) = json.as_object_mut() {
         m.retain(|k, _| !matches!(k.as_str(), "seconds" | "elapsed_seconds" | "time_seconds"));
     }
@@ -226,6 +227,48 @@ fn every_model_variant_gives_identical_json_on_one_and_two_threads() {
     same_on_one_and_two(
         &[&smc[..], &["--abc-simulations", "400", "--particles", "50", "--seed", "3"]].concat(),
     );
+}
+
+/// `--threads 10⁶` (far above any machine's cores) is refused at once, before any data is read,
+/// naming the flag and the largest allowed value, for every command.
+#[test]
+fn huge_thread_counts_are_refused_within_a_second_everywhere() {
+    let (a, b, r) = data();
+    let [x, y, yt, zt, sims, prior, obs] = dme_data();
+    let lfi = [&crate::common::lfi_inputs(&sims, &prior)[..], &["--observed", &obs][..]].concat();
+    let dme = ["--x", &x, "--y", &y, "--ytilde", &yt, "--ztilde", &zt];
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["embed", "loglik", "--data", &a, "--landmarks", &b, "--lengthscale", "0.8"],
+        vec!["embed", "fit", "--data", &a],
+        vec!["embed", "posterior", "--data", &a, "--at", &b, "--lengthscale", "0.8"],
+        vec!["embed", "sample", "--data", &a],
+        vec!["test", "mmd", "--x", &a, "--y", &b],
+        vec!["test", "hsic", "--x", &a, "--x-columns", "u", "--y", &a, "--y-columns", "v"],
+        vec!["witness", "--x", &a, "--y", &b, "--grid", &b],
+        vec!["bank", "cv", "--data", &r, "--target", "y"],
+        vec!["bank", "fit", "--data", &r, "--target", "y", "--model-out", &b],
+        vec!["bank", "predict", "--model", &a, "--data", &r],
+        vec!["density", "fit", "--data", &a, "--model-out", &b],
+        vec!["density", "eval", "--model", &a, "--at", &a],
+        vec!["density", "sample", "--model", &a, "--n", "5"],
+        vec!["causal", "pc", "--data", &r],
+        [&["dme", "loglik"][..], &dme[..]].concat(),
+        [&["dme", "fit"][..], &dme[..]].concat(),
+        vec!["dme", "predict", "--model", &a, "--at", &yt],
+        lfi,
+    ];
+    for args in commands {
+        let mut all = args.clone();
+        all.extend(["--threads", "1000000"]);
+        let start = std::time::Instant::now();
+        let (ok, _, err) = crate::common::bke(&all);
+        let took = start.elapsed();
+        assert!(!ok && err.contains("--threads = 1000000") && err.contains("at most"), "{args:?}: {err}");
+        assert!(took < std::time::Duration::from_secs(1), "{args:?} took {took:?}");
+    }
+    // A count within the limit is accepted and gives the same JSON as 1 and 2 threads.
+    let mmd = ["test", "mmd", "--x", &a, "--y", &b, "--permutations", "60"];
+    assert_eq!(stdout(&mmd, "1"), stdout(&mmd, "8"));
 }
 
 #[test]

@@ -205,6 +205,23 @@ impl Estimator for KernelStudentTParams {
     ) -> Result<KernelStudentT, CoreError> {
         x.check_len("density training data", 1)?;
         let d = x.dim();
+        if x.len() > 1 {
+            for k in 0..d {
+                let first = x.point(0)[k];
+                if x.iter().all(|p| p[k] == first) {
+                    return Err(CoreError::InvalidChoice {
+                        what: format!(
+                            "a density of data whose column {} is constant (every value is {first})",
+                            k + 1
+                        ),
+                        reason: "the data are a point mass in that column, not a continuous density: its \
+                                 lengthscale, normaliser and likelihood are degenerate; drop the column, or \
+                                 add the measurement noise the values were rounded from"
+                            .into(),
+                    });
+                }
+            }
+        }
         if let Some(a) = params.alpha {
             check_alpha(a, d)?;
         }
@@ -278,5 +295,7 @@ impl KernelStudentTParams {
     }
 }
 
+#[cfg(test)]
+mod degenerate_tests;
 #[cfg(test)]
 mod tests;

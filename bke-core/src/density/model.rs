@@ -414,6 +414,19 @@ impl TryFrom<DensityFile> for KernelStudentT<Kernel> {
     }
 }
 
+impl KernelStudentT<Kernel> {
+    /// Bounds on `log Z_B` over `domain` for a stationary kernel (`0 ≤ k ≤ k(x, x) = 1`): `Ψ_N ⪰ σ₀² I`
+    /// and `φ̃ᵀφ̃ ≤ 1 + N²/(N+β)² ≤ 2` give `0 ≤ Q ≤ 2/σ₀²`, so `log q_k` lies between
+    /// `−e log(γ + 2/σ₀²)` and `−e log γ` (`e = (1+N+α)/2`), and `log Z_B` between those plus
+    /// `log vol(B)`.
+    fn log_z_bounds(&self, domain: &Domain) -> (f64, f64) {
+        let n = self.x.len();
+        let log_vol: f64 = domain.lower.iter().zip(&domain.upper).map(|(a, b)| (b - a).ln()).sum();
+        let (g, e) = (self.niw.gamma(n), self.niw.exponent(n));
+        (log_vol - e * (g + 2.0 / self.niw.sigma0_sq).ln(), log_vol - e * g.ln())
+    }
+}
+
 impl Serialize for KernelStudentT<Kernel> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         DensityFile::from(self).serialize(s)
@@ -445,6 +458,18 @@ impl ModelFile for KernelStudentT<Kernel> {
         self.niw.validate_for_dim(self.x.dim())?;
         if let Some(n) = &self.normalisation {
             n.validate(self.x.dim())?;
+            let (lo, hi) = self.log_z_bounds(&n.domain);
+            let slack = 1.0 + 1e-6 * lo.abs().max(hi.abs());
+            if !(n.log_z >= lo - slack && n.log_z <= hi + slack) {
+                return Err(CoreError::InvalidParameter {
+                    name: "normalisation.log_z".into(),
+                    value: n.log_z,
+                    reason: format!(
+                        "inconsistent with the model: with these data, α, β, σ₀² and box, log Z lies in \
+                         [{lo:.6e}, {hi:.6e}]; the file is corrupt: refit the model"
+                    ),
+                });
+            }
         }
         if let Some(cv) = self.cv_log_lik {
             if cv.is_nan() {
