@@ -37,7 +37,7 @@ const REPROS: &[Repro] = &[
     ),
     (
         "fig2c",
-        "seed 000 Fig. 2C: MMD type-II error vs ε, median heuristic vs BKL (--reps, --permutations)",
+        "seed 000 Fig. 2C: MMD type-II error vs ε, median heuristic vs BKL, BKL-Bayes and the seed's ML-II (--reps, --permutations)",
         bke_report::repro::fig2c::run,
     ),
     (
@@ -47,7 +47,7 @@ const REPROS: &[Repro] = &[
     ),
     (
         "power",
-        "MMD power of median / bkl / mmdagg / fuse / bkl-bayes on perturbed uniform d = 1, 2, blobs, normal vs Laplace (--reps, --permutations, --dims 1|2|blobs|laplace, --scales, --selections)",
+        "MMD power of median / bkl / mmdagg / fuse / bkl-bayes (and bkl-bayes-dense) on perturbed uniform d = 1, 2, blobs, normal vs Laplace (--reps, --permutations, --dims 1|2|blobs|laplace, --scales, --selections, --n)",
         bke_report::repro::power::run,
     ),
     (
