@@ -95,8 +95,9 @@
 //! spaced: a log-uniform prior over the bandwidth, [`super::kernels::mmdagg_collection`]) and
 //! MMD-FUSE's (the same families, 10 linearly spaced bandwidths each, dense at large scales,
 //! [`super::kernels::fuse_collection`]) — 40 kernels of equal prior weight, so neither paper's choice
-//! of spacing is privileged; a kernel within a factor √2 of an earlier one of its family
-//! ([`MERGE_RATIO`]) is merged into it (weights added), which leaves about 11 kernels per family. For
+//! of spacing is privileged; a kernel within a factor 2 of an earlier one of its family
+//! ([`MERGE_RATIO`], the spacing of the posterior's kernels) is merged into it (weights added), which
+//! leaves about 6 kernels per family. For
 //! HSIC it is the variable's 5 HSICAgg bandwidths. The collection of the test is the union of
 //! posterior and prior kernels, merged the same way (a kernel in both gets both shares). Every prior kernel keeps weight `≥ ε/40`, whatever the posterior; where the posterior is
 //! informative its kernels keep `1 − ε` of their posterior weight. The prior collection is a function
@@ -520,7 +521,7 @@ pub fn prior_collection(z: &Points, test: TestKind) -> Result<Vec<WeightedKernel
             let mut union = mmdagg_collection_of(&d, &families, 10, BandwidthWeights::Uniform)?;
             union.extend(fuse_collection_of(&d, &families, 10)?);
             union.iter_mut().for_each(|k| k.weight = 1.0);
-            let mut out = merge_near(&union, &[]);
+            let mut out = merge_near(&[], &union);
             let total: f64 = out.iter().map(|k| k.weight).sum();
             out.iter_mut().for_each(|k| k.weight /= total);
             Ok(out)
@@ -551,13 +552,13 @@ pub fn contaminate(
 /// BKL-Bayes collection (weights added): their Gram matrices differ little and their statistics are
 /// nearly collinear, so the second adds cost, not power (`cargo xtask repro power` measures the
 /// collection).
-pub const MERGE_RATIO: f64 = std::f64::consts::SQRT_2;
+pub const MERGE_RATIO: f64 = 2.0;
 
-/// `first` then `then`, each kernel within a factor [`MERGE_RATIO`] of an earlier one of its family
-/// added to that one's weight.
+/// `first` as it is, then each kernel of `then` added to the weight of the first earlier kernel of its
+/// family within a factor [`MERGE_RATIO`], or appended.
 fn merge_near(first: &[WeightedKernel], then: &[WeightedKernel]) -> Vec<WeightedKernel> {
-    let mut out: Vec<WeightedKernel> = Vec::with_capacity(first.len() + then.len());
-    for k in first.iter().chain(then) {
+    let mut out: Vec<WeightedKernel> = first.to_vec();
+    for k in then {
         let near = |o: &&mut WeightedKernel| {
             o.family == k.family && (o.lengthscale / k.lengthscale).ln().abs() < MERGE_RATIO.ln()
         };

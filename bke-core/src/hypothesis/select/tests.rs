@@ -87,7 +87,7 @@ fn bkl_bayes_weights_are_the_tempered_posterior() {
     let kept: Vec<usize> = (0..11).filter(|&c| mass[c] >= 1e-3 * largest).collect();
     let total: f64 = kept.iter().map(|&c| mass[c]).sum();
     // the posterior kernels first, at (1 − ε) of their mass plus the prior kernels merged into them;
-    // the prior: the 20 MMDAgg and 20 MMD-FUSE kernels at 1/40 each, a kernel within a factor √2 of an
+    // the prior: the 20 MMDAgg and 20 MMD-FUSE kernels at 1/40 each, a kernel within a factor MERGE_RATIO of an
     // earlier one of its family merged into it
     let families = Families::Both.list();
     let mut union = mmdagg_collection(&x, &families, 10, BandwidthWeights::Uniform).unwrap();
