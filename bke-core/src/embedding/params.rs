@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 /// Hyperparameters of the BKE model. Defaults: `θ = 1` (isotropic), `τ² = 1`, Lebesgue prior
 /// measure, Jacobian term included.
 ///
-/// As an [`Estimator`] on [`Points`], it conditions the posterior of the embedding on the data
-/// (seed 000 eq. (7)–(8)): [`BkePosterior`].
+/// As an [`Estimator`](crate::estimator::Estimator) on [`Points`], it conditions the posterior of the embedding on the data
+/// (seed 000 eq. (7)–(8)): [`BkePosterior`](crate::embedding::BkePosterior).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BkeParams {
     /// Lengthscale(s) `θ > 0` of `k_θ`: one value (isotropic) or one per dimension (ARD).

@@ -47,7 +47,7 @@
 //! is large. (MMD-FUSE's `λ = √(n(n−1))` on studentised values would make `F` the plain maximum and the
 //! weights irrelevant: `log π_k / λ ≈ 0`.)
 
-use super::resampling_p_value;
+use super::resampling::resampling_p_value;
 use crate::numeric::log_sum_exp;
 
 /// The soft-maximum temperature `λ` for studentised statistics (BKL-Bayes for HSIC; module docs).

@@ -21,7 +21,7 @@
 
 use super::aggregate::KernelStatistics;
 use super::mmd_null::{draw_permutation, rademacher_forms};
-use super::{batch_size, choice, draw_rng};
+use super::resampling::{batch_size, choice, draw_rng};
 use crate::CoreError;
 use bke_linalg::{Backend, Mat, MatMut, MatRef, Trans};
 use rayon::prelude::*;

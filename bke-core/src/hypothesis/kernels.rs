@@ -47,8 +47,8 @@
 //! Distances above [`MEDIAN_MAX_POINTS`] points are taken over an evenly spaced subsample, as for the
 //! median heuristic.
 
-use super::choice;
 use super::median::MEDIAN_MAX_POINTS;
+use super::resampling::choice;
 // The test kernels are evaluated in the crate's home of kernel families; re-exported for the paths.
 pub use crate::kernel::{Distances, TestFamily, WeightedKernel};
 use crate::{CoreError, Points};

@@ -82,8 +82,8 @@ use super::nystrom::NystromLandmarks;
 // The statistic lives in its own module (shared with the nulls); these keep the public paths.
 pub use super::mmd_statistic::{MmdStatistic, check_samples, mmd_from_gram, mmd_statistic};
 use super::report::{KernelReport, MmdReport, Outcome, SelectionFields};
+use super::resampling::{NullDistribution, batch_size, check_alpha, check_draws, choice, invalid};
 use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
-use super::{NullDistribution, batch_size, check_alpha, check_draws, choice, invalid};
 use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
 use crate::special::gamma_sf;
 use crate::{CoreError, Points};

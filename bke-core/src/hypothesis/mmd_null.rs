@@ -8,7 +8,7 @@
 
 use super::kernels::WeightedKernel;
 use super::mmd_statistic::{MmdStatistic, block_sums_statistic, check_gram};
-use super::{batch_size, check_draws, choice, draw_rng};
+use super::resampling::{batch_size, check_draws, choice, draw_rng};
 use crate::special::normal_cdf;
 use crate::{CoreError, Points};
 use bke_linalg::{Backend, Mat, Trans};
@@ -295,7 +295,7 @@ fn column_sum(f: &Mat, columns: std::ops::Range<usize>) -> Vec<f64> {
 
 /// The relabellings of a permutation null, drawn once and shared by every kernel of a collection:
 /// draw `b` names the `n` pooled points called `x`, from stream `(seed, first + b)`
-/// ([`super::draw_rng`]), so the draws do not depend on the thread count or on how they are split.
+/// (`draw_rng`), so the draws do not depend on the thread count or on how they are split.
 #[derive(Debug, Clone)]
 pub struct Relabellings {
     pooled: usize,
@@ -431,7 +431,7 @@ pub(crate) fn linear_normal(h: &[f64]) -> Result<(f64, f64), CoreError> {
     let var = h.iter().map(|v| (v - observed).powi(2)).sum::<f64>() / (pairs - 1.0);
     let sd = (var / pairs).sqrt();
     if !(sd > 0.0) {
-        return Err(super::invalid(
+        return Err(super::resampling::invalid(
             "standard deviation of the linear-time statistic",
             sd,
             "all pair terms are equal; use another lengthscale or the permutation null",

@@ -3,9 +3,9 @@
 //! the linear-time statistic over the pairs `(z_{2i−1}, z_{2i})`. The test ([`super::mmd`]) and its
 //! nulls ([`super::mmd_null`]) both evaluate them.
 
-use super::NullDistribution;
-use super::choice;
 use super::kernels::{Distances, WeightedKernel};
+use super::resampling::NullDistribution;
+use super::resampling::choice;
 use crate::{CoreError, Points};
 use bke_linalg::Mat;
 use serde::Serialize;

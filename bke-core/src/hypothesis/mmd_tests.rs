@@ -2,11 +2,14 @@
 //! determinism across threads and batches, the aggregated tests against their definitions and level.
 
 use super::kernels::{Distances, TestFamily, WeightedKernel};
+use super::mmd::MmdParams;
 use super::mmd::{MmdStatistic, mmd_from_gram, mmd_statistic, mmd_test_gram};
 use super::mmd_null::{MmdPermutation, draw_subset, gamma_moments, wild_null};
 use super::mmd_statistic::linear_h;
+use super::report::MmdReport;
+use super::resampling::{NullDistribution, draw_rng};
+use super::select::AggParams;
 use super::select::{BklParams, Families, LengthscaleSelection};
-use super::{AggParams, MmdParams, MmdReport, NullDistribution, draw_rng};
 use crate::special::{gamma_sf, normal_cdf};
 use crate::{CoreError, Params, Points, TwoSamples};
 use bke_linalg::DefaultBackend;

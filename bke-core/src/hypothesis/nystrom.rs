@@ -21,7 +21,7 @@
 //!
 //! # Cost
 //! Per kernel: `R²` kernel evaluations and `R r²` flops for the pivoted Cholesky, `N r` evaluations and
-//! `N r²` flops for `Φᵀ`, and `2 N r B` flops for the `B` relabellings (`ΦᵀU`, [`super::MmdPermutation`])
+//! `N r²` flops for `Φᵀ`, and `2 N r B` flops for the `B` relabellings (`ΦᵀU`, `MmdPermutation`)
 //! — against `N²` evaluations and `2 N² B` flops with the dense Gram matrix. With
 //! `R = N/`[`POINTS_PER_LANDMARK`] clamped to [[`MIN_LANDMARKS`], [`MAX_LANDMARKS`]] a collection of
 //! `K` kernels costs at most `K R/N` times one dense kernel's null, and memory stays linear in `N`.
@@ -200,7 +200,8 @@ mod tests {
     /// null of `ΦΦᵀ` on the same draws.
     #[test]
     fn factor_null_equals_the_dense_null_of_its_gram() {
-        use crate::hypothesis::{MmdPermutation, MmdStatistic};
+        use crate::hypothesis::mmd_null::MmdPermutation;
+        use crate::hypothesis::mmd_statistic::MmdStatistic;
         let z = sample(700, 2, 7);
         let lm = NystromLandmarks::new(&z).unwrap();
         let laplace = WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(0.3) };

@@ -17,8 +17,9 @@
 //! `median_convention`.
 
 use super::kernels::TestFamily;
+use super::median::MedianConvention;
+use super::resampling::{NullDistribution, mean_sd, resampling_p_value};
 use super::select::{BklSummary, SelectedKernels};
-use super::{MedianConvention, NullDistribution};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -61,6 +62,52 @@ pub struct Outcome {
     /// not written to JSON).
     #[serde(skip)]
     pub null_samples: Vec<f64>,
+}
+
+impl Outcome {
+    /// A resampled null: the p-value of [`resampling_p_value`], the null's mean and sd of the draws.
+    pub(crate) fn from_samples(
+        statistic: f64,
+        null_samples: Vec<f64>,
+        alpha: f64,
+        null: NullDistribution,
+    ) -> Self {
+        let p_value = resampling_p_value(statistic, &null_samples);
+        Self::from_draws(statistic, p_value, null_samples, alpha, null)
+    }
+
+    /// Draws of the null with a p-value computed from them elsewhere (the aggregated tests).
+    pub(crate) fn from_draws(
+        statistic: f64,
+        p_value: f64,
+        null_samples: Vec<f64>,
+        alpha: f64,
+        null: NullDistribution,
+    ) -> Self {
+        let (mean, sd) = mean_sd(&null_samples);
+        Self { null_samples, ..Self::from_p(statistic, p_value, alpha, null, mean, sd) }
+    }
+
+    /// A fitted null (gamma, normal) of mean `mean` and standard deviation `sd`: no draws.
+    pub(crate) fn from_p(
+        statistic: f64,
+        p_value: f64,
+        alpha: f64,
+        null: NullDistribution,
+        mean: f64,
+        sd: f64,
+    ) -> Self {
+        Self {
+            statistic,
+            p_value,
+            reject: p_value <= alpha,
+            alpha,
+            null,
+            null_samples: Vec::new(),
+            null_mean: mean,
+            null_sd: sd,
+        }
+    }
 }
 
 /// How a sample's kernels were chosen, written as the flat JSON fields of the module docs with a

@@ -22,8 +22,9 @@
 //! # Ok::<(), bke_core::CoreError>(())
 //! ```
 
+use super::kernels::WeightedKernel;
+use super::resampling::choice;
 use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
-use super::{WeightedKernel, choice};
 use crate::embedding::{BkeParams, BkePosterior, EmbeddingPrior};
 use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, TwoSamples, Valid};
 use crate::special::normal_quantile;
@@ -118,7 +119,7 @@ fn witness_lengthscale(selected: &SelectedKernels) -> Result<f64, CoreError> {
     selected
         .kernels
         .iter()
-        .filter(|k| k.family == super::TestFamily::Gaussian)
+        .filter(|k| k.family == super::kernels::TestFamily::Gaussian)
         .max_by(|a, b| a.weight.total_cmp(&b.weight))
         .map(|k| k.lengthscale)
         .ok_or_else(|| {

@@ -5,9 +5,9 @@
 //! [`LengthscaleSelection::rule`], and its [`LengthscaleSelection`] variant; the front ends list,
 //! parse and document it from here.
 
-use super::{AggParams, BklParams, LengthscaleSelection, TestKind};
-use crate::hypothesis::choice;
+use super::params::{AggParams, BklParams, LengthscaleSelection, TestKind};
 use crate::hypothesis::median::MedianConvention;
+use crate::hypothesis::resampling::choice;
 use crate::{Choice, CoreError};
 
 /// A kernel-choice rule by name (the CLI's `--select`, the Python `select=` keyword); its names and

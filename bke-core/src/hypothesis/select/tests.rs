@@ -1,5 +1,6 @@
 //! Tests of [`super`]: kernel selection for the tests.
 use super::*;
+use crate::hypothesis::kernels::TestFamily;
 use bke_linalg::DefaultBackend;
 
 fn select(x: &Points, s: &LengthscaleSelection) -> SelectedKernels {
