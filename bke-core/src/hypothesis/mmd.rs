@@ -65,7 +65,8 @@
 //! Above [`super::nystrom::EXACT_MAX_POINTS`] pooled points the permutation null of an aggregated test
 //! uses every kernel's Nyström approximation `K̃ = ΦΦᵀ` on shared landmarks ([`super::nystrom`]) for the
 //! observed statistic, the normaliser and every relabelling alike, so the test stays exact and each
-//! kernel's null costs `2NrB` flops (`r ≤ N/8`) instead of `2N²B`.
+//! kernel's null costs `2NrB` flops (`r ≤ N/6`) instead of `2N²B`; `MmdParams::dense` (`--dense`) keeps
+//! the dense Gram matrices at every size.
 //!
 //! # Linear time
 //! `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})` never forms a Gram matrix. Its nulls: permutation (relabel,
