@@ -105,13 +105,12 @@ struct Pivots {
 /// pivots need them.
 fn pivoted_cholesky(landmarks: &Points, kernel: &WeightedKernel) -> Pivots {
     let m = landmarks.len();
-    let cap = m;
     let mut residual: Vec<f64> =
         (0..m).map(|i| kernel.eval(landmarks.point(i), landmarks.point(i))).collect();
     // rows of the partial factor: g[i][t] for landmark i and pivot t
     let mut g: Vec<Vec<f64>> = vec![Vec::new(); m];
     let mut order = Vec::new();
-    while order.len() < cap {
+    while order.len() < m {
         let (p, &largest) =
             residual.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).expect("at least one landmark");
         if !(largest > RESIDUAL_VARIANCE) {
