@@ -92,7 +92,7 @@ impl GpKernel {
         check_positive("GP noise variance", self.noise_variance)
     }
 
-    fn full_lengthscales(&self, dim: usize) -> Result<Vec<f64>, CoreError> {
+    pub(crate) fn full_lengthscales(&self, dim: usize) -> Result<Vec<f64>, CoreError> {
         match self.lengthscales.len() {
             1 => Ok(vec![self.lengthscales[0]; dim]),
             d if d == dim => Ok(self.lengthscales.clone()),
@@ -300,7 +300,7 @@ fn mean(v: &[f64]) -> f64 {
 
 /// `exp(−½ Σ_d (a_d − b_d)²/ℓ_d²)`.
 #[inline]
-fn se(a: &[f64], b: &[f64], ls: &[f64]) -> f64 {
+pub(crate) fn se(a: &[f64], b: &[f64], ls: &[f64]) -> f64 {
     let r2: f64 = a.iter().zip(b).zip(ls).map(|((u, v), l)| ((u - v) / l).powi(2)).sum();
     (-0.5 * r2).exp()
 }

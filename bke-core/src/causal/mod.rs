@@ -49,6 +49,7 @@ pub mod ci;
 mod data;
 pub mod draw;
 pub mod graph;
+pub mod kci;
 pub mod orient;
 pub mod pc;
 pub mod whiten;

@@ -37,7 +37,7 @@
 
 pub mod aggregate;
 pub mod hsic;
-mod hsic_null;
+pub(crate) mod hsic_null;
 pub mod kernels;
 pub mod median;
 pub mod mmd;
