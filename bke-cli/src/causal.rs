@@ -8,7 +8,7 @@ use crate::exec::{ExecArgs, fit, run_with_backend};
 use crate::hypothesis::Selection;
 use anyhow::{Context, bail};
 use bke_core::Points;
-use bke_core::causal::{CausalData, Orientation, PcParams, Prewhitening, draw};
+use bke_core::causal::{CausalData, CiMethod, KciNull, Orientation, PcParams, Prewhitening, draw};
 use bke_core::hypothesis::hsic::HsicStatistic;
 use bke_core::hypothesis::select::TestKind;
 use bke_io as io;
@@ -44,6 +44,16 @@ pub struct PcArgs {
     /// Level α of every conditional-independence test: an edge is removed when p > α.
     #[arg(long, default_value_t = PcParams::default().alpha, allow_negative_numbers = true)]
     pub alpha: f64,
+    /// The conditional-independence test: gp-hsic (GP regression on the conditioning set, then HSIC
+    /// on the residuals; the default), kci (the kernel conditional-independence test of Zhang et al.
+    /// 2011 with learned kernels, O(n³) per test), rcit (KCI on random features, for large n) or
+    /// auto (kci up to 500 observations, rcit above). See bke_core::causal::kci.
+    #[arg(long, default_value = PcParams::default().ci.method.name())]
+    pub ci: String,
+    /// KCI's and RCIT's null approximation: gamma (default) or spectral (draws from the null's
+    /// eigenvalues).
+    #[arg(long, default_value = PcParams::default().ci.kci.null.name())]
+    pub kci_null: String,
     /// Fixed lengthscale of every HSIC kernel (instead of --select).
     #[arg(long, conflicts_with = "select", allow_negative_numbers = true)]
     pub lengthscale: Option<f64>,
@@ -114,13 +124,15 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     params.prewhiten = Prewhitening::parse(&a.prewhiten)?;
     params.orientation = Orientation::parse(&a.orientation)?;
     params.ci.selection = selection.rule(a.lengthscale, a.seed, false)?;
+    params.ci.method = CiMethod::parse(&a.ci)?;
+    params.ci.kci.null = KciNull::parse(&a.kci_null)?;
     params.ci.hsic.statistic = HsicStatistic::parse(&a.statistic)?;
     params.ci.hsic.permutations = a.permutations;
     params.ci.hsic.seed = a.seed;
 
     let result = run_with_backend!(a.exec, B => fit::<B, _>("causal pc", &params, &data))?;
     if let Some(path) = &a.svg {
-        let title = format!("PC, HSIC with {} kernels, α = {}", result.selection, result.alpha);
+        let title = format!("PC, {} with {} kernels, α = {}", result.ci_test, result.selection, result.alpha);
         let svg = draw::graph_svg(&result.nodes, &[(&title, &result.graph())], &[]);
         bke_core::model_file::write_atomic(path, svg)
             .with_context(|| format!("cannot write the SVG to {}", path.display()))?;

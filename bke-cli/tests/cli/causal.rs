@@ -40,6 +40,7 @@ fn pc_prints_the_cpdag_tests_and_an_svg() {
     assert!(ok, "{err}");
     assert_eq!(json["nodes"], serde_json::json!(["a", "b", "c", "d"]));
     assert_eq!(json["selection"], "median");
+    assert_eq!(json["ci_test"], "gp-hsic");
     assert_eq!(json["alpha"], 0.05);
     let edges = json["edges"].as_array().unwrap();
     let has = |from: &str, to: &str| {
@@ -82,6 +83,37 @@ fn pc_errors_name_the_problem() {
     assert!(!ok && err.contains("pre-whitening"), "{err}");
     let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--columns", "a"]);
     assert!(!ok && err.contains("at least 2 variables"), "{err}");
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--ci", "fisher-z"]);
+    assert!(!ok && err.contains("use auto, kci, rcit or gp-hsic"), "{err}");
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--ci", "kci", "--kci-null", "chi2"]);
+    assert!(!ok && err.contains("gamma or spectral"), "{err}");
+}
+
+#[test]
+fn pc_with_kci_and_rcit_finds_the_collider() {
+    let f = write_in("causal", "kci.csv", &collider_csv());
+    for (test, null) in [("kci", "gamma"), ("rcit", "spectral")] {
+        let (ok, json, err) = bke(&[
+            "causal",
+            "pc",
+            "--data",
+            f.to_str().unwrap(),
+            "--columns",
+            "a,b,c",
+            "--select",
+            "median",
+            "--ci",
+            test,
+            "--kci-null",
+            null,
+        ]);
+        assert!(ok, "{err}");
+        assert_eq!(json["ci_test"], test);
+        let edges = json["edges"].as_array().unwrap();
+        let has =
+            |from: &str| edges.iter().any(|e| e["from"] == from && e["to"] == "c" && e["directed"] == true);
+        assert!(has("a") && has("b") && edges.len() == 2, "{test}: {edges:?}");
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! The kernel conditional-independence test `X ⫫ Y | Z` by GP regression and HSIC (Flaxman, Neill &
-//! Smola 2015; seed 000 §5 with BKL-selected kernels).
+//! The kernel conditional-independence tests `X ⫫ Y | Z` of the PC algorithm ([`CiMethod`]):
+//! KCI and its random-feature form RCIT ([`super::kci`]), and GP regression followed by HSIC on the
+//! residuals (Flaxman, Neill & Smola 2015; seed 000 §5 with BKL-selected kernels), described here.
 //!
 //! 1. Regress `X` on `Z` and `Y` on `Z` by GP regression with an ARD squared exponential kernel,
 //!    hyperparameters by marginal likelihood ([`crate::gp`]), and keep the residuals
@@ -31,6 +32,14 @@
 //! measures the level and power of each selection (`cargo xtask repro fig4 --parts ci`) and the
 //! structural Hamming distance of PC on random nonlinear DAGs (`--parts simulation`).
 //!
+//! # KCI and RCIT
+//! The residual test loses power when the regression is poor and is not valid under heteroscedastic
+//! noise (`X ⫫ Y | Z` does not make `r_X ⫫ r_Y` when the noise scale depends on `Z`). KCI tests the
+//! conditional cross-covariance operator itself ([`super::kci`]); [`CiMethod::Auto`] runs KCI up to
+//! [`KCI_DENSE_MAX`] observations and RCIT above. `cargo xtask repro fig4 --ci …` measures each
+//! test's level and the PC graphs it gives; gp-hsic stays the default until that study shows
+//! another test ahead.
+//!
 //! Regressions are cached by `(variable, conditioning set)`: the PC algorithm asks for the same
 //! residuals many times; test outcomes are cached by `({x, y}, conditioning set)` (a test is a
 //! deterministic function of them), so the orientation rules' votes and reruns with another rule
@@ -39,22 +48,76 @@
 //! seeded from `(seed, {x, y}, Z)`, so it does not depend on the order in which tests are run.
 
 use super::data::columns;
+use super::kci::{KciParams, Side, ZKernel, kci, rcit};
 use crate::estimator::{Dataset, Estimator, Params, Progress, TwoSamples, Valid};
 use crate::gp::GpParams;
-use crate::hypothesis::select::TestKind;
-use crate::hypothesis::{BklParams, HsicParams, LengthscaleSelection};
+use crate::hypothesis::select::{TestKind, select_kernels};
+use crate::hypothesis::{BklParams, HsicParams, LengthscaleSelection, WeightedKernel};
 use crate::{CoreError, Points};
 use bke_linalg::Backend;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-/// Settings of the conditional-independence test. Defaults: BKL-Bayes selection (seed 0 for the
-/// landmark hold-out; module docs for why not single-kernel BKL), biased HSIC with 1000
-/// permutations, default GP regression.
+/// Which conditional-independence test (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CiMethod {
+    /// KCI up to [`KCI_DENSE_MAX`] observations, RCIT above.
+    Auto,
+    /// KCI with dense Gram matrices ([`super::kci`]), `O(n³)` per test.
+    Kci,
+    /// RCIT: KCI on random features and low-rank factors ([`super::kci`]), `O(n)` per test.
+    Rcit,
+    /// GP regression on `Z`, then HSIC on the residuals (the default).
+    #[default]
+    GpHsic,
+}
+
+/// The most observations [`CiMethod::Auto`] runs dense KCI on (about a tenth of a second per test).
+pub const KCI_DENSE_MAX: usize = 500;
+
+impl CiMethod {
+    /// "auto", "kci", "rcit" or "gp-hsic".
+    pub fn name(self) -> &'static str {
+        match self {
+            CiMethod::Auto => "auto",
+            CiMethod::Kci => "kci",
+            CiMethod::Rcit => "rcit",
+            CiMethod::GpHsic => "gp-hsic",
+        }
+    }
+
+    /// Parses a name written by [`CiMethod::name`].
+    pub fn parse(s: &str) -> Result<Self, CoreError> {
+        [CiMethod::Auto, CiMethod::Kci, CiMethod::Rcit, CiMethod::GpHsic]
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| CoreError::InvalidChoice {
+                what: format!("conditional-independence test '{s}'"),
+                reason: "use auto, kci, rcit or gp-hsic".into(),
+            })
+    }
+
+    /// The test run on `n` observations: [`CiMethod::Auto`] resolved.
+    pub fn resolve(self, n: usize) -> CiMethod {
+        match self {
+            CiMethod::Auto if n <= KCI_DENSE_MAX => CiMethod::Kci,
+            CiMethod::Auto => CiMethod::Rcit,
+            m => m,
+        }
+    }
+}
+
+/// Settings of the conditional-independence test. Defaults: gp-hsic ([`CiMethod`]),
+/// BKL-Bayes selection (seed 0 for the landmark hold-out; module docs for why not single-kernel BKL),
+/// for `gp-hsic` biased HSIC with 1000 permutations, default GP regression.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CiParams {
-    /// How the lengthscale of each residual's kernel is chosen.
+    /// Which test.
+    pub method: CiMethod,
+    /// KCI's and RCIT's settings.
+    pub kci: KciParams,
+    /// How the lengthscale of each kernel on `X` and `Y` (KCI) or on each residual (gp-hsic) is chosen.
     pub selection: LengthscaleSelection,
     /// The HSIC statistic, number of permutations and seed (its `alpha` is not used: callers compare
     /// the p-value with their own level; its `selection` is replaced by [`CiParams::selection`]).
@@ -66,6 +129,8 @@ pub struct CiParams {
 impl Default for CiParams {
     fn default() -> Self {
         Self {
+            method: CiMethod::default(),
+            kci: KciParams::default(),
             selection: LengthscaleSelection::BklBayes(BklParams::default()),
             hsic: HsicParams::default(),
             gp: GpParams::default(),
@@ -96,6 +161,7 @@ impl Params for CiParams {
 
     fn validate(&self) -> Result<(), CoreError> {
         self.hsic_for(0, 1, &[]).check()?;
+        self.kci.validate()?;
         self.gp.validate()
     }
 }
@@ -115,8 +181,10 @@ impl Estimator for CiParams {
         Ok(CiTester {
             values: Arc::new(data.clone()),
             params: (**params).clone(),
-            residuals: Arc::new(RwLock::new(HashMap::new())),
-            outcomes: Arc::new(RwLock::new(HashMap::new())),
+            residuals: Default::default(),
+            z_kernels: Default::default(),
+            kernels: Default::default(),
+            outcomes: Default::default(),
         })
     }
 }
@@ -138,13 +206,22 @@ type Key = (usize, Vec<usize>);
 /// A test's key: the two variables (smaller first) and the sorted conditioning set.
 type TestKey = (usize, usize, Vec<usize>);
 
-/// The conditional-independence test bound to a data set, with its caches of GP residuals and of
-/// test outcomes.
+/// A map shared by clones of a tester, filled on demand.
+type Memo<K, V> = Arc<RwLock<HashMap<K, Arc<V>>>>;
+
+fn read<K: std::hash::Hash + Eq, V>(m: &Memo<K, V>, k: &K) -> Option<Arc<V>> {
+    m.read().unwrap_or_else(|e| e.into_inner()).get(k).cloned()
+}
+
+/// The conditional-independence test bound to a data set, with its caches of GP regressions
+/// (residuals for gp-hsic, the kernel on `Z` for KCI), of each variable's kernels and of test outcomes.
 #[derive(Debug, Clone)]
 pub struct CiTester {
     values: Arc<Points>,
     params: CiParams,
-    residuals: Arc<RwLock<HashMap<Key, Arc<Vec<f64>>>>>,
+    residuals: Memo<Key, Vec<f64>>,
+    z_kernels: Memo<Key, ZKernel>,
+    kernels: Memo<usize, Vec<WeightedKernel>>,
     outcomes: Arc<RwLock<HashMap<TestKey, CiOutcome>>>,
 }
 
@@ -164,11 +241,31 @@ impl CiTester {
         &self.params
     }
 
+    /// The test that runs on these data ([`CiMethod::Auto`] resolved).
+    pub fn method(&self) -> CiMethod {
+        self.params.method.resolve(self.observations())
+    }
+
     /// The same test with another kernel selection, sharing the data and the cached regressions
-    /// (they do not depend on the selection) but not the cached outcomes.
+    /// (they do not depend on the selection) but not the kernels or cached outcomes.
     pub fn with_selection(&self, selection: LengthscaleSelection) -> Result<CiTester, CoreError> {
-        let params = CiParams { selection, ..self.params.clone() }.check()?.into_inner();
-        Ok(CiTester { params, outcomes: Arc::new(RwLock::new(HashMap::new())), ..self.clone() })
+        self.with(CiParams { selection, ..self.params.clone() })
+    }
+
+    /// Another test ([`CiMethod`]) on the same data, sharing the cached regressions and kernels.
+    pub fn with_method(&self, method: CiMethod) -> Result<CiTester, CoreError> {
+        let kernels = self.kernels.clone();
+        Ok(CiTester { kernels, ..self.with(CiParams { method, ..self.params.clone() })? })
+    }
+
+    fn with(&self, params: CiParams) -> Result<CiTester, CoreError> {
+        let params = params.check()?.into_inner();
+        Ok(CiTester {
+            params,
+            kernels: Default::default(),
+            outcomes: Arc::new(RwLock::new(HashMap::new())),
+            ..self.clone()
+        })
     }
 
     fn check_index(&self, v: usize) -> Result<(), CoreError> {
@@ -182,55 +279,69 @@ impl CiTester {
         Ok(())
     }
 
-    /// Runs the missing regressions of `keys` (variable, conditioning set) in parallel, each once.
+    /// Runs in parallel, each once, what the tests of `keys` (variable, conditioning set) need and
+    /// the caches lack: the GP regressions, and for KCI each variable's kernels.
     pub fn prefetch<B: Backend>(&self, keys: &[(usize, Vec<usize>)]) -> Result<(), CoreError> {
-        let mut missing: Vec<Key> = {
-            let cache = self.residuals.read().unwrap_or_else(|e| e.into_inner());
-            keys.iter()
-                .filter(|(_, z)| !z.is_empty())
-                .map(|(v, z)| (*v, sorted(z)))
-                .filter(|k| !cache.contains_key(k))
-                .collect()
-        };
-        missing.sort();
-        missing.dedup();
-        let fitted: Vec<(Key, Vec<f64>)> = missing
-            .into_par_iter()
-            .map(|k| {
-                let r = self.regress::<B>(k.0, &k.1)?;
-                Ok((k, r))
-            })
-            .collect::<Result<_, CoreError>>()?;
-        let mut cache = self.residuals.write().unwrap_or_else(|e| e.into_inner());
-        for (k, r) in fitted {
-            cache.entry(k).or_insert_with(|| Arc::new(r));
+        for (v, z) in keys {
+            self.check_index(*v)?;
+            z.iter().try_for_each(|&c| self.check_index(c))?;
         }
-        Ok(())
+        let regressions: Vec<Key> =
+            keys.iter().filter(|(_, z)| !z.is_empty()).map(|(v, z)| (*v, sorted(z))).collect();
+        if self.method() == CiMethod::GpHsic {
+            return fill(&self.residuals, regressions, |(v, z)| self.regress::<B>(*v, z));
+        }
+        self.prefetch_kernels::<B>(&keys.iter().map(|k| k.0).collect::<Vec<_>>())?;
+        fill(&self.z_kernels, regressions, |(v, z)| self.z_kernel::<B>(*v, z))
+    }
+
+    fn prefetch_kernels<B: Backend>(&self, vars: &[usize]) -> Result<(), CoreError> {
+        fill(&self.kernels, vars.to_vec(), |&v| self.marginal_kernels::<B>(v))
+    }
+
+    fn column(&self, v: usize) -> Vec<f64> {
+        self.values.iter().map(|p| p[v]).collect()
     }
 
     /// GP residuals of variable `v` on the columns `z` (non-empty).
     fn regress<B: Backend>(&self, v: usize, z: &[usize]) -> Result<Vec<f64>, CoreError> {
-        self.check_index(v)?;
-        for &c in z {
-            self.check_index(c)?;
-        }
-        let y: Vec<f64> = self.values.iter().map(|p| p[v]).collect();
-        let fit = self.params.gp.check()?.fit::<B>(&Dataset::new(columns(&self.values, z), y)?)?;
+        let fit =
+            self.params.gp.check()?.fit::<B>(&Dataset::new(columns(&self.values, z), self.column(v))?)?;
         Ok(fit.residuals())
+    }
+
+    /// KCI's kernel on `Z` and ridge for variable `v`: ML-II of a GP regression of `v` on `z` over at
+    /// most [`KciParams::hyper_points`] evenly spaced rows.
+    fn z_kernel<B: Backend>(&self, v: usize, z: &[usize]) -> Result<ZKernel, CoreError> {
+        let n = self.observations();
+        let m = self.params.kci.hyper_points.min(n);
+        let rows: Vec<usize> = (0..m).map(|i| i * n / m).collect();
+        let sub = self.values.select(&rows);
+        let y = rows.iter().map(|&r| self.values.point(r)[v]).collect();
+        let fit = self.params.gp.check()?.fit::<B>(&Dataset::new(columns(&sub, z), y)?)?;
+        self.prefetch_kernels::<B>(&[v])?;
+        let kernels = read(&self.kernels, &v).expect("prefetched");
+        let seed = test_seed(self.params.hsic.seed, v, usize::MAX, z);
+        ZKernel::learn::<B>(fit.kernel(), &columns(&self.values, z), &self.column(v), &kernels, seed)
+    }
+
+    /// The kernels of variable `v` chosen by [`CiParams::selection`] on its own sample.
+    fn marginal_kernels<B: Backend>(&self, v: usize) -> Result<Vec<WeightedKernel>, CoreError> {
+        let points = Points::from_1d("variable", &self.column(v))?;
+        Ok(select_kernels::<B>(&points, &self.params.selection, TestKind::Independence, &())?.kernels)
     }
 
     /// `X` itself (`z = ∅`) or its cached residuals on `z`.
     fn residual<B: Backend>(&self, v: usize, z: &[usize]) -> Result<Arc<Vec<f64>>, CoreError> {
-        self.check_index(v)?;
         if z.is_empty() {
-            return Ok(Arc::new(self.values.iter().map(|p| p[v]).collect()));
+            return Ok(Arc::new(self.column(v)));
         }
         let key = (v, sorted(z));
-        if let Some(r) = self.residuals.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Ok(r.clone());
+        if let Some(r) = read(&self.residuals, &key) {
+            return Ok(r);
         }
         self.prefetch::<B>(std::slice::from_ref(&key))?;
-        Ok(self.residuals.read().unwrap_or_else(|e| e.into_inner())[&key].clone())
+        Ok(read(&self.residuals, &key).expect("prefetched"))
     }
 
     /// Tests `X_x ⫫ X_y | X_given` (module docs).
@@ -259,6 +370,31 @@ impl CiTester {
     /// Runs the test `X_a ⫫ X_b | X_z` (`a < b`, `z` sorted); lengthscales in the order `a`, `b`.
     fn run_test<B: Backend>(&self, a: usize, b: usize, z: &[usize]) -> Result<CiOutcome, CoreError> {
         self.prefetch::<B>(&[(a, z.to_vec()), (b, z.to_vec())])?;
+        if self.method() == CiMethod::GpHsic {
+            return self.residual_test::<B>(a, b, z);
+        }
+        let seed = test_seed(self.params.hsic.seed, a, b, z);
+        let zkey = |v| (v, z.to_vec());
+        let (za, zb) = if z.is_empty() {
+            (None, None)
+        } else {
+            (read(&self.z_kernels, &zkey(a)), read(&self.z_kernels, &zkey(b)))
+        };
+        let (ka, kb) =
+            (read(&self.kernels, &a).expect("prefetched"), read(&self.kernels, &b).expect("prefetched"));
+        let (va, vb) = (self.column(a), self.column(b));
+        let zpoints = if z.is_empty() { Points::from_1d("none", &va)? } else { columns(&self.values, z) };
+        let sa = Side { values: &va, kernels: &ka, z: za.as_deref() };
+        let sb = Side { values: &vb, kernels: &kb, z: zb.as_deref() };
+        let out = match self.method() {
+            CiMethod::Rcit => rcit::<B>(sa, sb, &zpoints, &self.params.kci, seed)?,
+            _ => kci::<B>(sa, sb, &zpoints, &self.params.kci, seed)?,
+        };
+        Ok(CiOutcome { p_value: out.p_value, statistic: out.statistic, lengthscales: [mode(&ka), mode(&kb)] })
+    }
+
+    /// gp-hsic: HSIC on the GP residuals of `a` and `b` on `z`.
+    fn residual_test<B: Backend>(&self, a: usize, b: usize, z: &[usize]) -> Result<CiOutcome, CoreError> {
         let (ra, rb) = (self.residual::<B>(a, z)?, self.residual::<B>(b, z)?);
         let (pa, pb) = (Points::from_1d("residuals of x", &ra)?, Points::from_1d("residuals of y", &rb)?);
         let report =
@@ -269,6 +405,31 @@ impl CiTester {
             lengthscales: [report.lengthscale_x, report.lengthscale_y],
         })
     }
+}
+
+/// The lengthscale of the largest-weight kernel (the posterior mode under BKL-Bayes).
+fn mode(kernels: &[WeightedKernel]) -> f64 {
+    kernels.iter().max_by(|p, q| p.weight.total_cmp(&q.weight)).map_or(f64::NAN, |k| k.lengthscale)
+}
+
+/// Computes the values of the `keys` missing from `memo` in parallel (each once, so results do not
+/// depend on the thread count) and stores them.
+fn fill<K, V, F>(memo: &Memo<K, V>, mut keys: Vec<K>, compute: F) -> Result<(), CoreError>
+where
+    K: std::hash::Hash + Eq + Ord + Clone + Send + Sync,
+    V: Send + Sync,
+    F: Fn(&K) -> Result<V, CoreError> + Sync,
+{
+    keys.retain(|k| read(memo, k).is_none());
+    keys.sort();
+    keys.dedup();
+    let fitted: Vec<(K, V)> =
+        keys.into_par_iter().map(|k| compute(&k).map(|v| (k, v))).collect::<Result<_, CoreError>>()?;
+    let mut cache = memo.write().unwrap_or_else(|e| e.into_inner());
+    for (k, v) in fitted {
+        cache.entry(k).or_insert_with(|| Arc::new(v));
+    }
+    Ok(())
 }
 
 fn sorted(z: &[usize]) -> Vec<usize> {
@@ -329,10 +490,38 @@ mod tests {
 
     fn params() -> CiParams {
         CiParams {
+            method: CiMethod::GpHsic,
             selection: LengthscaleSelection::Median(MedianConvention::Muandet),
             hsic: HsicParams { permutations: 200, ..Default::default() },
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn kci_and_rcit_detect_dependence_and_conditional_independence() {
+        let d = data(150, 1);
+        for method in [CiMethod::Kci, CiMethod::Rcit] {
+            let t = CiParams { method, ..params() }.check().unwrap().fit::<DefaultBackend>(&d).unwrap();
+            assert!(
+                t.test::<DefaultBackend>(0, 1, &[]).unwrap().p_value < 0.01,
+                "{method:?}: x, y dependent"
+            );
+            let ci = t.test::<DefaultBackend>(0, 1, &[2]).unwrap();
+            assert!(ci.p_value > 0.05, "{method:?}: x ⫫ y | z: p = {}", ci.p_value);
+            assert!(
+                t.test::<DefaultBackend>(0, 3, &[2]).unwrap().p_value < 0.01,
+                "{method:?}: w on x given z"
+            );
+            // symmetric in the arguments
+            assert_eq!(t.test::<DefaultBackend>(1, 0, &[2]).unwrap().p_value, ci.p_value);
+        }
+        // the default runs KCI on small data and RCIT on large
+        assert_eq!(CiMethod::Auto.resolve(KCI_DENSE_MAX), CiMethod::Kci);
+        assert_eq!(CiMethod::Auto.resolve(KCI_DENSE_MAX + 1), CiMethod::Rcit);
+        for m in [CiMethod::Auto, CiMethod::Kci, CiMethod::Rcit, CiMethod::GpHsic] {
+            assert_eq!(CiMethod::parse(m.name()).unwrap(), m);
+        }
+        assert!(CiMethod::parse("fisher-z").unwrap_err().to_string().contains("gp-hsic"));
     }
 
     #[test]

@@ -54,9 +54,10 @@ pub mod orient;
 pub mod pc;
 pub mod whiten;
 
-pub use ci::{CiOutcome, CiParams, CiTester};
+pub use ci::{CiMethod, CiOutcome, CiParams, CiTester};
 pub use data::CausalData;
 pub use graph::{Pdag, Triple};
+pub use kci::{KciNull, KciParams};
 pub use orient::Orientation;
 pub use pc::{PcEdge, PcParams, PcResult, SeparatingSet, TestRecord, TripleRecord};
 pub use whiten::{Prewhitening, VariableWhitening, WhiteningRecord};

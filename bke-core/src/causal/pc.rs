@@ -187,6 +187,9 @@ pub struct PcResult {
     pub alpha: f64,
     /// The kernel selection: "bkl-bayes", "bkl", "hsicagg", "median" or "fixed".
     pub selection: String,
+    /// The conditional-independence test that ran: "kci", "rcit" or "gp-hsic".
+    #[serde(default)]
+    pub ci_test: String,
     /// The pre-whitening applied.
     pub prewhitening: WhiteningRecord,
     /// Separating sets of the removed edges.
@@ -482,6 +485,7 @@ fn assemble(
         tests: records,
         alpha,
         selection: tester.params().selection_name().into(),
+        ci_test: tester.method().name().into(),
         prewhitening: WhiteningRecord {
             method: "none".into(),
             rows: tester.observations(),

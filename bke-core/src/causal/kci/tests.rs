@@ -20,8 +20,9 @@ fn data(n: usize, c: f64, seed: u64) -> (Vec<f64>, Vec<f64>, Points) {
 }
 
 fn z_kernel(v: &[f64], z: &Points) -> ZKernel {
-    let gp = GpParams::default().check().unwrap().fit::<D>(&Dataset::new(z.clone(), v.to_vec()).unwrap()).unwrap();
-    ZKernel::of(gp.kernel(), z.dim()).unwrap()
+    let gp =
+        GpParams::default().check().unwrap().fit::<D>(&Dataset::new(z.clone(), v.to_vec()).unwrap()).unwrap();
+    ZKernel::learn::<D>(gp.kernel(), z, v, &[WeightedKernel::gaussian(0.6)], 0).unwrap()
 }
 
 fn mix() -> Vec<WeightedKernel> {
@@ -49,7 +50,7 @@ fn features_with_exact_factors_equal_the_dense_test() {
     let sx = Side { values: &x, kernels: &ks, z: Some(&zx) };
     let sy = Side { values: &y, kernels: &ks, z: Some(&zy) };
     let n = x.len();
-    let kx = hadamard(&Mat::from_fn(n, n, |i, j| mixture(&ks, x[i], x[j])), &z_gram(&z, &zx));
+    let kx = hadamard(&Mat::from_fn(n, n, |i, j| mixture(&ks, x[i], x[j])), &z_gram(&z, &zx.widened()));
     let ky = Mat::from_fn(n, n, |i, j| mixture(&ks, y[i], y[j]));
     let a = conditioned_features::<D>(&factor(&kx), Some((&factor(&z_gram(&z, &zx)), zx.ridge))).unwrap();
     let b = conditioned_features::<D>(&factor(&ky), Some((&factor(&z_gram(&z, &zy)), zy.ridge))).unwrap();
