@@ -22,7 +22,8 @@ use super::{chosen_selections, flag, mean_se, pc_params};
 use crate::repro::Ctx;
 use crate::table::Table;
 use bke_core::causal::pc::pc_oriented;
-use bke_core::causal::{Orientation, PcResult, Pdag};
+use bke_core::causal::{CiMethod, Orientation, PcResult, Pdag};
+use bke_core::hypothesis::LengthscaleSelection;
 use bke_core::{Params, Points};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
@@ -195,14 +196,37 @@ fn disagreements(a: &PcResult, b: &PcResult, dag: &Pdag) -> (usize, usize, usize
     (common, differ, first_right)
 }
 
-/// One run's record: graph, selection label, rule, errors.
+/// One run's record: graph, variant label, rule, errors.
 type Run = (usize, &'static str, Orientation, Errors);
+
+/// The variants compared: every test of `--ci` (default gp-hsic) with every selection of
+/// `--selections`, labelled by the selection alone when one test runs and by "test · selection"
+/// otherwise.
+fn variants() -> anyhow::Result<Vec<(&'static str, CiMethod, LengthscaleSelection)>> {
+    let tests: Vec<CiMethod> = flag("--ci")
+        .unwrap_or_else(|| "gp-hsic".into())
+        .split(',')
+        .map(CiMethod::parse)
+        .collect::<Result<_, _>>()?;
+    let mut out = Vec::new();
+    for &test in &tests {
+        for (label, sel) in chosen_selections() {
+            let label: &'static str = if tests.len() == 1 {
+                label
+            } else {
+                Box::leak(format!("{} · {label}", test.name()).into())
+            };
+            out.push((label, test, sel));
+        }
+    }
+    Ok(out)
+}
 
 /// Runs the study and publishes its section.
 pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let graphs = flag("--graphs").and_then(|g| g.parse().ok()).unwrap_or(ctx.size(40, 2));
     let permutations = ctx.size(200, 50);
-    let sels = chosen_selections();
+    let sels = variants()?;
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     let dir = ctx.dir("fig4")?;
     let mut csv = format!("graph,p,n,edges,selection,orientation,{}\n", Errors::HEADER);
@@ -214,11 +238,11 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         let (edges, values) = random_dag(p, n, &mut rng)?;
         let dag = Pdag::from_directed(p, &edges);
         let names: Vec<String> = (0..p).map(|i| format!("x{i}")).collect();
-        let base = pc_params(&sels[0].1, permutations).ci.check()?.fit::<Faer>(&values)?;
+        let base = pc_params(&sels[0].2, permutations).ci.check()?.fit::<Faer>(&values)?;
         let mut standard: Vec<(&'static str, PcResult)> = Vec::new();
         let mut line = Vec::new();
-        for (label, sel) in &sels {
-            let tester = base.with_selection(sel.clone())?;
+        for (label, method, sel) in &sels {
+            let tester = base.with_selection(sel.clone())?.with_method(*method)?;
             let mut shds = Vec::new();
             for rule in Orientation::ALL {
                 let r = pc_oriented::<Faer>(&tester, &names, 0.05, None, rule, &())?;
