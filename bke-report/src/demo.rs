@@ -31,6 +31,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod density;
+use density::density;
+
 /// Runs `bke` commands and keeps what they printed.
 pub struct Demo {
     bke: PathBuf,
@@ -165,6 +168,24 @@ fn f64s(v: &Value, key: &str) -> anyhow::Result<Vec<f64>> {
 
 fn num(v: &Value, key: &str) -> anyhow::Result<f64> {
     v[key].as_f64().with_context(|| format!("`{key}` missing from bke's JSON"))
+}
+
+/// `v` with `digits` significant digits, trailing zeros after the point dropped (`3.162`, `59.1`,
+/// `1e-6` for tiny or huge values): numbers in the report's text say what they mean, no more.
+pub fn sig(v: f64, digits: usize) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let e = v.abs().log10().floor() as i32;
+    if !(-3..6).contains(&e) {
+        let s = format!("{:.*e}", digits.saturating_sub(1), v);
+        let (m, x) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+        return format!("{m}e{x}");
+    }
+    let decimals = (digits as i32 - 1 - e).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
 }
 
 fn linspace(a: f64, b: f64, n: usize) -> Vec<f64> {
@@ -571,83 +592,6 @@ fn dme(d: &mut Demo) -> anyhow::Result<()> {
     d.finish(
         section,
         format!("DME: RMSE {rmse:.3} against the true f, band covers it at {inside}/{} points", grid.len()),
-    )
-}
-
-/// Step 5: kernel student-t density of ozone temperature (dequantised).
-fn density(d: &mut Demo) -> anyhow::Result<()> {
-    d.begin("kernel student-t density of ozone temperature");
-    let data = d.data.join("ozone_temp_dequantised.csv");
-    let model = d.data.join("density_temp.json");
-    let fit_args =
-        args(&["density", "fit", "--data", &d.rel(&data), "--seed", "0", "--model-out", &d.rel(&model)]);
-    let fit = d.bke(&fit_args)?;
-    let lower = fit.json["domain"]["lower"][0].as_f64().context("domain")?;
-    let upper = fit.json["domain"]["upper"][0].as_f64().context("domain")?;
-    let grid = linspace(lower, upper, 241);
-    let grid_path = d.data.join("density_grid.csv");
-    write_csv(&grid_path, &["temp"], grid.iter().map(|v| vec![*v]))?;
-    let eval_args = args(&["density", "eval", "--model", &d.rel(&model), "--at", &d.rel(&grid_path)]);
-    let ld = f64s(&d.bke(&eval_args)?.json, "log_density")?;
-    let xs: Vec<f64> = read_columns(&data, &["temp"])?.into_iter().map(|r| r[0]).collect();
-    // Histogram (density scale) of the data, 4 °F bins.
-    let (h, a) = (4.0, (lower / 4.0).floor() * 4.0);
-    let bins = ((upper - a) / h).ceil() as usize;
-    let hist: Vec<(f64, f64)> = (0..bins)
-        .map(|b| {
-            let (l, r) = (a + b as f64 * h, a + (b + 1) as f64 * h);
-            (0.5 * (l + r), xs.iter().filter(|v| **v >= l && **v < r).count() as f64 / (xs.len() as f64 * h))
-        })
-        .collect();
-    let fig = Figure::new(
-        "Kernel student-t density of daily maximum temperature (ozone data)",
-        "temperature (°F)",
-        "density (per °F)",
-    )
-    .with(Series::markers("histogram of the data (4 °F bins)", hist).color(6))
-    .with(
-        Series::line(
-            "kernel student-t estimate",
-            pairs(&grid, &ld.iter().map(|v| v.exp()).collect::<Vec<_>>()),
-        )
-        .color(0),
-    );
-    let notes: Vec<String> = fit.json["grid_adjustments"]
-        .as_array()
-        .map_or(vec![], |a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect());
-    let mut section = Section::new("demo-5-density", "Demo", 5, "5. A density estimate: the kernel student-t process")
-        .intro(
-            "The kernel student-t density (seed 003) of the dequantised temperatures of step 1: squared-exponential kernel, \
-             lengthscale and the normal-inverse-Wishart hyperparameters by 5-fold cross-validated log-likelihood of the \
-             normalised density (normalised on the data range ± 25 %).",
-        )
-        .measured(format!(
-            "lengthscale {:.3} °F, α = {}, β = {}, σ₀² = {}; cross-validated log-likelihood {:.4} per point; log Z = {:.4}",
-            fit.json["lengthscales"][0].as_f64().unwrap_or(f64::NAN),
-            fit.json["alpha"], fit.json["beta"], fit.json["sigma0_sq"],
-            num(&fit.json, "cv_log_lik")?, num(&fit.json, "log_z")?
-        ))
-        .figure(&fig, "The estimate follows the broad, slightly bimodal shape of the year's temperatures (winter and summer) \
-                       without chasing single bins.")?
-        .command(command(&fit_args))
-        .command(command(&eval_args));
-    if notes.is_empty() {
-        section.push_measured("every selected hyperparameter lies inside its search grid".to_string());
-    }
-    for n in &notes {
-        section.push_warning(format!("search grid: {n}"));
-    }
-    for n in fit.notes.iter().filter(|n| !n.contains("edge") && !n.contains("widened")) {
-        section.push_warning(n.clone());
-    }
-    let grid_word = if notes.is_empty() {
-        "optimum inside the grid".to_string()
-    } else {
-        format!("{} grid adjustment(s)", notes.len())
-    };
-    d.finish(
-        section,
-        format!("density: CV log-likelihood {:.3} per point, {grid_word}", num(&fit.json, "cv_log_lik")?),
     )
 }
 
