@@ -38,9 +38,9 @@ mod clip;
 mod heat;
 mod legend;
 use clip::{annotate, clip_polyline};
-use legend::draw_legend;
 use heat::cell_edges;
 pub use heat::{ColorScale, grid_points};
+use legend::draw_legend;
 
 /// The bundled font (DejaVu Sans, subset; licence in `assets/DejaVu-LICENSE.txt`).
 pub const FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
@@ -565,10 +565,14 @@ impl Figure {
                     }
                 }
                 Style::Rug => {
-                    let frac = |f: f64| if self.log_y { ylo * (yhi / ylo).powf(f) } else { ylo + f * (yhi - ylo) };
-                    let (a, b) = (frac(RUG_ROW * rug as f64 + 0.012), frac(RUG_ROW * (rug + 1) as f64 - 0.012));
+                    let frac =
+                        |f: f64| if self.log_y { ylo * (yhi / ylo).powf(f) } else { ylo + f * (yhi - ylo) };
+                    let (a, b) =
+                        (frac(RUG_ROW * rug as f64 + 0.012), frac(RUG_ROW * (rug + 1) as f64 - 0.012));
                     rug += 1;
-                    let ticks = s.points.iter().filter(|p| p.0.is_finite() && (!self.log_x || p.0 > 0.0));
+                    let (xlo, xhi) = (xs.start.min(xs.end), xs.start.max(xs.end));
+                    let ticks =
+                        s.points.iter().filter(|p| p.0 >= xlo && p.0 <= xhi && (!self.log_x || p.0 > 0.0));
                     chart
                         .draw_series(ticks.map(|p| PathElement::new(vec![(p.0, a), (p.0, b)], c.mix(0.45))))
                         .map_err(draw_err)?;

@@ -89,7 +89,8 @@ pub(super) fn density(d: &mut Demo) -> anyhow::Result<()> {
     )
     .with(Series::markers("histogram of the data (4 °F bins)", hist).color(6))
     .with(Series::line("kernel student-t estimate", pairs(&grid, &pdf)).color(0));
-    let (ell, alpha, cv) = (j["lengthscales"][0].as_f64().unwrap_or(f64::NAN), num(j, "alpha")?, num(j, "cv_log_lik")?);
+    let (ell, alpha, cv) =
+        (j["lengthscales"][0].as_f64().unwrap_or(f64::NAN), num(j, "alpha")?, num(j, "cv_log_lik")?);
     let (n, dim) = (num(j, "n")?, num(j, "dim")?);
     let notes: Vec<String> = j["grid_adjustments"]
         .as_array()
@@ -142,12 +143,13 @@ pub(super) fn density(d: &mut Demo) -> anyhow::Result<()> {
         let cv_one = num(&d.bke(&check_args)?.json, "cv_log_lik")?;
         section.push_measured(format!(
             "α sits at its lower bound d − 1 = {} (the search stops at α − (d − 1) = {}): the cross-validated score is \
-             flat there — fixing α − (d − 1) = 1 changes it by {} nats per point — because α enters the predictive \
+             flat there — fixing α − (d − 1) = 1 instead {} it by {} nats per point — because α enters the predictive \
              only through its exponent (1 + N + α)/2, beside N = {}. The expected outcome at this sample size, not a \
              failed fit.",
             sig(dim - 1.0, 1),
             sig(alpha - (dim - 1.0), 1),
-            sig(cv_one - cv, 2),
+            if cv_one < cv { "lowers" } else { "raises" },
+            sig((cv_one - cv).abs(), 2),
             sig(n, 4)
         ));
         section.push_command(command(&check_args));

@@ -83,6 +83,8 @@ mod tests {
         assert!(svg.starts_with("<svg data-focus-y=\"0 2\""), "{}", &svg[..80]);
         let polygons: Vec<&str> = svg.split("<polygon").skip(1).collect();
         assert_eq!(polygons.len(), 2);
-        assert!(!polygons[0].starts_with(" data-support") && polygons[1].starts_with(" data-support=\"0 inf\""));
+        assert!(
+            !polygons[0].starts_with(" data-support") && polygons[1].starts_with(" data-support=\"0 inf\"")
+        );
     }
 }

@@ -59,4 +59,3 @@ pub(super) fn draw_legend(
     }
     Ok(())
 }
-
