@@ -31,6 +31,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod density;
+use density::density;
+
 /// Runs `bke` commands and keeps what they printed.
 pub struct Demo {
     bke: PathBuf,
@@ -167,6 +170,38 @@ fn num(v: &Value, key: &str) -> anyhow::Result<f64> {
     v[key].as_f64().with_context(|| format!("`{key}` missing from bke's JSON"))
 }
 
+/// `v` with `digits` significant digits, trailing zeros after the point dropped (`3.162`, `59.1`,
+/// `1e-6` for tiny or huge values): numbers in the report's text say what they mean, no more.
+pub fn sig(v: f64, digits: usize) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let e = v.abs().log10().floor() as i32;
+    if !(-3..6).contains(&e) {
+        let s = format!("{:.*e}", digits.saturating_sub(1), v);
+        let (m, x) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+        return format!("{m}e{x}");
+    }
+    let decimals = (digits as i32 - 1 - e).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
+/// The runs of sorted `xs` with gaps of at most `step`, as `a–b` (or `a` alone).
+fn runs(xs: &[f64], step: f64) -> Vec<String> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for &x in xs {
+        match out.last_mut() {
+            Some(r) if x - r.1 <= step => r.1 = x,
+            _ => out.push((x, x)),
+        }
+    }
+    out.iter()
+        .map(|(a, b)| if a == b { sig(*a, 3) } else { format!("{}–{}", sig(*a, 3), sig(*b, 3)) })
+        .collect()
+}
+
 fn linspace(a: f64, b: f64, n: usize) -> Vec<f64> {
     (0..n).map(|i| a + (b - a) * i as f64 / (n - 1) as f64).collect()
 }
@@ -222,17 +257,45 @@ fn kernel_learning(d: &mut Demo) -> anyhow::Result<()> {
     let theta_gauss = num(&gauss, "lengthscale")?;
     let (theta_raw, theta) = (num(&raw, "lengthscale")?, num(&fit, "lengthscale")?);
     let median = num(&fit, "median_heuristic")?;
+    let (deq_scan, raw_scan, gauss_scan) = (scan(&fit)?, scan(&raw)?, scan(&gauss)?);
+    // The range that decides: from the lowest point right of the optimum (the valley between the two
+    // optima) to the top; the dive at small θ, which would set the range, is clipped.
+    let top = [&deq_scan, &raw_scan, &gauss_scan]
+        .iter()
+        .flat_map(|s| s.iter().map(|p| p.1))
+        .fold(f64::MIN, f64::max);
+    let valley = deq_scan.iter().filter(|p| p.0 >= theta).map(|p| p.1).fold(f64::MAX, f64::min);
+    let (y0, y1) = (valley - 0.25 * (top - valley), top + 0.08 * (top - valley));
+    let bottom = deq_scan.iter().copied().fold((f64::NAN, f64::MAX), |a, p| if p.1 < a.1 { p } else { a });
+    let second = fit["local_optima"].as_array().and_then(|o| {
+        o.iter().filter_map(|p| p["lengthscale"].as_f64()).find(|l| (l / theta).ln().abs() > 1.0)
+    });
+    let best =
+        |s: &[(f64, f64)]| s.iter().copied().fold((f64::NAN, f64::MIN), |a, p| if p.1 > a.1 { p } else { a });
     let fig = Figure::new(
         "Kernel learning on ozone temperature: marginal pseudolikelihood against θ",
         "lengthscale θ (°F, log scale)",
         "log marginal pseudolikelihood (nats)",
     )
     .log_x()
-    .with(Series::line("dequantised temperatures", scan(&fit)?).color(0))
-    .with(Series::dashed("raw integer temperatures", scan(&raw)?).color(6))
-    .with(Series::dashed("Gaussian sample, same n, mean and sd", scan(&gauss)?).color(4))
-    .with(Series::vline(&format!("ML-II optimum θ = {theta:.2}"), theta).color(0))
-    .with(Series::vline(&format!("median heuristic θ = {median:.1}"), median).color(1));
+    .y_range(y0, y1)
+    .focus_y(valley, top)
+    .with(Series::line("dequantised temperatures", deq_scan.clone()).color(0))
+    .with(Series::dashed("raw integer temperatures", raw_scan.clone()).color(6))
+    .with(Series::dotted("Gaussian sample, same n, mean and sd", gauss_scan.clone()).color(1))
+    .with(
+        Series::markers("maximum of each curve", vec![best(&deq_scan), best(&raw_scan), best(&gauss_scan)])
+            .color(4),
+    )
+    .with(Series::vline(&format!("ML-II optimum θ = {}", sig(theta, 3)), theta).color(0))
+    .with(Series::vline(&format!("median heuristic θ = {}", sig(median, 3)), median).color(3));
+    // Where the raw and dequantised curves agree to within 1 % of the plotted range.
+    let agree = raw_scan
+        .iter()
+        .zip(&deq_scan)
+        .filter(|(r, q)| (r.1 - q.1).abs() > 0.01 * (y1 - y0))
+        .map(|(r, _)| r.0)
+        .fold(0.0, f64::max);
     let mut section = Section::new("demo-1-kernel", "Demo", 1, "1. Learning a kernel: the BKE marginal pseudolikelihood")
         .intro(format!(
             "The squared-exponential lengthscale θ of {} daily maximum temperatures (data/ozone.csv) chosen by ML-II on \
@@ -246,12 +309,22 @@ fn kernel_learning(d: &mut Demo) -> anyhow::Result<()> {
         .figure(
             &fig,
             &format!(
-                "The global maximum sits at θ = {theta:.2} °F, {:.0}× below the median heuristic, with a second local \
-                 optimum at the scale of the data's spread. A Gaussian sample of the same size gives the same picture \
-                 (θ = {theta_gauss:.2}), so the small optimum is the pseudolikelihood's preference at this sample size \
-                 (compare seed 000 Fig. 2D: 0.85 against a median heuristic of 20), not only the integer lattice; the \
-                 raw integers (dashed grey) fall off faster below θ ≈ 0.5, where the kernel starts to see the ties.",
-                median / theta
+                "The y range shows the region that decides, from the valley between the optima to the top; below \
+                 θ ≈ {} the curves leave the frame (the dequantised one falls to {} nats at θ = {}). The global maximum \
+                 sits at θ = {} °F, {}× below the median heuristic{}. A Gaussian sample of the same size gives the same \
+                 picture (θ = {}), so the small optimum is the pseudolikelihood's preference at this sample size \
+                 (compare seed 000 Fig. 2D: 0.85 against a median heuristic of 20), not only the integer lattice. The raw \
+                 integers (dashed grey) peak at θ = {} and differ from the dequantised curve by more than 1 % of the \
+                 plotted range below θ ≈ {}, where the kernel starts to see the ties.",
+                sig(deq_scan.iter().find(|p| p.1 >= y0).map_or(f64::NAN, |p| p.0), 2),
+                sig(bottom.1, 4),
+                sig(bottom.0, 2),
+                sig(theta, 3),
+                sig(median / theta, 2),
+                second.map_or(String::new(), |l| format!(", with a second local optimum at θ = {} °F, the scale of the data's spread", sig(l, 3))),
+                sig(theta_gauss, 3),
+                sig(theta_raw, 3),
+                sig(agree, 2)
             ),
         )?
         .command(command(&raw_args))
@@ -287,23 +360,16 @@ fn two_sample(d: &mut Demo) -> anyhow::Result<()> {
         write_csv(&p, &["At1"], v.iter().map(|x| vec![*x]))?;
         paths.push(d.rel(&p));
     }
-    let (lo, hi) =
-        classes.iter().flatten().fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| (a.0.min(*v), a.1.max(*v)));
+    // The witness where the data are: between the 0.5 % and 99.5 % quantiles of the pooled sample
+    // (beyond them the posterior band only shows the prior, not a difference).
+    let mut pooled: Vec<f64> = classes.iter().flatten().copied().collect();
+    pooled.sort_by(f64::total_cmp);
+    let q = |p: f64| pooled[((pooled.len() - 1) as f64 * p).round() as usize];
+    let (lo, hi) = (q(0.005), q(0.995));
     let grid = linspace(lo, hi, 121);
     let grid_path = d.data.join("banana_At1_grid.csv");
     write_csv(&grid_path, &["At1"], grid.iter().map(|x| vec![*x]))?;
-    let test_args = args(&[
-        "test",
-        "mmd",
-        "--x",
-        &paths[0],
-        "--y",
-        &paths[1],
-        "--select",
-        "bkl",
-        "--permutations",
-        "500",
-    ]);
+    let test_args = args(&["test", "mmd", "--x", &paths[0], "--y", &paths[1], "--permutations", "500"]);
     let wit_args = args(&[
         "witness",
         "--x",
@@ -312,16 +378,21 @@ fn two_sample(d: &mut Demo) -> anyhow::Result<()> {
         &paths[1],
         "--grid",
         &d.rel(&grid_path),
-        "--select",
-        "bkl",
         "--level",
         "0.8",
     ]);
     let test = d.bke(&test_args)?.json;
     let w = d.bke(&wit_args)?.json;
-    let (p, theta) = (num(&test, "p_value")?, num(&test, "lengthscale")?);
+    let (p, theta) = (num(&test, "p_value")?, num(&w, "lengthscale")?);
+    let kernels = test["kernels"].as_array().map_or(0, Vec::len);
     let (mean, lower, upper) = (f64s(&w, "mean")?, f64s(&w, "lower")?, f64s(&w, "upper")?);
     let excl = lower.iter().zip(&upper).filter(|(l, u)| **l > 0.0 || **u < 0.0).count();
+    let above: Vec<f64> = grid.iter().zip(&lower).filter(|(_, l)| **l > 0.0).map(|(g, _)| *g).collect();
+    let below: Vec<f64> = grid.iter().zip(&upper).filter(|(_, u)| **u < 0.0).map(|(g, _)| *g).collect();
+    let span = |v: &[f64]| match (v.first(), v.last()) {
+        (Some(a), Some(b)) => format!("between {} and {}", sig(*a, 2), sig(*b, 2)),
+        _ => "nowhere".into(),
+    };
     let fig = Figure::new(
         "Witness function μ_P − μ_Q: banana At1, class 0 (P) against class 1 (Q)",
         "At1 (data units)",
@@ -329,19 +400,34 @@ fn two_sample(d: &mut Demo) -> anyhow::Result<()> {
     )
     .with(Series::band("80 % credible band (BKE posterior)", &grid, lower.clone(), upper.clone()).color(0))
     .with(Series::line("posterior mean", pairs(&grid, &mean)).color(0))
-    .with(Series::hline("0", 0.0).color(6));
+    .with(Series::hline("0", 0.0).color(6))
+    .with(Series::rug("class 0 (P)", &classes[0]).color(1))
+    .with(Series::rug("class 1 (Q)", &classes[1]).color(2))
+    .x_range(lo, hi);
     let section = Section::new("demo-2-test", "Demo", 2, "2. A two-sample test and its witness function")
         .intro(
             "Are the first banana coordinates of class 0 and class 1 drawn from the same distribution? 800 points of each, \
-             unbiased MMD² with a permutation null, the lengthscale learned by BKL on the pooled sample; the witness \
-             function shows where they differ, with a BKE posterior band (seed 000 §5, Fig. 3).",
+             unbiased MMD² with a permutation null and the default kernel choice, BKL-Bayes (Gaussian kernels weighted \
+             by the BKE posterior over the lengthscale, mixed with the MMDAgg ∪ MMD-FUSE collection); the witness \
+             function shows where they differ, with the kernel of largest BKL-Bayes weight and a BKE posterior band \
+             (seed 000 §5, Fig. 3).",
         )
-        .measured(format!("MMD test: p = {p:.4} with 500 permutations, θ = {theta:.3} (BKL)"))
+        .measured(format!("MMD test: p = {} with 500 permutations, BKL-Bayes over {kernels} kernels", sig(p, 2)))
+        .measured(format!("witness lengthscale θ = {} (the test's largest-weight Gaussian kernel)", sig(theta, 3)))
         .measured(format!("the 80 % band excludes 0 at {excl} of {} grid points", grid.len()))
         .figure(
             &fig,
-            "Where the band lies above 0, class 0 has more mass than class 1; below 0, less. BKL picks a short \
-             lengthscale here, so the witness is detailed and its band wide; the test pools the evidence over the whole line.",
+            &format!(
+                "The witness on the central 99 % of the pooled sample ({} to {}), the samples as rugs beneath. The band \
+                 lies above 0 (class 0 has more mass) {} and below 0 (class 1 has more) {}: {excl} of {} grid points \
+                 exclude 0, with θ = {}.",
+                sig(lo, 3),
+                sig(hi, 3),
+                span(&above),
+                span(&below),
+                grid.len(),
+                sig(theta, 3)
+            ),
         )?
         .command(command(&test_args))
         .command(command(&wit_args));
@@ -349,7 +435,8 @@ fn two_sample(d: &mut Demo) -> anyhow::Result<()> {
     d.finish(
         section,
         format!(
-            "two-sample test: p = {p:.4} ({verdict}), witness band off 0 at {excl}/{} points",
+            "two-sample test: p = {} ({verdict}), witness band off 0 at {excl}/{} points",
+            sig(p, 2),
             grid.len()
         ),
     )
@@ -445,6 +532,11 @@ fn bank(d: &mut Demo) -> anyhow::Result<()> {
     .with(Series::vline("daily cycle 2π/24", 2.0 * std::f64::consts::PI / 24.0).color(6))
     .with(Series::vline("half-daily 2π/12", 2.0 * std::f64::consts::PI / 12.0).color(3));
     let (mean, var) = (f64s(&on_grid, "mean")?, f64s(&on_grid, "variance")?);
+    // Rentals are counts: the Gaussian ± 2 sd band is cut at 0, and the caption says where and how far
+    // below 0 the uncut band would reach.
+    let raw_lower: Vec<f64> = mean.iter().zip(&var).map(|(m, v)| m - 2.0 * v.sqrt()).collect();
+    let cut: Vec<f64> = hours.iter().zip(&raw_lower).filter(|(_, l)| **l < 0.0).map(|(h, _)| *h).collect();
+    let deepest = raw_lower.iter().copied().fold(0.0, f64::min);
     let sample: Vec<(f64, f64)> = {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         train.iter().take(400).map(|r| (r[0] + rng.random_range(-0.2..0.2), r[1])).collect()
@@ -456,11 +548,12 @@ fn bank(d: &mut Demo) -> anyhow::Result<()> {
     )
     .with(
         Series::band(
-            "BaNK ± 2 predictive sd",
+            "BaNK ± 2 predictive sd, cut at 0",
             &hours,
-            mean.iter().zip(&var).map(|(m, v)| m - 2.0 * v.sqrt()).collect(),
+            raw_lower.iter().map(|l| l.max(0.0)).collect(),
             mean.iter().zip(&var).map(|(m, v)| m + 2.0 * v.sqrt()).collect(),
         )
+        .support(0.0, f64::INFINITY)
         .color(0),
     )
     .with(Series::markers("400 training points (jittered in hour)", sample).color(6))
@@ -484,8 +577,21 @@ fn bank(d: &mut Demo) -> anyhow::Result<()> {
         ))
         .figure(&spec, &format!("{share:.0} % of the learned spectral mass on [0, 2] lies below the half-daily frequency \
                         2π/12: the kernel BaNK learned varies over a few hours, the time scale of the morning and evening peaks."))?
-        .figure(&pred, "Both capture the morning and evening peaks; BaNK's band is the posterior predictive, \
-                        which includes the large day-to-day variation at a given hour.")?
+        .figure(&pred, &format!(
+            "Both capture the morning and evening peaks; BaNK's band is the posterior predictive, which includes the \
+             large day-to-day variation at a given hour. BaNK's likelihood is Gaussian, so its ± 2 sd band is \
+             symmetric; rentals are counts, so the band is cut at 0 {}. We cut rather than refit on a transformed \
+             scale so that the mean and the held-out MSE stay those of the model compared with RKS.",
+            if cut.is_empty() {
+                "(it stays above 0 here)".to_string()
+            } else {
+                format!(
+                    "over {} h (uncut it would reach {} rentals per hour)",
+                    runs(&cut, 0.1 + 1e-9).join(", "),
+                    sig(deepest, 3)
+                )
+            }
+        ))?
         .command(command(&fit_args))
         .command(command(&grid_args))
         .command(command(&test_args));
@@ -571,83 +677,6 @@ fn dme(d: &mut Demo) -> anyhow::Result<()> {
     d.finish(
         section,
         format!("DME: RMSE {rmse:.3} against the true f, band covers it at {inside}/{} points", grid.len()),
-    )
-}
-
-/// Step 5: kernel student-t density of ozone temperature (dequantised).
-fn density(d: &mut Demo) -> anyhow::Result<()> {
-    d.begin("kernel student-t density of ozone temperature");
-    let data = d.data.join("ozone_temp_dequantised.csv");
-    let model = d.data.join("density_temp.json");
-    let fit_args =
-        args(&["density", "fit", "--data", &d.rel(&data), "--seed", "0", "--model-out", &d.rel(&model)]);
-    let fit = d.bke(&fit_args)?;
-    let lower = fit.json["domain"]["lower"][0].as_f64().context("domain")?;
-    let upper = fit.json["domain"]["upper"][0].as_f64().context("domain")?;
-    let grid = linspace(lower, upper, 241);
-    let grid_path = d.data.join("density_grid.csv");
-    write_csv(&grid_path, &["temp"], grid.iter().map(|v| vec![*v]))?;
-    let eval_args = args(&["density", "eval", "--model", &d.rel(&model), "--at", &d.rel(&grid_path)]);
-    let ld = f64s(&d.bke(&eval_args)?.json, "log_density")?;
-    let xs: Vec<f64> = read_columns(&data, &["temp"])?.into_iter().map(|r| r[0]).collect();
-    // Histogram (density scale) of the data, 4 °F bins.
-    let (h, a) = (4.0, (lower / 4.0).floor() * 4.0);
-    let bins = ((upper - a) / h).ceil() as usize;
-    let hist: Vec<(f64, f64)> = (0..bins)
-        .map(|b| {
-            let (l, r) = (a + b as f64 * h, a + (b + 1) as f64 * h);
-            (0.5 * (l + r), xs.iter().filter(|v| **v >= l && **v < r).count() as f64 / (xs.len() as f64 * h))
-        })
-        .collect();
-    let fig = Figure::new(
-        "Kernel student-t density of daily maximum temperature (ozone data)",
-        "temperature (°F)",
-        "density (per °F)",
-    )
-    .with(Series::markers("histogram of the data (4 °F bins)", hist).color(6))
-    .with(
-        Series::line(
-            "kernel student-t estimate",
-            pairs(&grid, &ld.iter().map(|v| v.exp()).collect::<Vec<_>>()),
-        )
-        .color(0),
-    );
-    let notes: Vec<String> = fit.json["grid_adjustments"]
-        .as_array()
-        .map_or(vec![], |a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect());
-    let mut section = Section::new("demo-5-density", "Demo", 5, "5. A density estimate: the kernel student-t process")
-        .intro(
-            "The kernel student-t density (seed 003) of the dequantised temperatures of step 1: squared-exponential kernel, \
-             lengthscale and the normal-inverse-Wishart hyperparameters by 5-fold cross-validated log-likelihood of the \
-             normalised density (normalised on the data range ± 25 %).",
-        )
-        .measured(format!(
-            "lengthscale {:.3} °F, α = {}, β = {}, σ₀² = {}; cross-validated log-likelihood {:.4} per point; log Z = {:.4}",
-            fit.json["lengthscales"][0].as_f64().unwrap_or(f64::NAN),
-            fit.json["alpha"], fit.json["beta"], fit.json["sigma0_sq"],
-            num(&fit.json, "cv_log_lik")?, num(&fit.json, "log_z")?
-        ))
-        .figure(&fig, "The estimate follows the broad, slightly bimodal shape of the year's temperatures (winter and summer) \
-                       without chasing single bins.")?
-        .command(command(&fit_args))
-        .command(command(&eval_args));
-    if notes.is_empty() {
-        section.push_measured("every selected hyperparameter lies inside its search grid".to_string());
-    }
-    for n in &notes {
-        section.push_warning(format!("search grid: {n}"));
-    }
-    for n in fit.notes.iter().filter(|n| !n.contains("edge") && !n.contains("widened")) {
-        section.push_warning(n.clone());
-    }
-    let grid_word = if notes.is_empty() {
-        "optimum inside the grid".to_string()
-    } else {
-        format!("{} grid adjustment(s)", notes.len())
-    };
-    d.finish(
-        section,
-        format!("density: CV log-likelihood {:.3} per point, {grid_word}", num(&fit.json, "cv_log_lik")?),
     )
 }
 

@@ -136,6 +136,10 @@ impl Section {
     pub fn push_table(&mut self, table: &Table) {
         self.tables.push(table.clone());
     }
+    /// Adds a rerun command in place.
+    pub fn push_command(&mut self, cmd: impl Into<String>) {
+        self.commands.push(cmd.into());
+    }
     /// Adds a warning in place.
     pub fn push_warning(&mut self, text: impl Into<String>) {
         self.warnings.push(text.into());
@@ -314,7 +318,8 @@ nav ol{columns:2;font-size:.92em}figure{margin:1em 0;display:inline-block;vertic
 figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444;max-width:760px}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0 1em}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:bold;padding:.3em 0}
-.notes{font-size:.85em;color:#555}pre{background:#f6f6f6;padding:.5em .8em;overflow-x:auto;font-size:.88em}
+.notes{font-size:.85em;color:#555}pre{background:#f6f6f6;padding:.5em .8em;font-size:.88em;white-space:pre-wrap;overflow-wrap:anywhere}
+pre code{display:block;padding-left:2em;text-indent:-2em}
 .warn{background:#fff4e0;border-left:4px solid #e69f00;padding:.4em .8em;margin:.5em 0}
 .smoke{background:#e8f1fb;border-left:4px solid #0072b2;padding:.4em .8em}footer table td{text-align:left}
 ";
@@ -403,11 +408,12 @@ fn render_section(h: &mut String, s: &Section) {
         render_table(h, t);
     }
     if !s.commands.is_empty() {
-        h.push_str("<h3>Rerun</h3>\n<pre><code>");
+        // One block per command: long ones wrap (CSS `pre-wrap`, hanging indent) instead of scrolling.
+        h.push_str("<h3>Rerun</h3>\n<pre>");
         for c in &s.commands {
-            let _ = writeln!(h, "{}", esc(c));
+            let _ = write!(h, "<code>{}</code>", esc(c));
         }
-        h.push_str("</code></pre>\n");
+        h.push_str("</pre>\n");
     }
     h.push_str("</section>\n");
 }

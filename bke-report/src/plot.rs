@@ -1,8 +1,15 @@
 //! Figures of the reports: one look for every plot, drawn with [plotters]' SVG backend.
 //!
 //! A [`Figure`] is a title, two axes (label with unit, linear or log-10) and [`Series`]: lines, dashed
-//! lines, markers, shaded bands (credible intervals), error bars, vertical reference lines (an
-//! optimum, a heuristic), and heat maps of a function on a 2-D grid ([`ColorScale`]).
+//! and dotted lines, markers, shaded bands (credible intervals), error bars, vertical reference lines
+//! (an optimum, a heuristic), rugs (a sample's points as ticks along the bottom), and heat maps of a
+//! function on a 2-D grid ([`ColorScale`]). A fixed range ([`Figure::y_range`]) clips what lies
+//! outside it, so a figure can zoom on the region that decides.
+//!
+//! Figures declare what a reader's checks need, as attributes of the SVG that `cargo xtask
+//! check-report` reads: a band's support ([`Series::support`], `data-support="lo hi"` on its
+//! polygon: the check fails when the band leaves it, read off the y tick labels) and the y range that
+//! must carry at least two tick labels ([`Figure::focus_y`], `data-focus-y="lo hi"` on the `<svg>`).
 //! [`Figure::to_svg`] draws it: ticks at round values, the title shrunk (then wrapped) until it fits,
 //! the legend in its own block under the plot so it never hides data, and a colour-blind-safe palette
 //! (Okabe & Ito) shared by all figures. Text is measured with a subset of DejaVu Sans bundled in
@@ -27,9 +34,13 @@ use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::sync::Once;
 
+mod clip;
 mod heat;
+mod legend;
+use clip::{annotate, clip_polyline};
 use heat::cell_edges;
 pub use heat::{ColorScale, grid_points};
+use legend::draw_legend;
 
 /// The bundled font (DejaVu Sans, subset; licence in `assets/DejaVu-LICENSE.txt`).
 pub const FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
@@ -60,6 +71,8 @@ const TICK_SIZE: f64 = 14.0;
 const LEGEND_SIZE: f64 = 14.0;
 const LEGEND_ROW: u32 = 22;
 const SIDE: u32 = 16;
+/// Height of one rug row, as a fraction of the y range.
+const RUG_ROW: f64 = 0.07;
 
 /// How a series is drawn.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +81,8 @@ pub enum Style {
     Line,
     /// A dashed line.
     Dashed,
+    /// A dotted line (a third line style, for curves that run close together).
+    Dotted,
     /// A marker at each point.
     Markers,
     /// A shaded band between `lower` and `upper` (same x as the points, whose y is ignored).
@@ -88,6 +103,9 @@ pub enum Style {
     VLine,
     /// A dotted horizontal line across the plot at the y of the first point.
     HLine,
+    /// A short vertical tick at the bottom of the plot at the x of each point (a sample's
+    /// locations); each rug gets its own row, and the y range grows downwards to make room.
+    Rug,
     /// Cells of a regular grid coloured by value: `values[iy * xs.len() + ix]` at `(xs[ix], ys[iy])`;
     /// each cell reaches halfway to its neighbours. Non-finite values are left blank.
     HeatMap {
@@ -113,11 +131,14 @@ pub struct Series {
     pub style: Style,
     /// Palette colour index (default: the series' position among the coloured ones).
     pub color: Option<usize>,
+    /// A band's support `(lo, hi)` (either may be infinite), declared on its polygon for the
+    /// report's check.
+    pub support: Option<(f64, f64)>,
 }
 
 impl Series {
     fn of(name: &str, points: Vec<(f64, f64)>, style: Style) -> Self {
-        Self { name: name.into(), points, style, color: None }
+        Self { name: name.into(), points, style, color: None, support: None }
     }
     /// A series drawn as a line.
     pub fn line(name: &str, points: Vec<(f64, f64)>) -> Self {
@@ -126,6 +147,20 @@ impl Series {
     /// A series drawn as a dashed line.
     pub fn dashed(name: &str, points: Vec<(f64, f64)>) -> Self {
         Self::of(name, points, Style::Dashed)
+    }
+    /// A series drawn as a dotted line.
+    pub fn dotted(name: &str, points: Vec<(f64, f64)>) -> Self {
+        Self::of(name, points, Style::Dotted)
+    }
+    /// A rug: a tick at the bottom of the plot at each of `xs` (a sample beneath a curve).
+    pub fn rug(name: &str, xs: &[f64]) -> Self {
+        Self::of(name, xs.iter().map(|&x| (x, f64::NAN)).collect(), Style::Rug)
+    }
+    /// Declares the support `[lo, hi]` of a band's quantity (e.g. `(0, ∞)` for counts): the SVG
+    /// carries it so that the report's check fails if the drawn band leaves it.
+    pub fn support(mut self, lo: f64, hi: f64) -> Self {
+        self.support = Some((lo, hi));
+        self
     }
     /// A series drawn as markers.
     pub fn markers(name: &str, points: Vec<(f64, f64)>) -> Self {
@@ -170,7 +205,7 @@ impl Series {
             Style::Band { lower, upper } | Style::ErrorBars { lower, upper } => {
                 lower.iter().chain(upper).copied().collect()
             }
-            Style::VLine => vec![],
+            Style::VLine | Style::Rug => vec![],
             _ => self.points.iter().map(|p| p.1).collect(),
         }
     }
@@ -199,6 +234,9 @@ pub struct Figure {
     /// to fit, so it takes effect when the x range is at most about twice the y range; linear axes
     /// only.
     pub equal_aspect: bool,
+    /// The y range a reader must be able to read values in (declared on the SVG; the report's check
+    /// wants at least two y tick labels inside it).
+    pub focus_y: Option<(f64, f64)>,
 }
 
 /// The former name of [`Figure`].
@@ -315,9 +353,15 @@ impl Figure {
         self
     }
 
-    /// Fixes the y range.
+    /// Fixes the y range; lines, markers and bands are clipped to it.
     pub fn y_range(mut self, lo: f64, hi: f64) -> Self {
         self.y_range = Some((lo, hi));
+        self
+    }
+
+    /// Declares the y range that decides the figure's point (see [`Figure::focus_y`]).
+    pub fn focus_y(mut self, lo: f64, hi: f64) -> Self {
+        self.focus_y = Some((lo, hi));
         self
     }
 
@@ -350,10 +394,18 @@ impl Figure {
         let x = self.x_range.unwrap_or_else(|| {
             Self::range(self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), self.log_x, false)
         });
-        let y = self
-            .y_range
-            .unwrap_or_else(|| Self::range(self.series.iter().flat_map(|s| s.ys()), self.log_y, true));
+        let y = self.y_range.unwrap_or_else(|| {
+            let (lo, hi) = Self::range(self.series.iter().flat_map(|s| s.ys()), self.log_y, true);
+            // Room for the rugs: RUG_ROW of the range per row, below the data.
+            let f = RUG_ROW * self.rugs() as f64;
+            if self.log_y { (lo * (lo / hi).powf(f), hi) } else { (lo - f * (hi - lo), hi) }
+        });
         (x, y)
+    }
+
+    /// The number of rugs.
+    fn rugs(&self) -> usize {
+        self.series.iter().filter(|s| s.style == Style::Rug).count()
     }
 
     /// The legend entries: (name, colour, style).
@@ -439,7 +491,9 @@ impl Figure {
             draw_legend(&legend_area, &legend)?;
             root.present().map_err(draw_err)?;
         }
-        Ok(svg.replace(&format!("font-family=\"{FONT_FAMILY}\""), &format!("font-family=\"{FONT_STACK}\"")))
+        let svg =
+            svg.replace(&format!("font-family=\"{FONT_FAMILY}\""), &format!("font-family=\"{FONT_STACK}\""));
+        Ok(annotate(svg, self))
     }
 
     fn draw_chart<X, Y>(&self, area: &DrawingArea<SVGBackend, Shift>, xr: X, yr: Y) -> anyhow::Result<()>
@@ -492,28 +546,49 @@ impl Figure {
         let ok = |p: &(f64, f64)| {
             p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0) && (!self.log_y || p.1 > 0.0)
         };
+        let (ylo, yhi) = (ys.start.min(ys.end), ys.start.max(ys.end));
+        let inside = |p: &(f64, f64)| p.1 >= ylo && p.1 <= yhi;
+        let mut rug = 0;
         for (k, s) in self.series.iter().enumerate() {
             let c = self.color_of(k);
             let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(ok).collect();
             match &s.style {
-                Style::Line => {
-                    chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(draw_err)?;
+                Style::Line | Style::Dashed | Style::Dotted => {
+                    for run in clip_polyline(&pts, ylo, yhi) {
+                        let st = c.stroke_width(2);
+                        match s.style {
+                            Style::Line => chart.draw_series(LineSeries::new(run, st)),
+                            Style::Dashed => chart.draw_series(DashedLineSeries::new(run, 7, 5, st)),
+                            _ => chart.draw_series(DashedLineSeries::new(run, 2, 4, st)),
+                        }
+                        .map_err(draw_err)?;
+                    }
                 }
-                Style::Dashed => {
+                Style::Rug => {
+                    let frac =
+                        |f: f64| if self.log_y { ylo * (yhi / ylo).powf(f) } else { ylo + f * (yhi - ylo) };
+                    let (a, b) =
+                        (frac(RUG_ROW * rug as f64 + 0.012), frac(RUG_ROW * (rug + 1) as f64 - 0.012));
+                    rug += 1;
+                    let (xlo, xhi) = (xs.start.min(xs.end), xs.start.max(xs.end));
+                    let ticks =
+                        s.points.iter().filter(|p| p.0 >= xlo && p.0 <= xhi && (!self.log_x || p.0 > 0.0));
                     chart
-                        .draw_series(DashedLineSeries::new(pts, 7, 5, c.stroke_width(2)))
+                        .draw_series(ticks.map(|p| PathElement::new(vec![(p.0, a), (p.0, b)], c.mix(0.45))))
                         .map_err(draw_err)?;
                 }
                 Style::Markers => {
+                    let pts: Vec<(f64, f64)> = pts.into_iter().filter(inside).collect();
                     chart
                         .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.mix(0.75).filled())))
                         .map_err(draw_err)?;
                 }
                 Style::Band { lower, upper } => {
+                    let clamp = |v: f64| v.clamp(ylo, yhi);
                     let up: Vec<(f64, f64)> =
-                        s.points.iter().zip(upper).map(|(p, &u)| (p.0, u)).filter(ok).collect();
+                        s.points.iter().zip(upper).map(|(p, &u)| (p.0, clamp(u))).filter(ok).collect();
                     let lo: Vec<(f64, f64)> =
-                        s.points.iter().zip(lower).rev().map(|(p, &l)| (p.0, l)).filter(ok).collect();
+                        s.points.iter().zip(lower).rev().map(|(p, &l)| (p.0, clamp(l))).filter(ok).collect();
                     let poly: Vec<(f64, f64)> = up.into_iter().chain(lo).collect();
                     chart.draw_series(std::iter::once(Polygon::new(poly, c.mix(0.22)))).map_err(draw_err)?;
                 }
@@ -595,55 +670,6 @@ impl Figure {
         bke_core::model_file::write_atomic(path, svg)?;
         Ok(())
     }
-}
-
-/// Draws the legend rows: a swatch in the series' style, then its name.
-fn draw_legend(
-    area: &DrawingArea<SVGBackend, Shift>,
-    rows: &[Vec<(String, RGBColor, Style)>],
-) -> anyhow::Result<()> {
-    for (r, row) in rows.iter().enumerate() {
-        let y = 4 + (r as u32 * LEGEND_ROW) as i32 + LEGEND_ROW as i32 / 2;
-        let mut x = SIDE as i32 + 8;
-        for (name, c, style) in row {
-            let sw = |a: i32, b: i32| vec![(a, y), (b, y)];
-            match style {
-                Style::Band { .. } => {
-                    area.draw(&Rectangle::new([(x, y - 6), (x + 30, y + 6)], c.mix(0.3).filled()))
-                        .map_err(draw_err)?;
-                }
-                Style::Markers => {
-                    area.draw(&Circle::new((x + 15, y), 4, c.filled())).map_err(draw_err)?;
-                }
-                Style::ErrorBars { .. } => {
-                    area.draw(&PathElement::new(vec![(x + 15, y - 8), (x + 15, y + 8)], c.stroke_width(2)))
-                        .map_err(draw_err)?;
-                    area.draw(&Circle::new((x + 15, y), 4, c.filled())).map_err(draw_err)?;
-                }
-                Style::Dashed | Style::VLine | Style::HLine => {
-                    for a in [x, x + 12, x + 24] {
-                        area.draw(&PathElement::new(sw(a, a + 7), c.stroke_width(2))).map_err(draw_err)?;
-                    }
-                }
-                Style::Line => {
-                    area.draw(&PathElement::new(sw(x, x + 30), c.stroke_width(2))).map_err(draw_err)?;
-                }
-                Style::HeatMap { scale, .. } => {
-                    for i in 0..6 {
-                        let a = x + 5 * i;
-                        let fill = scale.color(i as f64 / 5.0).filled();
-                        area.draw(&Rectangle::new([(a, y - 6), (a + 5, y + 6)], fill)).map_err(draw_err)?;
-                    }
-                    let frame = RGBColor(150, 150, 150).stroke_width(1);
-                    area.draw(&Rectangle::new([(x, y - 6), (x + 30, y + 6)], frame)).map_err(draw_err)?;
-                }
-            }
-            let style = font(LEGEND_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
-            area.draw_text(name, &style, (x + 38, y)).map_err(draw_err)?;
-            x += 40 + text_width(name, LEGEND_SIZE) as i32 + 24;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

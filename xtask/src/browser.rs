@@ -2,8 +2,16 @@
 //! in headless Chromium through ChromeDriver (W3C WebDriver over plain HTTP on localhost; Debian's
 //! `chromium` and `chromium-driver`, installed by `scripts/install-chromium.sh`) and checks that it
 //! renders: no console error, every `<figure>` of the file present in the page with a non-empty SVG
-//! (visible size, drawn marks, text). Saves a full-page PNG screenshot beside the report
-//! (`screenshot.png`).
+//! (visible size, drawn marks, text), and that a reader can read each figure:
+//!
+//! * at least two distinct tick labels on each axis (numbers drawn right-aligned left of the plot: y;
+//!   centred below it: x), and at least two y tick labels inside the range a figure declares as the
+//!   one that decides (`data-focus-y="lo hi"` on its `<svg>`), so that a zoom is readable;
+//! * no band leaves the support it declares (`data-support="lo hi"` on its `<polygon>`, bounds may be
+//!   `inf`): the band's vertices are read off the y tick labels, as a reader would read them;
+//! * no rerun command block scrolls horizontally (long commands wrap).
+//!
+//! Saves a full-page PNG screenshot beside the report (`screenshot.png`).
 
 use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
@@ -33,6 +41,19 @@ const MAX_SHOT_HEIGHT: u64 = 16_000;
 const PROBE: &str = r#"
 const figs = [...document.querySelectorAll('figure')];
 const bad = [];
+const num = s => { const t = s.trim().replace(/\u2212/g, '-');
+  return /^-?[0-9]*\.?[0-9]+(e-?[0-9]+)?$/.test(t) ? parseFloat(t) : NaN; };
+const bound = s => s === 'inf' ? Infinity : s === '-inf' ? -Infinity : parseFloat(s);
+const distinct = l => new Set(l.map(t => t.v)).size;
+// The value at pixel row py read off the y tick labels: linear, or log-10 when that fits them better.
+const reader = yt => {
+  const s = [...yt].sort((a, b) => a.y - b.y), a = s[0], b = s[s.length - 1];
+  const lin = py => a.v + (py - a.y) * (b.v - a.v) / (b.y - a.y);
+  if (!yt.every(t => t.v > 0)) return lin;
+  const lg = py => Math.pow(10, Math.log10(a.v) + (py - a.y) * (Math.log10(b.v) - Math.log10(a.v)) / (b.y - a.y));
+  const err = f => s.reduce((e, t) => e + Math.abs(Math.log(f(t.y) / t.v)), 0);
+  return err(lg) < err(lin) ? lg : lin;
+};
 figs.forEach((f, i) => {
   const s = f.querySelector('svg');
   const cap = (f.querySelector('figcaption') || {}).textContent || '';
@@ -42,6 +63,32 @@ figs.forEach((f, i) => {
   const texts = s.querySelectorAll('text').length;
   if (b.width < 200 || b.height < 150 || marks < 5 || texts < 3)
     bad.push(`figure ${i + 1}: ${Math.round(b.width)}x${Math.round(b.height)} px, ${marks} marks, ${texts} texts (${cap.slice(0, 60)})`);
+  const ticks = [...s.querySelectorAll('text')].filter(t => !t.getAttribute('transform')).map(t => {
+    const r = t.getBBox();
+    return { a: t.getAttribute('text-anchor'), v: num(t.textContent), y: r.y + r.height / 2 };
+  }).filter(t => isFinite(t.v));
+  const yt = ticks.filter(t => t.a === 'end'), xt = ticks.filter(t => t.a === 'middle');
+  if (distinct(xt) < 2 || distinct(yt) < 2)
+    bad.push(`figure ${i + 1}: ${distinct(xt)} x and ${distinct(yt)} y tick label(s), fewer than two on an axis (${cap.slice(0, 60)})`);
+  const focus = s.getAttribute('data-focus-y');
+  if (focus) {
+    const [lo, hi] = focus.split(' ').map(bound);
+    const n = distinct(yt.filter(t => t.v >= lo && t.v <= hi));
+    if (n < 2) bad.push(`figure ${i + 1}: ${n} y tick label(s) in its declared range [${focus}], fewer than two (${cap.slice(0, 60)})`);
+  }
+  if (distinct(yt) < 2) return;
+  const value = reader(yt), span = Math.max(...yt.map(t => t.v)) - Math.min(...yt.map(t => t.v));
+  s.querySelectorAll('polygon[data-support]').forEach(p => {
+    const [lo, hi] = p.getAttribute('data-support').split(' ').map(bound);
+    const vs = [...p.points].map(q => value(q.y));
+    const [vmin, vmax] = [Math.min(...vs), Math.max(...vs)];
+    if (vmin < lo - 0.005 * span || vmax > hi + 0.005 * span)
+      bad.push(`figure ${i + 1}: its band reaches ${vmin.toPrecision(3)} to ${vmax.toPrecision(3)}, outside its declared support [${lo}, ${hi}] (${cap.slice(0, 60)})`);
+  });
+});
+document.querySelectorAll('pre').forEach((p, i) => {
+  if (p.scrollWidth > p.clientWidth + 1)
+    bad.push(`rerun block ${i + 1} scrolls horizontally (${p.scrollWidth} px of content in ${p.clientWidth} px)`);
 });
 return { figures: figs.length, bad: bad, sections: document.querySelectorAll('section').length,
          height: document.documentElement.scrollHeight, font: document.fonts.check('12px "DejaVu Sans"') };
@@ -142,7 +189,7 @@ fn session_checks(port: u16, id: &str, page: &Path, expected: usize) -> anyhow::
     ensure!(errors.is_empty(), "console errors:\n  {}", errors.join("\n  "));
     let bad: Vec<String> =
         probe["bad"].as_array().map_or(vec![], |a| a.iter().map(|v| v.to_string()).collect());
-    ensure!(bad.is_empty(), "figures that did not render:\n  {}", bad.join("\n  "));
+    ensure!(bad.is_empty(), "the page fails {} check(s):\n  {}", bad.len(), bad.join("\n  "));
     let shown = probe["figures"].as_u64().unwrap_or(0) as usize;
     ensure!(shown == expected, "the page shows {shown} figures, the file has {expected}");
     ensure!(expected > 0 || probe["sections"].as_u64().unwrap_or(0) > 0, "the report is empty");
