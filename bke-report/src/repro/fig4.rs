@@ -73,6 +73,7 @@ fn pc_params(selection: &LengthscaleSelection, permutations: usize) -> PcParams 
     p
 }
 
+mod anchor;
 mod simulation;
 
 /// The value after `flag` on the command line.

@@ -18,6 +18,7 @@
 //! are compared test by test on the skeleton tests both ran. Every mean comes with its standard
 //! error over graphs; differences are paired by graph.
 
+use super::anchor::Anchor;
 use super::{chosen_selections, flag, mean_se, pc_params};
 use crate::repro::Ctx;
 use crate::table::Table;
@@ -119,15 +120,9 @@ impl Errors {
     }
 }
 
-/// Node index of the simulated variable `x{i}`.
-fn index(name: &str) -> usize {
-    name[1..].parse().expect("simulated variables are named x0, x1, …")
-}
-
-/// The error counts of `r` against the DAG `dag` (module docs).
-fn errors(r: &PcResult, dag: &Pdag) -> Errors {
+/// SHD of the CPDAG `est` to that of `dag`, split into missing, extra and misoriented edges.
+fn graph_errors(est: &Pdag, dag: &Pdag) -> Errors {
     let truth = dag.cpdag();
-    let est = r.graph();
     let mut e = Errors { shd: est.shd(&truth), ..Errors::default() };
     let p = dag.nodes();
     for a in 0..p {
@@ -146,6 +141,17 @@ fn errors(r: &PcResult, dag: &Pdag) -> Errors {
         }
     }
     assert_eq!(e.shd, e.missing + e.extra + e.misoriented, "SHD splits into its three parts");
+    e
+}
+
+/// Node index of the simulated variable `x{i}`.
+fn index(name: &str) -> usize {
+    name[1..].parse().expect("simulated variables are named x0, x1, …")
+}
+
+/// The error counts of `r` against the DAG `dag` (module docs).
+fn errors(r: &PcResult, dag: &Pdag) -> Errors {
+    let mut e = graph_errors(&r.graph(), dag);
     for t in r.tests.iter().filter(|t| t.phase == "skeleton") {
         let given: Vec<usize> = t.given.iter().map(|g| index(g)).collect();
         let (x, y) = (index(&t.x), index(&t.y));
@@ -231,18 +237,27 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let dir = ctx.dir("fig4")?;
     let mut csv = format!("graph,p,n,edges,selection,orientation,{}\n", Errors::HEADER);
     let mut runs: Vec<Run> = Vec::new();
+    let anchor = match std::env::args().any(|a| a == "--causal-learn") {
+        true => Some(Anchor::new(dir.join("causal-learn"))?),
+        false => None,
+    };
+    let (mut truths, mut times) = (Vec::new(), Vec::new());
     let mut pairs: Vec<(usize, &'static str, (usize, usize, usize))> = Vec::new();
     for g in 0..graphs {
         let p = ctx.size(rng.random_range(5..=8), 4);
         let n = ctx.size(rng.random_range(200..=500), 80);
         let (edges, values) = random_dag(p, n, &mut rng)?;
         let dag = Pdag::from_directed(p, &edges);
+        if let Some(a) = &anchor {
+            a.write(g, &values)?;
+        }
         let names: Vec<String> = (0..p).map(|i| format!("x{i}")).collect();
         let base = pc_params(&sels[0].2, permutations).ci.check()?.fit::<Faer>(&values)?;
         let mut standard: Vec<(&'static str, PcResult)> = Vec::new();
         let mut line = Vec::new();
         for (label, method, sel) in &sels {
             let tester = base.with_selection(sel.clone())?.with_method(*method)?;
+            let start = std::time::Instant::now();
             let mut shds = Vec::new();
             for rule in Orientation::ALL {
                 let r = pc_oriented::<Faer>(&tester, &names, 0.05, None, rule, &())?;
@@ -254,6 +269,7 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
                     standard.push((label, r));
                 }
             }
+            times.push((*label, start.elapsed().as_secs_f64()));
             line.push(format!("{label} {}", shds.join("/")));
         }
         if let Some((_, reference)) = standard.last() {
@@ -269,8 +285,91 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         ));
         // written after every graph, so a long run that is stopped keeps what it measured
         bke_core::model_file::write_atomic(dir.join("simulation_runs.csv"), &csv)?;
+        truths.push(dag);
     }
-    publish(ctx, &runs, &pairs, graphs, permutations, &sels.iter().map(|s| s.0).collect::<Vec<_>>())
+    let labels: Vec<&'static str> = sels.iter().map(|s| s.0).collect();
+    if let Some(a) = &anchor {
+        ctx.progress("causal-learn's PC + KCI on the same data sets (scripts/bench/causallearn_pc.py)");
+        let anchored: Vec<(usize, Errors, f64)> = a
+            .run(graphs, 900)?
+            .into_iter()
+            .enumerate()
+            .filter_map(|(g, r)| r.graph.map(|est| (g, graph_errors(&est, &truths[g]), r.seconds)))
+            .collect();
+        anchor_table(ctx, &runs, &times, &anchored, &labels)?;
+    }
+    publish(ctx, &runs, &pairs, graphs, permutations, &labels)
+}
+
+/// bke's tests (standard rule) beside causal-learn's PC + KCI on the graphs it finished: SHD and its
+/// parts, the paired difference to causal-learn, seconds per graph.
+fn anchor_table(
+    ctx: &mut Ctx,
+    runs: &[Run],
+    times: &[(&'static str, f64)],
+    anchored: &[(usize, Errors, f64)],
+    labels: &[&'static str],
+) -> anyhow::Result<()> {
+    let mut table = Table::new(
+        &format!(
+            "PC on the {} graphs causal-learn finished, standard orientation rule (mean ± s.e.; differences paired by graph)",
+            anchored.len()
+        ),
+        &[
+            "method",
+            "SHD",
+            "missing",
+            "extra",
+            "misoriented",
+            "SHD − causal-learn",
+            "s per graph (all rules)",
+        ],
+    );
+    let theirs: Vec<f64> = anchored.iter().map(|a| a.1.shd as f64).collect();
+    let part =
+        |v: &[&Errors], f: fn(&Errors) -> usize| fmt(&v.iter().map(|e| f(e) as f64).collect::<Vec<_>>());
+    for &label in labels {
+        let ours: Vec<&Errors> = anchored
+            .iter()
+            .filter_map(|(g, _, _)| {
+                runs.iter().find(|r| r.0 == *g && r.1 == label && r.2 == Orientation::Standard).map(|r| &r.3)
+            })
+            .collect();
+        let shd: Vec<f64> = ours.iter().map(|e| e.shd as f64).collect();
+        let secs: Vec<f64> = times.iter().filter(|t| t.0 == label).map(|t| t.1).collect();
+        table.push(vec![
+            label.into(),
+            fmt(&shd),
+            part(&ours, |e| e.missing),
+            part(&ours, |e| e.extra),
+            part(&ours, |e| e.misoriented),
+            paired(&shd, &theirs),
+            fmt(&secs),
+        ]);
+    }
+    let cl: Vec<&Errors> = anchored.iter().map(|a| &a.1).collect();
+    let secs: Vec<f64> = anchored.iter().map(|a| a.2).collect();
+    table.push(vec![
+        "causal-learn PC + KCI".into(),
+        fmt(&theirs),
+        part(&cl, |e| e.missing),
+        part(&cl, |e| e.extra),
+        part(&cl, |e| e.misoriented),
+        "0".into(),
+        fmt(&secs),
+    ]);
+    table.write_files(&ctx.dir("fig4")?, "simulation_causal_learn")?;
+    let section = ctx
+        .section("causal-learn", "PC against causal-learn's PC with KCI")
+        .intro(
+            "The simulation's data sets written as CSV and given to causal-learn's pc(indep_test=\"kci\", \
+             stable=True, uc_rule=0) with its defaults, one process per graph with one BLAS thread \
+             (scripts/bench/causallearn_pc.py in the venv of scripts/bench-venv.sh). Its time is pc() alone; \
+             ours is the whole PC run of one test and selection under all four orientation rules (the \
+             rules share the tests).",
+        )
+        .table(&table);
+    ctx.publish(section)
 }
 
 /// `v` over graphs for `label` and `rule`.
