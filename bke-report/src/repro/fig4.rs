@@ -21,7 +21,11 @@
 //!    counts are written to `simulation_runs.csv` as they come.
 //!
 //! Flags: `--parts ci,ozone,simulation` (default all), `--selections bkl,bkl-bayes,hsicagg,median`
-//! (default all; paired differences are taken against the last of them in this order), `--graphs G`.
+//! (default all; paired differences are taken against the last of them in this order), `--graphs G`,
+//! `--ci gp-hsic,kci,rcit,auto` (the tests compared; the CI part runs all three by default, the
+//! simulation gp-hsic), `--reps R` (CI part, default 500), `--p P` and `--n N` (every simulated graph
+//! with P variables and N observations), `--causal-learn` (the simulation's data sets also through
+//! causal-learn's PC + KCI, [`anchor`]).
 //! `--smoke` shrinks everything (4 ozone variables on 120 days, 100 permutations, 20 repetitions,
 //! 2 graphs of 4 variables) to check the pipeline in CI; only the full size gives the numbers.
 
@@ -73,7 +77,7 @@ fn pc_params(selection: &LengthscaleSelection, permutations: usize) -> PcParams 
     p
 }
 
-mod anchor;
+pub mod anchor;
 mod simulation;
 
 /// The value after `flag` on the command line.

@@ -244,8 +244,10 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let (mut truths, mut times) = (Vec::new(), Vec::new());
     let mut pairs: Vec<(usize, &'static str, (usize, usize, usize))> = Vec::new();
     for g in 0..graphs {
-        let p = ctx.size(rng.random_range(5..=8), 4);
-        let n = ctx.size(rng.random_range(200..=500), 80);
+        // drawn even when overridden, so the graphs' random stream stays that of earlier reports
+        let (p, n) = (ctx.size(rng.random_range(5..=8), 4), ctx.size(rng.random_range(200..=500), 80));
+        let p = flag("--p").and_then(|v| v.parse().ok()).unwrap_or(p);
+        let n = flag("--n").and_then(|v| v.parse().ok()).unwrap_or(n);
         let (edges, values) = random_dag(p, n, &mut rng)?;
         let dag = Pdag::from_directed(p, &edges);
         if let Some(a) = &anchor {
