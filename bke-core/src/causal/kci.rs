@@ -518,7 +518,7 @@ fn null_p_value<B: Backend>(t: f64, null: Null, params: &KciParams, seed: u64) -
         (KciNull::Spectral, Null::Rows(mut s)) => {
             (0..s.nrows()).for_each(|i| s[(i, i)] = 0.0);
             let mu = B::sym_eigen(s.as_ref())?.values;
-            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5bec_7a1_0000_0000);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x05be_c7a1_0000_0000);
             let exceed = (0..params.draws)
                 .filter(|_| {
                     let draw: f64 = mu
