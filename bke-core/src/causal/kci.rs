@@ -20,21 +20,12 @@
 //! cross-covariance `Ĉ = AᵀB / n`, and under conditional independence `T` is asymptotically
 //! `Σ_k λ_k z_k²` with `z_k ~ N(0, 1)` and `λ_k` the eigenvalues of the covariance of
 //! `u_i = a_i ⊗ b_i`, estimated by `S = UᵀU / n` (Zhang et al. 2011 Thm. 3). Its non-zero eigenvalues
-//! are those of `UUᵀ/n = (K̃_Ẍ ∘ K̃_Y)/n`, so the dense test never needs the factors.
-//!
-//! `T` splits into its diagonal `Σ_i S_ii` and off-diagonal `Σ_{i≠j} S_ij` parts. The diagonal part
-//! is a mean of `n` terms: it concentrates at its expectation, and `Σ λ_k z_k²`, which treats it as
-//! random, overstates the null's spread. That matters when the kernels are rough (lengthscales near
-//! the spacing of the data, where `K ≈ I` and the diagonal dominates): KCI with the BKL-Bayes
-//! posterior mixture, which weights such kernels on one-dimensional samples, rejected 0 of 500 times
-//! under CI at α = 0.05 with the uncorrected null. So the null here has the mean `Tr S` and the
-//! variance `2 ‖S − diag S‖²_F` of the off-diagonal part (as in the gamma approximation of HSIC,
-//! Gretton et al. 2008, whose variance sums over `i ≠ j`); for smooth kernels it equals Zhang et
-//! al.'s. Two approximations ([`KciNull`]):
-//! - **gamma** (Zhang et al. §3.4; causal-learn's default): the gamma law with that mean and variance;
-//! - **spectral**: `draws` samples of `Tr S + Σ μ_k (z_k² − 1)`, `μ` the eigenvalues of `S − diag S`
-//!   (causal-learn's `approx = False` draws `Σ λ_k z_k²`); p-value `(1 + #{T* ≥ T}) / (1 + draws)`.
-//!   It needs the `n × n` form: `O(n³)`.
+//! are those of `UUᵀ/n = (K̃_Ẍ ∘ K̃_Y)/n`, so the dense test never needs the factors. Two
+//! approximations of the null ([`KciNull`]):
+//! - **gamma** (Zhang et al. §3.4; causal-learn's default): the gamma law with the mean `Tr S` and the
+//!   variance `2 ‖S‖²_F` of `Σ λ_k z_k²`;
+//! - **spectral**: `draws` samples of `Σ λ_k z_k²` from the eigenvalues of `S` (causal-learn's
+//!   `approx = False`); p-value `(1 + #{T* ≥ T}) / (1 + draws)`.
 //!
 //! # The learned kernels
 //! - `K_X`, `K_Y`: the kernel selection of the test ([`crate::hypothesis::LengthscaleSelection`],
@@ -332,7 +323,7 @@ pub fn kci<B: Backend>(
     let mut s = hadamard(&kx, &ky);
     s.as_mut_slice().iter_mut().for_each(|v| *v /= n as f64);
     let statistic = s.as_slice().iter().sum::<f64>();
-    Ok(KciOutcome { statistic, p_value: null_p_value::<B>(statistic, Null::Rows(s), params, seed)? })
+    Ok(KciOutcome { statistic, p_value: null_p_value::<B>(statistic, &s, params, seed)? })
 }
 
 /// `H R H Φ` for `R = I − Ψ(ΨᵀΨ + εI)⁻¹Ψᵀ` (`HΦ` without `Z`): the residual features.
@@ -371,23 +362,21 @@ pub fn kci_of_features<B: Backend>(
     B::gemm(1.0, a.as_ref(), Trans::Yes, b.as_ref(), Trans::No, 0.0, c.as_mut())?;
     let statistic = c.as_slice().iter().map(|v| v * v).sum::<f64>() / n as f64;
     let (p, q) = (a.ncols(), b.ncols());
-    let outer = |m: &Mat| {
-        let mut g = Mat::zeros(n, n);
-        B::gemm_symmetric(1.0, m.as_ref(), Trans::No, m.as_ref(), Trans::Yes, 0.0, g.as_mut()).map(|_| g)
-    };
-    let null = if p * q <= n && params.null == KciNull::Gamma {
+    let s = if p * q <= n {
         let u = Mat::from_fn(n, p * q, |i, k| a[(i, k / q)] * b[(i, k % q)]);
         let mut s = B::gram(u.as_ref());
         s.as_mut_slice().iter_mut().for_each(|v| *v /= n as f64);
-        let diagonal =
-            (0..n).map(|i| (0..p * q).map(|k| u[(i, k)].powi(2)).sum::<f64>() / n as f64).collect();
-        Null::Features { s, diagonal }
+        s
     } else {
+        let outer = |m: &Mat| {
+            let mut g = Mat::zeros(n, n);
+            B::gemm_symmetric(1.0, m.as_ref(), Trans::No, m.as_ref(), Trans::Yes, 0.0, g.as_mut()).map(|_| g)
+        };
         let mut s = hadamard(&outer(a)?, &outer(b)?);
         s.as_mut_slice().iter_mut().for_each(|v| *v /= n as f64);
-        Null::Rows(s)
+        s
     };
-    Ok(KciOutcome { statistic, p_value: null_p_value::<B>(statistic, null, params, seed)? })
+    Ok(KciOutcome { statistic, p_value: null_p_value::<B>(statistic, &s, params, seed)? })
 }
 
 /// RCIT: KCI on random Fourier features of `Ẍ` and `Y` and a pivoted Cholesky factor of each
@@ -493,53 +482,45 @@ fn mixture_features(
     Ok(out)
 }
 
-/// The null covariance of the test (module docs): `S = (K̃_Ẍ ∘ K̃_Y)/n` over rows, or the small
-/// `UᵀU/n` over features with the diagonal `dᵢ = ‖uᵢ‖²/n` of its row form.
-enum Null {
-    Rows(Mat),
-    Features { s: Mat, diagonal: Vec<f64> },
-}
-
-/// The p-value of `T` (module docs): mean `Tr S`, and the fluctuation of the off-diagonal part
-/// `S − diag S` (the diagonal part of `T`, `Σ dᵢ`, is its own mean up to `O(1/n)`).
-fn null_p_value<B: Backend>(t: f64, null: Null, params: &KciParams, seed: u64) -> Result<f64, CoreError> {
-    let (fro2, diag) = match &null {
-        Null::Rows(s) => (sum_sq(s.as_slice()), (0..s.nrows()).map(|i| s[(i, i)]).collect::<Vec<_>>()),
-        Null::Features { s, diagonal } => (sum_sq(s.as_slice()), diagonal.clone()),
-    };
-    let mean: f64 = diag.iter().sum();
-    let var = 2.0 * (fro2 - sum_sq(&diag)).max(0.0);
-    if !(mean > 0.0) || !(var > 0.0) || !t.is_finite() {
+/// The p-value of `T` under `Σ λ_k z_k²`, `λ` the eigenvalues of `s` (module docs).
+fn null_p_value<B: Backend>(t: f64, s: &Mat, params: &KciParams, seed: u64) -> Result<f64, CoreError> {
+    let trace: f64 = (0..s.nrows()).map(|i| s[(i, i)]).sum();
+    if !(trace > 0.0) || !t.is_finite() {
         // nothing left after conditioning: no evidence against independence
         return Ok(1.0);
     }
-    match (params.null, null) {
-        (KciNull::Gamma, _) => Ok(gamma_sf(t, mean * mean / var, var / mean).clamp(0.0, 1.0)),
-        (KciNull::Spectral, Null::Rows(mut s)) => {
-            (0..s.nrows()).for_each(|i| s[(i, i)] = 0.0);
-            let mu = B::sym_eigen(s.as_ref())?.values;
+    match params.null {
+        KciNull::Gamma => {
+            let var = 2.0 * s.as_slice().iter().map(|v| v * v).sum::<f64>();
+            Ok(gamma_sf(t, trace * trace / var, var / trace).clamp(0.0, 1.0))
+        }
+        KciNull::Spectral => {
+            let mut lambda = B::sym_eigen(s.as_ref())?.values;
+            lambda.reverse();
+            let total: f64 = lambda.iter().filter(|l| **l > 0.0).sum();
+            // the smallest eigenvalues, 1e-9 of the total, enter by their mean
+            let (mut kept, mut acc) = (0, 0.0);
+            while kept < lambda.len() && lambda[kept] > 0.0 && acc < total * (1.0 - 1e-9) {
+                acc += lambda[kept];
+                kept += 1;
+            }
+            let tail = total - acc;
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x05be_c7a1_0000_0000);
             let exceed = (0..params.draws)
                 .filter(|_| {
-                    let draw: f64 = mu
+                    let draw: f64 = lambda[..kept]
                         .iter()
-                        .filter(|m| m.abs() > 1e-12 * var.sqrt())
-                        .map(|m| {
+                        .map(|l| {
                             let g: f64 = StandardNormal.sample(&mut rng);
-                            m * (g * g - 1.0)
+                            l * g * g
                         })
                         .sum();
-                    mean + draw >= t
+                    draw + tail >= t
                 })
                 .count();
             Ok((1 + exceed) as f64 / (1 + params.draws) as f64)
         }
-        (KciNull::Spectral, Null::Features { .. }) => unreachable!("the spectral null is built over rows"),
     }
-}
-
-fn sum_sq(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum()
 }
 
 #[cfg(test)]

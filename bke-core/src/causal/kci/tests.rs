@@ -164,23 +164,3 @@ fn pivoted_cholesky_reproduces_the_z_kernel() {
     // a capped rank stops early
     assert_eq!(pivoted_cholesky(&z, &zk, 5).ncols(), 5);
 }
-
-/// The small feature form of the null and the row form give the same gamma p-value.
-#[test]
-fn feature_and_row_nulls_agree() {
-    let mut rng = ChaCha8Rng::seed_from_u64(9);
-    let a = centre_columns(&Mat::from_fn(60, 3, |_, _| StandardNormal.sample(&mut rng)));
-    let b = centre_columns(&Mat::from_fn(60, 4, |_, _| StandardNormal.sample(&mut rng)));
-    let small = kci_of_features::<D>(&a, &b, &KciParams::default(), 0).unwrap();
-    let mut s = Mat::zeros(60, 60);
-    let (mut ka, mut kb) = (Mat::zeros(60, 60), Mat::zeros(60, 60));
-    D::gemm(1.0, a.as_ref(), Trans::No, a.as_ref(), Trans::Yes, 0.0, ka.as_mut()).unwrap();
-    D::gemm(1.0, b.as_ref(), Trans::No, b.as_ref(), Trans::Yes, 0.0, kb.as_mut()).unwrap();
-    for i in 0..60 {
-        for j in 0..60 {
-            s[(i, j)] = ka[(i, j)] * kb[(i, j)] / 60.0;
-        }
-    }
-    let rows = null_p_value::<D>(small.statistic, Null::Rows(s), &KciParams::default(), 0).unwrap();
-    assert!(close(small.p_value, rows, 1e-9), "{} vs {rows}", small.p_value);
-}
