@@ -20,9 +20,9 @@ use std::path::PathBuf;
 #[derive(Subcommand)]
 pub enum CausalCommand {
     /// The PC algorithm (stable version) with kernel conditional-independence tests: prints the
-    /// CPDAG, every test and its p-value. Here --select defaults to bkl-bayes (single-kernel bkl
-    /// picks its resolution limit on one-dimensional residuals and loses power; see
-    /// bke_core::causal::ci).
+    /// CPDAG, every test and its p-value. Here --select defaults to bkl-bayes for gp-hsic
+    /// (single-kernel bkl picks its resolution limit on one-dimensional residuals and loses power)
+    /// and to median for kci and rcit (measured level; see bke_core::causal::ci).
     Pc(Box<PcArgs>),
 }
 
@@ -119,12 +119,13 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     let data = CausalData::new(names, values, time).with_context(|| table.path.clone())?;
 
     let mut params = PcParams { alpha: a.alpha, max_condition: a.max_condition, ..PcParams::default() };
+    params.ci.method = CiMethod::parse(&a.ci)?;
     let mut selection = a.selection.clone();
-    selection.select = selection.select.or(params.ci.selection.rule(TestKind::Independence));
+    let default_rule = params.ci.method.default_selection().rule(TestKind::Independence);
+    selection.select = selection.select.or(default_rule);
     params.prewhiten = Prewhitening::parse(&a.prewhiten)?;
     params.orientation = Orientation::parse(&a.orientation)?;
     params.ci.selection = selection.rule(a.lengthscale, a.seed, false)?;
-    params.ci.method = CiMethod::parse(&a.ci)?;
     params.ci.kci.null = KciNull::parse(&a.kci_null)?;
     params.ci.hsic.statistic = HsicStatistic::parse(&a.statistic)?;
     params.ci.hsic.permutations = a.permutations;

@@ -109,6 +109,7 @@ fn pc_with_kci_and_rcit_finds_the_collider() {
         ]);
         assert!(ok, "{err}");
         assert_eq!(json["ci_test"], test);
+        assert_eq!(json["selection"], "median", "kci and rcit default to median-heuristic kernels");
         let edges = json["edges"].as_array().unwrap();
         let has =
             |from: &str| edges.iter().any(|e| e["from"] == from && e["to"] == "c" && e["directed"] == true);

@@ -98,6 +98,8 @@ fn per_command() -> Vec<(&'static str, &'static str, String)> {
         ("bke causal pc", "statistic", s(pc.ci.hsic.statistic.name())),
         ("bke causal pc", "permutations", s(pc.ci.hsic.permutations)),
         ("bke causal pc", "orientation", s(pc.orientation.name())),
+        ("bke causal pc", "ci", s(pc.ci.method.name())),
+        ("bke causal pc", "kci_null", s(pc.ci.kci.null.name())),
         ("bke causal pc", "seed", s(pc.ci.hsic.seed)),
         ("bke embed fit", "grid_points", s(emb.grid_points)),
         ("bke embed fit", "seed", s(emb.seed)),
