@@ -263,16 +263,17 @@ impl CiTester {
         self.params.method.resolve(self.observations())
     }
 
-    /// The same test with another kernel selection, sharing the data and the cached regressions
-    /// (they do not depend on the selection) but not the kernels or cached outcomes.
+    /// The same test with another kernel selection, sharing the data and the GP residuals (they do
+    /// not depend on the selection) but not the kernels, the kernels on `Z` (learned from the
+    /// variable's kernel features) or the cached outcomes.
     pub fn with_selection(&self, selection: LengthscaleSelection) -> Result<CiTester, CoreError> {
         self.with(CiParams { selection, ..self.params.clone() })
     }
 
     /// Another test ([`CiMethod`]) on the same data, sharing the cached regressions and kernels.
     pub fn with_method(&self, method: CiMethod) -> Result<CiTester, CoreError> {
-        let kernels = self.kernels.clone();
-        Ok(CiTester { kernels, ..self.with(CiParams { method, ..self.params.clone() })? })
+        let (kernels, z_kernels) = (self.kernels.clone(), self.z_kernels.clone());
+        Ok(CiTester { kernels, z_kernels, ..self.with(CiParams { method, ..self.params.clone() })? })
     }
 
     fn with(&self, params: CiParams) -> Result<CiTester, CoreError> {
@@ -280,7 +281,8 @@ impl CiTester {
         Ok(CiTester {
             params,
             kernels: Default::default(),
-            outcomes: Arc::new(RwLock::new(HashMap::new())),
+            z_kernels: Default::default(),
+            outcomes: Default::default(),
             ..self.clone()
         })
     }
