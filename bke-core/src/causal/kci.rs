@@ -181,7 +181,7 @@ impl ZKernel {
     /// The kernel on `Z` and the ridge that maximise the marginal likelihood of the features of the
     /// variable (module docs): the multi-output GP `Φ_j ~ N(0, σ²(K_Z + εI))` of the centred random
     /// features `Φ` of `kernels` at `values`, `σ²` profiled out, over the lengthscales of `gp` times
-    /// [`LENGTHSCALE_SCALES`] and a grid of `ε`.
+    /// ¼, ½, 1 and 2 and a grid of `ε`.
     pub fn learn<B: Backend>(
         gp: &GpKernel,
         z: &Points,
