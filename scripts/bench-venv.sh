@@ -1,28 +1,6 @@
 #!/usr/bin/env bash
 # Creates (or refreshes) the benchmark environment target/bench-venv with the pinned packages of
-# scripts/bench/requirements.txt (causal-learn and its dependencies, CPU only) from PyPI.
-# Idempotent: reinstalls only when the requirements changed. Needs python3 >= 3.11 with the venv
-# module (Debian: python3-venv); prints the venv's python on stdout, everything else on stderr.
+# scripts/bench/requirements.txt (causal-learn and its dependencies, CPU only) from PyPI; prints its
+# python on stdout (scripts/python-venv.sh does the work).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-venv=target/bench-venv
-req=scripts/bench/requirements.txt
-py=${PYTHON:-python3}
-if ! command -v "$py" >/dev/null; then
-    echo "bench-venv: $py not found; install Python >= 3.11 (Debian: apt-get install python3 python3-venv)" >&2
-    exit 1
-fi
-if ! "$py" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-    echo "bench-venv: $py lacks the venv/ensurepip modules or is older than 3.11 (Debian: apt-get install python3-venv)" >&2
-    exit 1
-fi
-if [ ! -x "$venv/bin/python" ]; then
-    "$py" -m venv "$venv" >&2
-fi
-stamp="$venv/.requirements"
-if ! cmp -s "$req" "$stamp"; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" >&2
-    cp "$req" "$stamp"
-fi
-echo "$venv/bin/python"
+exec bash "$(dirname "$0")/python-venv.sh" target/bench-venv scripts/bench/requirements.txt

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Creates (or refreshes) the Python test environment target/python-venv with the pinned packages of
-# python/requirements-test.txt from PyPI. Idempotent: reinstalls only when the requirements changed.
-# Needs python3 with the venv module (Debian: python3-venv); prints the venv's python on stdout.
+# Creates (or refreshes) a Python environment with pinned packages from PyPI:
+#   scripts/python-venv.sh [VENV REQUIREMENTS]
+# by default the test environment target/python-venv with python/requirements-test.txt
+# (scripts/bench-venv.sh makes the benchmark one). Idempotent: reinstalls only when the requirements
+# changed. Needs python3 >= 3.11 with the venv module (Debian: python3-venv); prints the venv's
+# python on stdout, everything else on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=target/python-venv
-req=python/requirements-test.txt
+venv=${1:-target/python-venv}
+req=${2:-python/requirements-test.txt}
+name=$(basename "$venv")
 py=${PYTHON:-python3}
 if ! command -v "$py" >/dev/null; then
-    echo "python-venv: $py not found; install Python >= 3.11 (Debian: apt-get install python3 python3-venv)" >&2
+    echo "$name: $py not found; install Python >= 3.11 (Debian: apt-get install python3 python3-venv)" >&2
+    exit 1
+fi
+if ! "$py" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "$name: $py lacks the venv/ensurepip modules or is older than 3.11 (Debian: apt-get install python3-venv)" >&2
     exit 1
 fi
 if [ ! -x "$venv/bin/python" ]; then
