@@ -148,7 +148,7 @@ impl Default for CiParams {
         Self {
             method: CiMethod::default(),
             kci: KciParams::default(),
-            selection: LengthscaleSelection::BklBayes(BklParams::default()),
+            selection: CiMethod::default().default_selection(),
             hsic: HsicParams::default(),
             gp: GpParams::default(),
         }
