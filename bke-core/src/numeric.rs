@@ -2,6 +2,7 @@
 //! packing of positive hyperparameters on the log scale for unconstrained optimisers.
 
 use crate::{CoreError, Kernel};
+use rayon::prelude::*;
 
 /// `ln(2π)`.
 pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -143,6 +144,40 @@ impl LogParamReader<'_> {
             })
         }
     }
+}
+
+/// Greedy pivoted Cholesky (Fine & Scheinberg 2001) of the `m × m` positive semi-definite matrix
+/// with entries `k(i, j)`: the largest remaining diagonal is the next pivot, until it falls to
+/// `tolerance` or `max_rank` pivots are taken. Returns the pivots in order and the rows `g[i]` of the
+/// factor `G` (`K ≈ GGᵀ`, exact on the pivots), `O(m r²)` with `k` evaluated once per entry of the
+/// pivots' columns; columns are computed in parallel, deterministically.
+pub fn pivoted_cholesky(
+    m: usize,
+    k: impl Fn(usize, usize) -> f64 + Sync,
+    tolerance: f64,
+    max_rank: usize,
+) -> (Vec<usize>, Vec<Vec<f64>>) {
+    let mut residual: Vec<f64> = (0..m).map(|i| k(i, i)).collect();
+    let mut g: Vec<Vec<f64>> = vec![Vec::new(); m];
+    let mut order = Vec::new();
+    while order.len() < max_rank.min(m) {
+        let (p, &largest) = residual.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).expect("m ≥ 1");
+        if !(largest > tolerance) {
+            break;
+        }
+        let pivot_row = g[p].clone();
+        let root = largest.sqrt();
+        let column: Vec<f64> = (0..m)
+            .into_par_iter()
+            .map(|i| (k(i, p) - g[i].iter().zip(&pivot_row).map(|(a, b)| a * b).sum::<f64>()) / root)
+            .collect();
+        for i in 0..m {
+            g[i].push(column[i]);
+            residual[i] = if i == p { 0.0 } else { (residual[i] - column[i] * column[i]).max(0.0) };
+        }
+        order.push(p);
+    }
+    (order, g)
 }
 
 #[cfg(test)]

@@ -417,27 +417,10 @@ const Z_RESIDUAL_VARIANCE: f64 = 1e-6;
 /// Scheinberg 2001), `O(n r²)`: the largest remaining diagonal is the next pivot, until it falls to
 /// [`Z_RESIDUAL_VARIANCE`].
 fn pivoted_cholesky(z: &Points, zk: &ZKernel, max_rank: usize) -> Mat {
-    let n = z.len();
-    let mut residual = vec![1.0_f64; n];
-    let mut cols: Vec<Vec<f64>> = Vec::new();
-    while cols.len() < max_rank.min(n) {
-        let (j, &largest) = residual.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).expect("n ≥ 1");
-        if !(largest > Z_RESIDUAL_VARIANCE) {
-            break;
-        }
-        let pivot = largest.sqrt();
-        let col: Vec<f64> = (0..n)
-            .map(|i| {
-                let done: f64 = cols.iter().map(|c| c[i] * c[j]).sum();
-                (se(z.point(i), z.point(j), &zk.lengthscales) - done) / pivot
-            })
-            .collect();
-        residual.iter_mut().zip(&col).for_each(|(r, c)| *r = (*r - c * c).max(0.0));
-        residual[j] = 0.0;
-        cols.push(col);
-    }
-    let r = cols.len();
-    Mat::from_fn(n, r.max(1), |i, k| if k < r { cols[k][i] } else { 0.0 })
+    let k = |i: usize, j: usize| se(z.point(i), z.point(j), &zk.lengthscales);
+    let (order, g) = crate::numeric::pivoted_cholesky(z.len(), k, Z_RESIDUAL_VARIANCE, max_rank);
+    let r = order.len();
+    Mat::from_fn(z.len(), r.max(1), |i, c| if c < r { g[i][c] } else { 0.0 })
 }
 
 /// `M` paired random Fourier features (`n × 2M`) of `k(v) · k_Z(z)`, with `k` the normalised mixture

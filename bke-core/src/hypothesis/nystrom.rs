@@ -101,37 +101,15 @@ struct Pivots {
     lower: Mat,
 }
 
-/// Greedy pivoted Cholesky of `k(L, L)` (module docs): `O(R r²)`, with `W`'s columns evaluated as the
-/// pivots need them.
+/// Greedy pivoted Cholesky of `k(L, L)` (module docs; [`crate::numeric::pivoted_cholesky`]).
 fn pivoted_cholesky(landmarks: &Points, kernel: &WeightedKernel) -> Pivots {
     let m = landmarks.len();
-    let mut residual: Vec<f64> =
-        (0..m).map(|i| kernel.eval(landmarks.point(i), landmarks.point(i))).collect();
-    // rows of the partial factor: g[i][t] for landmark i and pivot t
-    let mut g: Vec<Vec<f64>> = vec![Vec::new(); m];
-    let mut order = Vec::new();
-    while order.len() < m {
-        let (p, &largest) =
-            residual.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).expect("at least one landmark");
-        if !(largest > RESIDUAL_VARIANCE) {
-            break;
-        }
-        let pivot_row = g[p].clone();
-        let root = largest.sqrt();
-        let column: Vec<f64> = (0..m)
-            .into_par_iter()
-            .map(|i| {
-                let k = kernel.eval(landmarks.point(i), landmarks.point(p));
-                let dot: f64 = g[i].iter().zip(&pivot_row).map(|(a, b)| a * b).sum();
-                (k - dot) / root
-            })
-            .collect();
-        for i in 0..m {
-            g[i].push(column[i]);
-            residual[i] = if i == p { 0.0 } else { (residual[i] - column[i] * column[i]).max(0.0) };
-        }
-        order.push(p);
-    }
+    let (order, g) = crate::numeric::pivoted_cholesky(
+        m,
+        |i, j| kernel.eval(landmarks.point(i), landmarks.point(j)),
+        RESIDUAL_VARIANCE,
+        m,
+    );
     let r = order.len();
     let lower = Mat::from_fn(r, r, |a, b| if b <= a { g[order[a]][b] } else { 0.0 });
     Pivots { order, lower }
