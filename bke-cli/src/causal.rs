@@ -8,7 +8,7 @@ use crate::exec::{ExecArgs, fit, run_with_backend};
 use crate::hypothesis::Selection;
 use anyhow::{Context, bail};
 use bke_core::Points;
-use bke_core::causal::{CausalData, CiMethod, KciNull, Orientation, PcParams, Prewhitening, draw};
+use bke_core::causal::{CausalData, CiMethod, KciNull, Orientation, PcParams, Prewhitening, ZRule, draw};
 use bke_core::hypothesis::hsic::HsicStatistic;
 use bke_core::hypothesis::select::TestKind;
 use bke_io as io;
@@ -54,6 +54,11 @@ pub struct PcArgs {
     /// eigenvalues).
     #[arg(long, default_value = PcParams::default().ci.kci.null.name())]
     pub kci_null: String,
+    /// KCI's and RCIT's kernel on the conditioning set and ridge of its regression: learned
+    /// (marginal likelihood; the default) or median (the median heuristic and ε = 1e-3,
+    /// causal-learn's defaults).
+    #[arg(long, default_value = PcParams::default().ci.kci.z_rule.name())]
+    pub kci_z: String,
     /// Fixed lengthscale of every HSIC kernel (instead of --select).
     #[arg(long, conflicts_with = "select", allow_negative_numbers = true)]
     pub lengthscale: Option<f64>,
@@ -127,6 +132,7 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     params.orientation = Orientation::parse(&a.orientation)?;
     params.ci.selection = selection.rule(a.lengthscale, a.seed, false)?;
     params.ci.kci.null = KciNull::parse(&a.kci_null)?;
+    params.ci.kci.z_rule = ZRule::parse(&a.kci_z)?;
     params.ci.hsic.statistic = HsicStatistic::parse(&a.statistic)?;
     params.ci.hsic.permutations = a.permutations;
     params.ci.hsic.seed = a.seed;

@@ -37,10 +37,12 @@ use std::sync::Once;
 mod clip;
 mod heat;
 mod legend;
+mod log_ticks;
 use clip::{annotate, clip_polyline};
 use heat::cell_edges;
 pub use heat::{ColorScale, grid_points};
 use legend::draw_legend;
+use log_ticks::{log_grid, log_ticks};
 
 /// The bundled font (DejaVu Sans, subset; licence in `assets/DejaVu-LICENSE.txt`).
 pub const FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
@@ -482,11 +484,14 @@ impl Figure {
             }
             let (plot, legend_area) = rest.split_vertically(PLOT_HEIGHT);
             let ((x0, x1), (y0, y1)) = self.ranges();
+            let log = |lo: f64, hi: f64| {
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)).with_light_points(log_grid(lo, hi))
+            };
             match (self.log_x, self.log_y) {
                 (false, false) => self.draw_chart(&plot, x0..x1, y0..y1)?,
-                (true, false) => self.draw_chart(&plot, (x0..x1).log_scale(), y0..y1)?,
-                (false, true) => self.draw_chart(&plot, x0..x1, (y0..y1).log_scale())?,
-                (true, true) => self.draw_chart(&plot, (x0..x1).log_scale(), (y0..y1).log_scale())?,
+                (true, false) => self.draw_chart(&plot, log(x0, x1), y0..y1)?,
+                (false, true) => self.draw_chart(&plot, x0..x1, log(y0, y1))?,
+                (true, true) => self.draw_chart(&plot, log(x0, x1), log(y0, y1))?,
             }
             draw_legend(&legend_area, &legend)?;
             root.present().map_err(draw_err)?;

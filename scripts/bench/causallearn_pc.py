@@ -17,11 +17,15 @@ Contract:
                  "seconds": wall seconds of pc(), "error": null or "<what>"}, ...]}
   Indices refer to "names"; directed [i, j] means i -> j; undirected and bidirected pairs have
   i < j (PC with uc_priority=2, causal-learn's default, leaves "bidirected" empty). A data set that
-  fails or times out has "error" set and empty edge lists; the run goes on. With --only, entries of
-  other data sets already in DIR/causallearn.json (same tool and alpha) are kept.
+  fails or times out has "error" set and empty edge lists; the run goes on. Each entry also holds
+  "sha256", the hash of its CSV's bytes.
+- Reuse: an entry already in DIR/causallearn.json (same tool and alpha) whose "sha256" matches its
+  CSV and has no error is kept without rerunning (a rerun of the same data is free; a study can fill
+  the file while it writes the data sets). With --only, entries of other data sets are kept too.
 - stderr: one progress line per data set (name, n x p, seconds, edges).
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -121,13 +125,18 @@ def main():
     out = args.dir / "causallearn.json"
     doc = {"tool": f"causal-learn {version('causal-learn')}", "test": "kci", "alpha": args.alpha,
            "graphs": []}
-    if args.only and out.exists():
-        old = json.loads(out.read_text())
-        if (old.get("tool"), old.get("alpha")) == (doc["tool"], doc["alpha"]):
-            doc["graphs"] = [g for g in old["graphs"] if g["name"] not in args.only]
+    old = json.loads(out.read_text()) if out.exists() else {}
+    if (old.get("tool"), old.get("alpha")) != (doc["tool"], doc["alpha"]):
+        old = {}
+    done = {g["name"]: g for g in old.get("graphs", []) if g.get("error") is None and "sha256" in g}
+    if args.only:
+        doc["graphs"] = [g for g in old.get("graphs", []) if g["name"] not in args.only]
     for path in files:
-        g = run_one(path, args.alpha, args.timeout)
-        doc["graphs"] = sorted(doc["graphs"] + [g], key=lambda g: g["name"])
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        cached = done.get(path.stem, {}).get("sha256") == digest
+        g = done[path.stem] if cached else dict(run_one(path, args.alpha, args.timeout), sha256=digest)
+        doc["graphs"] = sorted([h for h in doc["graphs"] if h["name"] != g["name"]] + [g],
+                               key=lambda g: g["name"])
         tmp = out.with_suffix(".json.tmp")
         head = json.dumps({k: v for k, v in doc.items() if k != "graphs"})[:-1]
         tmp.write_text(head + ', "graphs": [\n' + ",\n".join(map(json.dumps, doc["graphs"])) + "\n]}\n")
@@ -135,6 +144,7 @@ def main():
         n_edges = len(g["directed"]) + len(g["undirected"]) + len(g["bidirected"])
         status = f"error: {g['error']}" if g["error"] else (
             f"{n_edges} edges ({len(g['directed'])} directed)")
+        status += " (cached)" if cached else ""
         print(f"{g['name']}: {g['n']}x{len(g['names'])}, {g['seconds']:.1f} s, {status}",
               file=sys.stderr, flush=True)
 

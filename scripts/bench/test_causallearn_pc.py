@@ -46,6 +46,24 @@ def test_chain_and_collider():
     assert chain["seconds"] > 0
 
 
+def test_a_rerun_reuses_unchanged_data_sets():
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        first = run_anchor(tmp)
+        out = tmp / "causallearn.json"
+        doc = json.loads(out.read_text())
+        for g in doc["graphs"]:
+            g["seconds"] = -1.0  # a marker: a reused entry keeps it
+        out.write_text(json.dumps(doc))
+        with (tmp / "collider.csv").open("a") as f:
+            f.write("0.1,0.2,0.3\n")  # the collider's data change: it must rerun
+        subprocess.run([sys.executable, str(SCRIPT), str(tmp)], check=True)
+        again = {g["name"]: g for g in json.loads(out.read_text())["graphs"]}
+    assert again["chain"]["seconds"] == -1.0 and again["chain"]["sha256"] == first["chain"]["sha256"]
+    assert again["collider"]["seconds"] > 0 and again["collider"]["n"] == 201
+
+
 if __name__ == "__main__":
     test_chain_and_collider()
-    print("1 passed, 0 failed")
+    test_a_rerun_reuses_unchanged_data_sets()
+    print("2 passed, 0 failed")

@@ -6,7 +6,8 @@
 //!
 //! * at least two distinct tick labels on each axis (numbers drawn right-aligned left of the plot: y;
 //!   centred below it: x), and at least two y tick labels inside the range a figure declares as the
-//!   one that decides (`data-focus-y="lo hi"` on its `<svg>`), so that a zoom is readable;
+//!   one that decides (`data-focus-y="lo hi"` on its `<svg>`), so that a zoom is readable; a diagram
+//!   without axes says so (`data-axes="none"`);
 //! * no band leaves the support it declares (`data-support="lo hi"` on its `<polygon>`, bounds may be
 //!   `inf`): the band's vertices are read off the y tick labels, as a reader would read them;
 //! * no rerun command block scrolls horizontally (long commands wrap).
@@ -63,6 +64,7 @@ figs.forEach((f, i) => {
   const texts = s.querySelectorAll('text').length;
   if (b.width < 200 || b.height < 150 || marks < 5 || texts < 3)
     bad.push(`figure ${i + 1}: ${Math.round(b.width)}x${Math.round(b.height)} px, ${marks} marks, ${texts} texts (${cap.slice(0, 60)})`);
+  if (s.getAttribute('data-axes') === 'none') return;
   const ticks = [...s.querySelectorAll('text')].filter(t => !t.getAttribute('transform')).map(t => {
     const r = t.getBBox();
     return { a: t.getAttribute('text-anchor'), v: num(t.textContent), y: r.y + r.height / 2 };

@@ -100,6 +100,7 @@ fn per_command() -> Vec<(&'static str, &'static str, String)> {
         ("bke causal pc", "orientation", s(pc.orientation.name())),
         ("bke causal pc", "ci", s(pc.ci.method.name())),
         ("bke causal pc", "kci_null", s(pc.ci.kci.null.name())),
+        ("bke causal pc", "kci_z", s(pc.ci.kci.z_rule.name())),
         ("bke causal pc", "seed", s(pc.ci.hsic.seed)),
         ("bke embed fit", "grid_points", s(emb.grid_points)),
         ("bke embed fit", "seed", s(emb.seed)),

@@ -55,7 +55,7 @@
 //! seeded from `(seed, {x, y}, Z)`, so it does not depend on the order in which tests are run.
 
 use super::data::columns;
-use super::kci::{KciParams, Side, ZKernel, kci, rcit};
+use super::kci::{KciParams, Side, ZKernel, ZRule, kci, rcit};
 use crate::estimator::{Dataset, Estimator, Params, Progress, TwoSamples, Valid};
 use crate::gp::GpParams;
 use crate::hypothesis::select::{TestKind, select_kernels};
@@ -276,6 +276,14 @@ impl CiTester {
         Ok(CiTester { kernels, z_kernels, ..self.with(CiParams { method, ..self.params.clone() })? })
     }
 
+    /// The same test with another rule for the kernel on `Z` ([`ZRule`]), sharing the regressions
+    /// and the variables' kernels but not the kernels on `Z` or the cached outcomes.
+    pub fn with_z_rule(&self, z_rule: ZRule) -> Result<CiTester, CoreError> {
+        let kci = KciParams { z_rule, ..self.params.kci.clone() };
+        let kernels = self.kernels.clone();
+        Ok(CiTester { kernels, ..self.with(CiParams { kci, ..self.params.clone() })? })
+    }
+
     fn with(&self, params: CiParams) -> Result<CiTester, CoreError> {
         let params = params.check()?.into_inner();
         Ok(CiTester {
@@ -329,9 +337,13 @@ impl CiTester {
         Ok(fit.residuals())
     }
 
-    /// KCI's kernel on `Z` and ridge for variable `v`: ML-II of a GP regression of `v` on `z` over at
-    /// most [`KciParams::hyper_points`] evenly spaced rows.
+    /// KCI's kernel on `Z` and ridge for variable `v` ([`KciParams::z_rule`]): learned from a GP
+    /// regression of `v` on `z` over at most [`KciParams::hyper_points`] evenly spaced rows, or the
+    /// median heuristic.
     fn z_kernel<B: Backend>(&self, v: usize, z: &[usize]) -> Result<ZKernel, CoreError> {
+        if self.params.kci.z_rule == ZRule::Median {
+            return ZKernel::median(&columns(&self.values, z));
+        }
         let n = self.observations();
         let m = self.params.kci.hyper_points.min(n);
         let rows: Vec<usize> = (0..m).map(|i| i * n / m).collect();

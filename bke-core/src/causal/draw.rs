@@ -29,14 +29,15 @@ fn ellipse_exit(dx: f64, dy: f64) -> f64 {
 }
 
 /// One SVG with a panel per `(title, graph)`; every graph is over the nodes `names`. Edges listed
-/// in `highlight` (as `(from, to)`, either direction) are drawn thicker in red.
+/// in `highlight` (as `(from, to)`, either direction) are drawn thicker in red. A diagram has no
+/// axes: `data-axes="none"` tells the report's browser check not to look for tick labels.
 pub fn graph_svg(names: &[String], panels: &[(&str, &Pdag)], highlight: &[(usize, usize)]) -> String {
     let width = PANEL * panels.len().max(1) as f64;
     let height = PANEL + HEADER;
     let mut s = String::new();
     let _ = write!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif">
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" data-axes="none">
 <defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#333"/></marker>
 <marker id="arrow-hl" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#d62728"/></marker></defs>
 <rect width="{width}" height="{height}" fill="white"/>

@@ -74,6 +74,7 @@
 
 use crate::gp::{GpKernel, se};
 use crate::hypothesis::hsic_null::centre;
+use crate::hypothesis::median::median_distance;
 use crate::hypothesis::{TestFamily, WeightedKernel};
 use crate::special::gamma_sf;
 use crate::{CoreError, Points};
@@ -114,9 +115,43 @@ impl KciNull {
     }
 }
 
+/// How the kernel on `Z` and the ridge `ε` of the conditional embedding are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZRule {
+    /// By marginal likelihood ([`ZKernel::learn`]; the default).
+    #[default]
+    Learned,
+    /// The median heuristic on `Z` (one lengthscale, the median pairwise distance) and
+    /// `ε = 10⁻³`, causal-learn's KCI defaults: the baseline the learned kernel is measured against.
+    Median,
+}
+
+/// The ridge of [`ZRule::Median`] (causal-learn's `epsilon_x`, `epsilon_y`).
+pub const MEDIAN_RIDGE: f64 = 1e-3;
+
+impl ZRule {
+    /// "learned" or "median".
+    pub fn name(self) -> &'static str {
+        match self {
+            ZRule::Learned => "learned",
+            ZRule::Median => "median",
+        }
+    }
+
+    /// Parses a name written by [`ZRule::name`].
+    pub fn parse(s: &str) -> Result<Self, CoreError> {
+        [ZRule::Learned, ZRule::Median].into_iter().find(|r| r.name() == s).ok_or_else(|| {
+            CoreError::InvalidChoice {
+                what: format!("kernel rule on the conditioning set '{s}'"),
+                reason: "use learned or median".into(),
+            }
+        })
+    }
+}
+
 /// Settings of KCI and RCIT. Defaults: gamma null, 10 000 spectral draws, 10 random frequencies for
 /// `Ẍ` and `Y` (20 features each) and a `Z` factor of rank at most 200 (RCIT), GP hyperparameters on
-/// at most 400 rows.
+/// at most 400 rows, the kernel on `Z` learned.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KciParams {
     /// The null approximation.
@@ -129,11 +164,20 @@ pub struct KciParams {
     pub z_rank: usize,
     /// Most rows the GP hyperparameters of `K_Z` are learned on.
     pub hyper_points: usize,
+    /// How `K_Z` and `ε` are chosen.
+    pub z_rule: ZRule,
 }
 
 impl Default for KciParams {
     fn default() -> Self {
-        Self { null: KciNull::Gamma, draws: 10_000, features: 10, z_rank: 200, hyper_points: 400 }
+        Self {
+            null: KciNull::Gamma,
+            draws: 10_000,
+            features: 10,
+            z_rank: 200,
+            hyper_points: 400,
+            z_rule: ZRule::Learned,
+        }
     }
 }
 
@@ -176,6 +220,13 @@ impl ZKernel {
     /// The kernel with lengthscales `XZ_WIDENING` times longer: the `Z` factor of `K_Ẍ`.
     fn widened(&self) -> ZKernel {
         ZKernel { lengthscales: self.lengthscales.iter().map(|l| l * XZ_WIDENING).collect(), ..self.clone() }
+    }
+
+    /// [`ZRule::Median`]: one lengthscale, the median pairwise distance of `z`, and
+    /// `ε =` [`MEDIAN_RIDGE`].
+    pub fn median(z: &Points) -> Result<Self, CoreError> {
+        let l = median_distance(z)?;
+        Ok(Self { lengthscales: vec![l; z.dim()], ridge: MEDIAN_RIDGE })
     }
 
     /// The kernel on `Z` and the ridge that maximise the marginal likelihood of the features of the

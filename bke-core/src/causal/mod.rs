@@ -57,7 +57,7 @@ pub mod whiten;
 pub use ci::{CiMethod, CiOutcome, CiParams, CiTester};
 pub use data::CausalData;
 pub use graph::{Pdag, Triple};
-pub use kci::{KciNull, KciParams};
+pub use kci::{KciNull, KciParams, ZRule};
 pub use orient::Orientation;
 pub use pc::{PcEdge, PcParams, PcResult, SeparatingSet, TestRecord, TripleRecord};
 pub use whiten::{Prewhitening, VariableWhitening, WhiteningRecord};

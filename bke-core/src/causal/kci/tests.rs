@@ -144,6 +144,20 @@ fn rcit_approaches_kci_with_many_features() {
 }
 
 #[test]
+fn the_median_rule_is_the_median_distance_and_a_fixed_ridge() {
+    let (_, _, z) = data(60, 0.0, 9);
+    let zs: Vec<f64> = z.iter().map(|p| p[0]).collect();
+    let mut d: Vec<f64> =
+        (0..60).flat_map(|i| (i + 1..60).map(move |j| (i, j))).map(|(i, j)| (zs[i] - zs[j]).abs()).collect();
+    d.sort_by(f64::total_cmp);
+    let oracle = 0.5 * (d[d.len() / 2 - 1] + d[d.len() / 2]);
+    let zk = ZKernel::median(&z).unwrap();
+    assert!(close(zk.lengthscales[0], oracle, 1e-12) && zk.ridge == MEDIAN_RIDGE, "{zk:?} vs {oracle}");
+    assert_eq!(ZRule::parse(ZRule::Median.name()).unwrap(), ZRule::Median);
+    assert!(ZRule::parse("gp").unwrap_err().to_string().contains("learned or median"));
+}
+
+#[test]
 fn bad_settings_are_errors() {
     assert!(KciNull::parse("chi2").unwrap_err().to_string().contains("gamma or spectral"));
     assert!(KciParams { draws: 3, ..Default::default() }.validate().is_err());

@@ -20,12 +20,17 @@ pub(super) struct AnchorGraph {
 }
 
 impl Anchor {
-    /// An empty folder `dir`.
+    /// The folder `dir` without data sets. Its `causallearn.json` stays: the script reruns only the
+    /// data sets whose CSV changed, so a repeated study (or one whose data sets the script ran while
+    /// the study wrote them) costs nothing extra.
     pub fn new(dir: PathBuf) -> anyhow::Result<Self> {
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
         std::fs::create_dir_all(&dir)?;
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "csv") {
+                std::fs::remove_file(path)?;
+            }
+        }
         Ok(Self { dir })
     }
 

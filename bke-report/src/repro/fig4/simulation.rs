@@ -1,10 +1,11 @@
 //! The simulation study of `repro fig4`: PC on random nonlinear DAGs, every kernel selection crossed
 //! with every orientation rule ([`Orientation`]), and where the errors come from.
 //!
-//! Each graph: 5–8 variables, each pair an edge with probability `2/(p − 1)`, n = 200–500,
-//! each variable a sum of sin, tanh, quadratic or linear functions of its parents plus uniform or
-//! Laplace noise, standardised (`--graphs G`, default 40; the first 20 are the 20 graphs of earlier
-//! reports: the random stream is the same). For one graph all selections share the GP regressions
+//! Each graph: 5–8 variables, each pair an edge with probability `2/(p − 1)`, n = 200, 500 and 1000
+//! in turn, each variable a sum of sin, tanh, quadratic or linear functions of its parents with
+//! additive or multiplicative, uniform or Laplace noise ([`random_dag`]), standardised (`--graphs G`,
+//! default 40). Issue 36 changed the generator (multiplicative noise, n up to 1000): the graphs
+//! differ from those of reports before it. For one graph all selections share the GP regressions
 //! ([`CiTester::with_selection`]) and all rules of one selection share its tests (the tester caches
 //! outcomes), so the rules differ only in the orientation phase.
 //!
@@ -23,7 +24,7 @@ use super::{chosen_selections, flag, mean_se, pc_params};
 use crate::repro::Ctx;
 use crate::table::Table;
 use bke_core::causal::pc::pc_oriented;
-use bke_core::causal::{CiMethod, Orientation, PcResult, Pdag};
+use bke_core::causal::{CiMethod, Orientation, PcResult, Pdag, ZRule};
 use bke_core::hypothesis::LengthscaleSelection;
 use bke_core::{Params, Points};
 use bke_linalg::Faer;
@@ -35,9 +36,14 @@ use std::fmt::Write as _;
 /// A function of one parent in a simulated mechanism.
 type Mechanism = fn(f64) -> f64;
 
+/// The sample sizes of the study's graphs, in turn.
+const SIZES: [usize; 3] = [200, 500, 1000];
+
 /// A random DAG over `p` variables (topological order = index order, each pair an edge with
-/// probability `2 / (p − 1)`) and `n` samples from nonlinear additive mechanisms with uniform or
-/// Laplace noise, each column standardised.
+/// probability `2 / (p − 1)`) and `n` samples, each column standardised. Each variable with parents
+/// is `s = Σ w f(parent)` (module docs) with additive noise, `s + ν`, or multiplicative noise,
+/// `s·exp(ν) + 0.3ν'` (a coin per variable); each variable's noise `ν` is uniform on (−½, ½) or
+/// Laplace with scale ½ (another coin).
 fn random_dag(p: usize, n: usize, rng: &mut ChaCha8Rng) -> anyhow::Result<(Vec<(usize, usize)>, Points)> {
     let mut edges = Vec::new();
     for j in 0..p {
@@ -56,12 +62,15 @@ fn random_dag(p: usize, n: usize, rng: &mut ChaCha8Rng) -> anyhow::Result<(Vec<(
             .map(|e| (e.0, mechanisms[rng.random_range(0..mechanisms.len())], rng.random_range(0.6..1.2)))
             .collect();
         let laplace = rng.random_bool(0.5);
+        let multiplicative = !parents.is_empty() && rng.random_bool(0.5);
+        let mut noise = || {
+            let u: f64 = rng.random_range(-0.5..0.5);
+            if laplace { -u.signum() * (1.0 - 2.0 * u.abs()).max(1e-12).ln() * 0.5 } else { u }
+        };
         let col: Vec<f64> = (0..n)
             .map(|r| {
-                let u: f64 = rng.random_range(-0.5..0.5);
-                let noise =
-                    if laplace { -u.signum() * (1.0 - 2.0 * u.abs()).max(1e-12).ln() * 0.5 } else { u };
-                parents.iter().map(|&(k, f, w)| w * f(cols[k][r])).sum::<f64>() + noise
+                let s = parents.iter().map(|&(k, f, w)| w * f(cols[k][r])).sum::<f64>();
+                if multiplicative { s * noise().exp() + 0.3 * noise() } else { s + noise() }
             })
             .collect();
         let m = col.iter().sum::<f64>() / n as f64;
@@ -205,24 +214,33 @@ fn disagreements(a: &PcResult, b: &PcResult, dag: &Pdag) -> (usize, usize, usize
 /// One run's record: graph, variant label, rule, errors.
 type Run = (usize, &'static str, Orientation, Errors);
 
+/// One variant of the study: its label, test, selection and rule for the kernel on `Z`.
+type Variant = (&'static str, CiMethod, LengthscaleSelection, ZRule);
+
 /// The variants compared: every test of `--ci` (default gp-hsic) with every selection of
-/// `--selections`, labelled by the selection alone when one test runs and by "test · selection"
-/// otherwise.
-fn variants() -> anyhow::Result<Vec<(&'static str, CiMethod, LengthscaleSelection)>> {
-    let tests: Vec<CiMethod> = flag("--ci")
-        .unwrap_or_else(|| "gp-hsic".into())
-        .split(',')
-        .map(CiMethod::parse)
-        .collect::<Result<_, _>>()?;
+/// `--selections` and, for KCI and RCIT, every rule of `--kci-z` (default learned), labelled by what
+/// varies ("test · selection · K_Z rule").
+fn variants() -> anyhow::Result<Vec<Variant>> {
+    let list = |name: &str, default: &str| flag(name).unwrap_or_else(|| default.into());
+    let tests: Vec<CiMethod> =
+        list("--ci", "gp-hsic").split(',').map(CiMethod::parse).collect::<Result<_, _>>()?;
+    let rules: Vec<ZRule> =
+        list("--kci-z", "learned").split(',').map(ZRule::parse).collect::<Result<_, _>>()?;
     let mut out = Vec::new();
     for &test in &tests {
         for (label, sel) in chosen_selections() {
-            let label: &'static str = if tests.len() == 1 {
-                label
-            } else {
-                Box::leak(format!("{} · {label}", test.name()).into())
-            };
-            out.push((label, test, sel));
+            let kernel_tests = test != CiMethod::GpHsic;
+            for &rule in if kernel_tests { &rules[..] } else { &rules[..1] } {
+                let mut parts = Vec::new();
+                if tests.len() > 1 {
+                    parts.push(test.name().to_string());
+                }
+                parts.push(label.to_string());
+                if kernel_tests && rules.len() > 1 {
+                    parts.push(format!("K_Z {}", rule.name()));
+                }
+                out.push((&*Box::leak(parts.join(" · ").into_boxed_str()), test, sel.clone(), rule));
+            }
         }
     }
     Ok(out)
@@ -244,8 +262,8 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let (mut truths, mut times) = (Vec::new(), Vec::new());
     let mut pairs: Vec<(usize, &'static str, (usize, usize, usize))> = Vec::new();
     for g in 0..graphs {
-        // drawn even when overridden, so the graphs' random stream stays that of earlier reports
-        let (p, n) = (ctx.size(rng.random_range(5..=8), 4), ctx.size(rng.random_range(200..=500), 80));
+        // drawn even when overridden, so the graphs' random stream stays the same
+        let (p, n) = (ctx.size(rng.random_range(5..=8), 4), ctx.size(SIZES[g % SIZES.len()], 80));
         let p = flag("--p").and_then(|v| v.parse().ok()).unwrap_or(p);
         let n = flag("--n").and_then(|v| v.parse().ok()).unwrap_or(n);
         let (edges, values) = random_dag(p, n, &mut rng)?;
@@ -257,8 +275,8 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         let base = pc_params(&sels[0].2, permutations).ci.check()?.fit::<Faer>(&values)?;
         let mut standard: Vec<(&'static str, PcResult)> = Vec::new();
         let mut line = Vec::new();
-        for (label, method, sel) in &sels {
-            let tester = base.with_selection(sel.clone())?.with_method(*method)?;
+        for (label, method, sel, rule) in &sels {
+            let tester = base.with_selection(sel.clone())?.with_method(*method)?.with_z_rule(*rule)?;
             let start = std::time::Instant::now();
             let mut shds = Vec::new();
             for rule in Orientation::ALL {
@@ -482,9 +500,10 @@ fn publish(
     let section = ctx
         .section("simulation", "PC with learned kernels on random nonlinear DAGs")
         .intro(format!(
-            "{graphs} random DAGs (5–8 variables, edge probability 2/(p − 1), n = 200–500 at full size), \
-             each variable a sum of sin, tanh, quadratic or linear functions of its parents plus uniform or \
-             Laplace noise, standardised; PC-stable at α = 0.05 with {permutations} permutations per test, \
+            "{graphs} random DAGs (5–8 variables, edge probability 2/(p − 1), n = 200, 500 and 1000 in \
+             turn at full size), each variable a sum of sin, tanh, quadratic or linear functions of its \
+             parents with additive (s + ν) or multiplicative (s·exp ν + 0.3ν′) uniform or Laplace noise, \
+             standardised; PC-stable at α = 0.05 with {permutations} permutations per test, \
              each selection with each orientation rule (standard, conservative, majority, max-p). SHD = \
              missing + extra + misoriented edges. Issue 16's bar: BKL's mean SHD at most the median \
              heuristic's."
