@@ -345,6 +345,23 @@ fn kernel_learning(d: &mut Demo) -> anyhow::Result<()> {
     )
 }
 
+/// The share of the pooled sample that must lie within 2θ of a grid point for the witness figure
+/// to draw it.
+const SUPPORT_SHARE: f64 = 0.02;
+
+/// The first and last indices of `grid` with at least `share` of `sorted` within `radius` (the
+/// whole grid when none has).
+fn supported_range(grid: &[f64], sorted: &[f64], radius: f64, share: f64) -> (usize, usize) {
+    let within =
+        |g: f64| sorted.partition_point(|v| *v <= g + radius) - sorted.partition_point(|v| *v < g - radius);
+    let need = share * sorted.len() as f64;
+    let ok: Vec<usize> = (0..grid.len()).filter(|&i| within(grid[i]) as f64 >= need).collect();
+    match (ok.first(), ok.last()) {
+        (Some(&a), Some(&b)) => (a, b),
+        _ => (0, grid.len().saturating_sub(1)),
+    }
+}
+
 /// Step 2: MMD test and witness function, banana At1 of class 0 against class 1.
 fn two_sample(d: &mut Demo) -> anyhow::Result<()> {
     d.begin("two-sample test and witness function (banana, class 0 vs class 1)");
@@ -385,7 +402,13 @@ fn two_sample(d: &mut Demo) -> anyhow::Result<()> {
     let w = d.bke(&wit_args)?.json;
     let (p, theta) = (num(&test, "p_value")?, num(&w, "lengthscale")?);
     let kernels = test["kernels"].as_array().map_or(0, Vec::len);
-    let (mean, lower, upper) = (f64s(&w, "mean")?, f64s(&w, "lower")?, f64s(&w, "upper")?);
+    // Drawn where the data inform it: from the first to the last grid point with at least
+    // SUPPORT_SHARE of the pooled sample within 2θ (where fewer lie, the band widens to the prior's).
+    let (i0, i1) = supported_range(&grid, &pooled, 2.0 * theta, SUPPORT_SHARE);
+    let trim = |v: Vec<f64>| v[i0..=i1].to_vec();
+    let (mean, lower, upper) = (trim(f64s(&w, "mean")?), trim(f64s(&w, "lower")?), trim(f64s(&w, "upper")?));
+    let grid = grid[i0..=i1].to_vec();
+    let (lo, hi) = (grid[0], grid[grid.len() - 1]);
     let excl = lower.iter().zip(&upper).filter(|(l, u)| **l > 0.0 || **u < 0.0).count();
     let above: Vec<f64> = grid.iter().zip(&lower).filter(|(_, l)| **l > 0.0).map(|(g, _)| *g).collect();
     let below: Vec<f64> = grid.iter().zip(&upper).filter(|(_, u)| **u < 0.0).map(|(g, _)| *g).collect();
@@ -418,11 +441,12 @@ fn two_sample(d: &mut Demo) -> anyhow::Result<()> {
         .figure(
             &fig,
             &format!(
-                "The witness on the central 99 % of the pooled sample ({} to {}), the samples as rugs beneath. The band \
-                 lies above 0 (class 0 has more mass) {} and below 0 (class 1 has more) {}: {excl} of {} grid points \
+                "The witness from {} to {}, where at least {} % of the pooled sample lies within 2θ of each point \
+                 (elsewhere the band only shows the prior), the samples as rugs beneath. The band lies above 0 (class 0 has more mass) {} and below 0 (class 1 has more) {}: {excl} of {} grid points \
                  exclude 0, with θ = {}.",
                 sig(lo, 3),
                 sig(hi, 3),
+                SUPPORT_SHARE * 100.0,
                 span(&above),
                 span(&below),
                 grid.len(),
@@ -694,4 +718,22 @@ pub fn summary(demo: &Demo, report: &Report) -> String {
     );
     let _ = writeln!(s, "report: {}", report.index().display());
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::supported_range;
+
+    #[test]
+    fn the_witness_is_drawn_where_the_sample_is_dense_enough() {
+        // 100 points on [0, 1] and 2 stragglers at 3 and 5: 2 % of 102 is 2.04 points within 0.1,
+        // which the grid points from 0 to 1 have and -0.1 and 1.1 (1 point each) lack
+        let mut sample: Vec<f64> = (0..100).map(|i| i as f64 / 99.0).chain([3.0, 5.0]).collect();
+        sample.sort_by(f64::total_cmp);
+        let grid: Vec<f64> = (0..=60).map(|i| -0.5 + i as f64 * 0.1).collect();
+        let (a, b) = supported_range(&grid, &sample, 0.1, 0.02);
+        assert!(grid[a].abs() < 1e-9 && (grid[b] - 1.0).abs() < 1e-9, "{} to {}", grid[a], grid[b]);
+        // nothing dense enough: the whole grid
+        assert_eq!(supported_range(&grid, &sample, 0.1, 0.9), (0, 60));
+    }
 }

@@ -20,12 +20,11 @@
 //! error over graphs; differences are paired by graph.
 
 use super::anchor::Anchor;
-use super::{chosen_selections, flag, mean_se, pc_params};
+use super::{flag, mean_se, pc_params, variants};
 use crate::repro::Ctx;
 use crate::table::Table;
 use bke_core::causal::pc::pc_oriented;
-use bke_core::causal::{CiMethod, Orientation, PcResult, Pdag, ZRule};
-use bke_core::hypothesis::LengthscaleSelection;
+use bke_core::causal::{Orientation, PcResult, Pdag};
 use bke_core::{Params, Points};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
@@ -213,38 +212,6 @@ fn disagreements(a: &PcResult, b: &PcResult, dag: &Pdag) -> (usize, usize, usize
 
 /// One run's record: graph, variant label, rule, errors.
 type Run = (usize, &'static str, Orientation, Errors);
-
-/// One variant of the study: its label, test, selection and rule for the kernel on `Z`.
-type Variant = (&'static str, CiMethod, LengthscaleSelection, ZRule);
-
-/// The variants compared: every test of `--ci` (default gp-hsic) with every selection of
-/// `--selections` and, for KCI and RCIT, every rule of `--kci-z` (default learned), labelled by what
-/// varies ("test · selection · K_Z rule").
-fn variants() -> anyhow::Result<Vec<Variant>> {
-    let list = |name: &str, default: &str| flag(name).unwrap_or_else(|| default.into());
-    let tests: Vec<CiMethod> =
-        list("--ci", "gp-hsic").split(',').map(CiMethod::parse).collect::<Result<_, _>>()?;
-    let rules: Vec<ZRule> =
-        list("--kci-z", "learned").split(',').map(ZRule::parse).collect::<Result<_, _>>()?;
-    let mut out = Vec::new();
-    for &test in &tests {
-        for (label, sel) in chosen_selections() {
-            let kernel_tests = test != CiMethod::GpHsic;
-            for &rule in if kernel_tests { &rules[..] } else { &rules[..1] } {
-                let mut parts = Vec::new();
-                if tests.len() > 1 {
-                    parts.push(test.name().to_string());
-                }
-                parts.push(label.to_string());
-                if kernel_tests && rules.len() > 1 {
-                    parts.push(format!("K_Z {}", rule.name()));
-                }
-                out.push((&*Box::leak(parts.join(" · ").into_boxed_str()), test, sel.clone(), rule));
-            }
-        }
-    }
-    Ok(out)
-}
 
 /// Runs the study and publishes its section.
 pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
