@@ -22,12 +22,25 @@ fn collider_csv() -> String {
     s
 }
 
-/// `bke causal pc` on the four variables of the collider file `f` with the median selection and 200
-/// permutations, then `extra`.
+/// `bke causal pc` on the four variables of the collider file `f` with gp-hsic, the median selection
+/// and 200 permutations, then `extra` (these tests check PC's output; on this collider KCI removes
+/// `a − c` given `d`, nearly a function of `c`: see bke-core's PC tests).
 fn pc_on_all(f: &Path, extra: &[&str]) -> (bool, serde_json::Value, String) {
     let f = f.to_str().unwrap();
-    let base =
-        ["causal", "pc", "--data", f, "--columns", "a,b,c,d", "--select", "median", "--permutations", "200"];
+    let base = [
+        "causal",
+        "pc",
+        "--data",
+        f,
+        "--columns",
+        "a,b,c,d",
+        "--ci",
+        "gp-hsic",
+        "--select",
+        "median",
+        "--permutations",
+        "200",
+    ];
     bke(&[&base[..], extra].concat())
 }
 
@@ -87,12 +100,14 @@ fn pc_errors_name_the_problem() {
     assert!(!ok && err.contains("use auto, kci, rcit or gp-hsic"), "{err}");
     let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--ci", "kci", "--kci-null", "chi2"]);
     assert!(!ok && err.contains("gamma or spectral"), "{err}");
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--kci-z", "gp"]);
+    assert!(!ok && err.contains("learned or median"), "{err}");
 }
 
 #[test]
 fn pc_with_kci_and_rcit_finds_the_collider() {
     let f = write_in("causal", "kci.csv", &collider_csv());
-    for (test, null) in [("kci", "gamma"), ("rcit", "spectral")] {
+    for (test, null, z) in [("kci", "gamma", "median"), ("rcit", "spectral", "learned")] {
         let (ok, json, err) = bke(&[
             "causal",
             "pc",
@@ -106,6 +121,8 @@ fn pc_with_kci_and_rcit_finds_the_collider() {
             test,
             "--kci-null",
             null,
+            "--kci-z",
+            z,
         ]);
         assert!(ok, "{err}");
         assert_eq!(json["ci_test"], test);
@@ -118,14 +135,17 @@ fn pc_with_kci_and_rcit_finds_the_collider() {
 }
 
 #[test]
-fn pc_defaults_to_bkl_bayes_and_still_offers_bkl() {
+fn pc_defaults_to_kci_with_the_median_heuristic_and_gp_hsic_to_bkl_bayes() {
     let f = write_in("causal", "default.csv", &collider_csv());
     let base = ["causal", "pc", "--data", f.to_str().unwrap(), "--columns", "a,c", "--permutations", "50"];
     let (ok, json, err) = bke(&base);
     assert!(ok, "{err}");
-    assert_eq!(json["selection"], "bkl-bayes");
+    assert_eq!((json["ci_test"].as_str(), json["selection"].as_str()), (Some("kci"), Some("median")));
     assert_eq!(json["edges"].as_array().unwrap().len(), 1, "a → c is strong: {json}");
-    let (ok, json, err) = bke(&[&base[..], &["--select", "bkl"]].concat());
+    let (ok, json, err) = bke(&[&base[..], &["--ci", "gp-hsic"]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(json["selection"], "bkl-bayes");
+    let (ok, json, err) = bke(&[&base[..], &["--ci", "gp-hsic", "--select", "bkl"]].concat());
     assert!(ok, "{err}");
     assert_eq!(json["selection"], "bkl");
 }

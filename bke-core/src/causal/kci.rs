@@ -38,7 +38,7 @@
 //!
 //! # The learned kernels
 //! - `K_X`, `K_Y`: the kernel selection of the test ([`crate::hypothesis::LengthscaleSelection`],
-//!   BKL-Bayes by default) on each variable's own sample. A selection that weights a collection
+//!   the median heuristic by default, [`super::ci`]) on each variable's own sample. A selection that weights a collection
 //!   (BKL-Bayes, HSICAgg) gives the weighted sum `Σ_k w_k k_{θ_k}` (weights normalised): a kernel
 //!   itself, and under BKL-Bayes the posterior average of the kernel over `θ`. KCI's null is analytic
 //!   for one kernel, so the collection is averaged rather than aggregated by a multiple test.
@@ -58,7 +58,9 @@
 //!   [`XZ_WIDENING`] = 2 times longer (causal-learn joins `x` with `z/2` into one kernel, the same
 //!   ratio): at the regression's own lengthscales it adds functions of `z` too rough for the ridge
 //!   regression to remove (13 of 40 rejections under CI on the first problem with a fixed
-//!   `ε = 10⁻³`, 1–2 of 40 widened).
+//!   `ε = 10⁻³`, 1–2 of 40 widened). [`ZRule::Median`] replaces `K_Z^s` and `ε_s` by the median
+//!   heuristic on `Z` and `ε = 10⁻³` (causal-learn's defaults); [`super::ci`] has the measured
+//!   trade-off between the two rules.
 //!
 //! # RCIT: the same test with low-rank factors
 //! [`rcit`] replaces `K_Ẍ` and `K_Y` by `M` paired random Fourier features each ([`crate::rff`];
@@ -115,14 +117,14 @@ impl KciNull {
     }
 }
 
-/// How the kernel on `Z` and the ridge `ε` of the conditional embedding are chosen.
+/// How the kernel on `Z` and the ridge `ε` of the conditional embedding are chosen (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ZRule {
     /// By marginal likelihood ([`ZKernel::learn`]; the default).
     #[default]
     Learned,
     /// The median heuristic on `Z` (one lengthscale, the median pairwise distance) and
-    /// `ε = 10⁻³`, causal-learn's KCI defaults: the baseline the learned kernel is measured against.
+    /// `ε = 10⁻³`, causal-learn's KCI defaults.
     Median,
 }
 

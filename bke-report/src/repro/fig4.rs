@@ -10,9 +10,11 @@
 //!    GP regression + HSIC (1000 permutations) with each selection; the CPDAGs side by side (SVG),
 //!    every edge in a table, the temperature–ozone tests with their p-values.
 //!    Seed: the BKL graph has `temp → O3`, which the median-heuristic graph of Flaxman et al. lacks.
-//! 2. **Level and power of the CI test** `X ⫫ Y | Z` with `Z ~ N(0, 1)`, `X = sin Z + ε₁`,
-//!    `Y = cos Z + ε₂` (CI holds) or `Y = cos Z + tanh 2X + ε₂` (it does not), uniform noise,
-//!    n = 150: rejection rate at α = 0.05 over ≥ 300 repetitions with its binomial standard error.
+//! 2. **Level and power of the CI test** `X ⫫ Y | Z` with `Z ~ N(0, 1)`: `X = sin Z + ε₁`,
+//!    `Y = cos Z + ε₂` (CI holds), the same with noise scaled by `1.2|Z|` (CI holds, heteroscedastic),
+//!    `X = sin 3Z + ε₁`, `Y = Z² + ε₂` (CI holds, rougher in `Z` than the median distance of `Z`), or
+//!    `Y = cos Z + tanh 2X + ε₂` (it does not), uniform noise, n = 150: rejection rate at α = 0.05
+//!    over ≥ 200 repetitions with its binomial standard error.
 //! 3. **Simulation** (`fig4/simulation.rs`): random DAGs with 5–8 variables, n = 200, 500 and 1000,
 //!    nonlinear mechanisms with additive or multiplicative non-Gaussian noise; structural Hamming distance of the learned CPDAG to
 //!    the true one for each selection × orientation rule (standard, conservative, majority, max-p)
@@ -313,11 +315,13 @@ fn rule_row(label: &str, r: &PcResult) -> Vec<String> {
 }
 
 /// The problems of the CI part: CI holds with additive noise, CI holds with noise whose scale depends
-/// on `Z` (where residual tests are not valid), CI fails.
+/// on `Z` (where residual tests are not valid), CI holds with dependence on `Z` rougher than the
+/// median distance of `Z` (where a kernel on `Z` at the median heuristic under-fits), CI fails.
 #[derive(Clone, Copy, PartialEq)]
 enum CiProblem {
     Additive,
     Heteroscedastic,
+    Rough,
     Dependent,
 }
 
@@ -330,6 +334,7 @@ fn ci_sample(n: usize, problem: CiProblem, rng: &mut ChaCha8Rng) -> anyhow::Resu
         let (x, y) = match problem {
             CiProblem::Additive => (z.sin() + e(), z.cos() + e()),
             CiProblem::Heteroscedastic => (z.sin() + 1.2 * z.abs() * e(), z.cos() + 1.2 * z.abs() * e()),
+            CiProblem::Rough => ((3.0 * z).sin() + e(), z * z + e()),
             CiProblem::Dependent => {
                 let x = z.sin() + e();
                 (x, z.cos() + (2.0 * x).tanh() + e())
@@ -359,12 +364,20 @@ fn level_power(ctx: &mut Ctx) -> anyhow::Result<()> {
     let alpha = 0.05;
     let mut table = Table::new(
         &format!("Rejection rate of X ⫫ Y | Z at α = {alpha} ({reps} repetitions, n = {n}; ± binomial s.e.)"),
-        &["test", "selection", "level (additive)", "level (heteroscedastic)", "power", "s per test"],
+        &[
+            "test",
+            "selection",
+            "level (additive)",
+            "level (heteroscedastic)",
+            "level (rough in Z)",
+            "power",
+            "s per test",
+        ],
     );
     let mut csv = String::from("test,selection,problem,rep,p_value\n");
     let mut excess: Vec<String> = Vec::new();
     let mut failing = Vec::new();
-    let problems = [CiProblem::Additive, CiProblem::Heteroscedastic, CiProblem::Dependent];
+    let problems = [CiProblem::Additive, CiProblem::Heteroscedastic, CiProblem::Rough, CiProblem::Dependent];
     let rules = z_rules()?;
     for method in chosen_tests()? {
         let kernel_test = method != CiMethod::GpHsic;
@@ -414,6 +427,7 @@ fn level_power(ctx: &mut Ctx) -> anyhow::Result<()> {
                 cells[0].clone(),
                 cells[1].clone(),
                 cells[2].clone(),
+                cells[3].clone(),
                 format!("{per_test:.3}"),
             ]);
         }
@@ -425,7 +439,8 @@ fn level_power(ctx: &mut Ctx) -> anyhow::Result<()> {
         .section("ci", "The kernel conditional-independence tests: level and power")
         .intro(format!(
             "Z ~ N(0, 1); additive: X = sin Z + U(−½, ½), Y = cos Z + U(−½, ½); heteroscedastic: the \
-             same with noise 1.2|Z|·U(−½, ½) (CI holds in both); power: Y = cos Z + tanh 2X + U(−½, ½). \
+             same with noise 1.2|Z|·U(−½, ½); rough in Z: X = sin 3Z + U(−½, ½), Y = Z² + U(−½, ½) (CI \
+             holds in all three); power: Y = cos Z + tanh 2X + U(−½, ½). \
              gp-hsic: GP regressions of X and Y on Z, HSIC on the residuals with {permutations} \
              permutations; kci: the kernel conditional-independence test with learned kernels (gamma \
              null; K_Z median: the median heuristic on Z with ε = 10⁻³, causal-learn's defaults, in \
