@@ -76,9 +76,10 @@ pub struct PcArgs {
     pub max_condition: Option<usize>,
     /// How unshielded triples become v-structures: standard (collider iff the centre is not in the
     /// separating set found), conservative (Ramsey et al. 2006: all separating sets among the
-    /// neighbours must agree, else the triple is ambiguous), majority (Colombo & Maathuis 2014) or
-    /// max-p (the separating set with the largest p-value; causal-learn's uc_rule = 1). The JSON's
-    /// "triples" lists every decision with its votes.
+    /// neighbours must agree, else the triple is ambiguous), majority (Colombo & Maathuis 2014; the
+    /// default: the lowest structural Hamming distance in repro fig4's study) or max-p (the
+    /// separating set with the largest p-value; causal-learn's uc_rule = 1). The JSON's "triples"
+    /// lists every decision with its votes.
     #[arg(long, default_value = PcParams::default().orientation.name())]
     pub orientation: String,
     /// Seed of the permutations and of BKL's landmark hold-out (results do not depend on --threads).

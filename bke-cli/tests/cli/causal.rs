@@ -165,7 +165,9 @@ fn pc_orientation_rules_report_their_votes() {
     assert!(phases.contains(&"skeleton") && phases.contains(&"orientation"));
     let (ok, json, err) = pc_on_all(&f, &[]);
     assert!(ok, "{err}");
-    assert_eq!(json["orientation"], "standard");
+    assert_eq!(json["orientation"], "majority", "the default rule");
+    let (ok, json, err) = pc_on_all(&f, &["--orientation", "standard"]);
+    assert!(ok, "{err}");
     assert!(json["tests"].as_array().unwrap().iter().all(|t| t["phase"] == "skeleton"));
     let (ok, _, err) = pc_on_all(&f, &["--orientation", "cpc"]);
     assert!(!ok && err.contains("orientation rule"), "{err}");

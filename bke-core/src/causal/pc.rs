@@ -17,8 +17,8 @@
 //!
 //! **Orientation.** Each unshielded triple `i − k − j` is classified as a collider, a non-collider
 //! or ambiguous by [`PcParams::orientation`] ([`super::orient`]: the standard rule — collider when
-//! `k` is not in the separating set of `(i, j)` — or the conservative, majority or max-p rules, which
-//! test `i ⫫ j` again given every subset of the neighbours of `i` and of `j`); v-structures, then
+//! `k` is not in the separating set of `(i, j)` — or the conservative, majority (the default) or
+//! max-p rules, which test `i ⫫ j` again given every subset of the neighbours of `i` and of `j`); v-structures, then
 //! Meek's rules R1–R3 ([`Pdag::orient_triples`]), give the CPDAG. Conflicting orientations leave an
 //! edge undirected and are listed in [`PcResult::conflicts`]; every decision and its votes is in
 //! [`PcResult::triples`], the orientation phase's tests in [`PcResult::tests`] with phase
@@ -37,9 +37,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Settings of the PC algorithm. Defaults: `α = 0.05`, the default [`CiParams`] (BKL kernels), GP
+/// Settings of the PC algorithm. Defaults: `α = 0.05`, the default [`CiParams`] (KCI), GP
 /// pre-whitening when the data have a time index, no limit on the conditioning-set size, the
-/// standard orientation rule.
+/// majority orientation rule ([`super::orient`] for why).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PcParams {
     /// Level of every conditional-independence test, in (0, 1): an edge is removed when `p > α`.
@@ -320,7 +320,7 @@ pub(crate) fn search(
 ) -> Result<Search, CoreError> {
     let (g, sepsets, tests) = skeleton(tester, p, alpha, max_condition, progress)?;
     progress.update("PC orientation", 0, 1);
-    let (triples, orientation_tests) = classify(tester, &g, &sepsets, alpha, orientation)?;
+    let (triples, orientation_tests) = classify(tester, &g, &sepsets, alpha, orientation, max_condition)?;
     let kinds: BTreeMap<(usize, usize, usize), Triple> =
         triples.iter().map(|d| ((d.i, d.k, d.j), d.kind)).collect();
     let (cpdag, conflicts) = Pdag::orient_triples(&g, |i, k, j| kinds[&(i, k, j)]);
