@@ -113,15 +113,13 @@ fn chosen_selections() -> Vec<(&'static str, LengthscaleSelection)> {
 /// One variant of a study: its label, test, selection and rule for the kernel on `Z`.
 type Variant = (&'static str, CiMethod, LengthscaleSelection, ZRule);
 
-/// The variants compared on ozone and in the simulation: every test of `--ci` (default gp-hsic) with every selection of
-/// `--selections` and, for KCI and RCIT, every rule of `--kci-z` (default learned), labelled by what
-/// varies ("test · selection · K_Z rule").
+/// The variants compared on ozone and in the simulation: every test of `--ci` (default gp-hsic) with
+/// every selection of `--selections` and, for KCI and RCIT, every rule of `--kci-z` ([`z_rules`]),
+/// labelled by what varies ("test · selection · K_Z rule").
 fn variants() -> anyhow::Result<Vec<Variant>> {
-    let list = |name: &str, default: &str| flag(name).unwrap_or_else(|| default.into());
-    let tests: Vec<CiMethod> =
-        list("--ci", "gp-hsic").split(',').map(CiMethod::parse).collect::<Result<_, _>>()?;
-    let rules: Vec<ZRule> =
-        list("--kci-z", "learned").split(',').map(ZRule::parse).collect::<Result<_, _>>()?;
+    let tests = flag("--ci").unwrap_or_else(|| "gp-hsic".into());
+    let tests: Vec<CiMethod> = tests.split(',').map(CiMethod::parse).collect::<Result<_, _>>()?;
+    let rules = z_rules()?;
     let mut out = Vec::new();
     for &test in &tests {
         for (label, sel) in chosen_selections() {
