@@ -16,13 +16,8 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo && hi.is_finite()) {
         return Vec::new();
     }
-    let decades = candidates(lo, hi, MANTISSAS[0]);
-    if decades.len() >= MIN_TICKS {
-        let step = decades.len().div_ceil(MAX_TICKS);
-        return decades.into_iter().step_by(step).collect();
-    }
-    let mut best = decades;
-    for m in &MANTISSAS[1..] {
+    let mut best = Vec::new();
+    for m in MANTISSAS {
         best = candidates(lo, hi, m);
         if best.len() >= MIN_TICKS {
             break;
@@ -31,11 +26,8 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     if best.len() < 2 {
         return linear(lo, hi);
     }
-    if best.len() > MAX_TICKS {
-        let step = best.len().div_ceil(MAX_TICKS);
-        best = best.into_iter().step_by(step).collect();
-    }
-    best
+    let step = best.len().div_ceil(MAX_TICKS);
+    best.into_iter().step_by(step).collect()
 }
 
 /// Round values `i · step` in `[lo, hi]`, the step 1, 2 or 5 times a power of ten giving 3 to 6.

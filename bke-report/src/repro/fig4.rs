@@ -123,21 +123,26 @@ fn variants() -> anyhow::Result<Vec<Variant>> {
     let mut out = Vec::new();
     for &test in &tests {
         for (label, sel) in chosen_selections() {
-            let kernel_tests = test != CiMethod::GpHsic;
-            for &rule in if kernel_tests { &rules[..] } else { &rules[..1] } {
+            for (rule, z_label) in z_variants(test, &rules) {
                 let mut parts = Vec::new();
                 if tests.len() > 1 {
                     parts.push(test.name().to_string());
                 }
                 parts.push(label.to_string());
-                if kernel_tests && rules.len() > 1 {
-                    parts.push(format!("K_Z {}", rule.name()));
-                }
+                parts.extend(z_label);
                 out.push((&*Box::leak(parts.join(" · ").into_boxed_str()), test, sel.clone(), rule));
             }
         }
     }
     Ok(out)
+}
+
+/// The rules of `rules` that `test` runs (the kernel on `Z` matters to KCI and RCIT only, so
+/// gp-hsic runs the first), each with the label part that names it when several are compared.
+fn z_variants(test: CiMethod, rules: &[ZRule]) -> Vec<(ZRule, Option<String>)> {
+    let kernel_test = test != CiMethod::GpHsic;
+    let used = if kernel_test { rules } else { &rules[..1] };
+    used.iter().map(|&r| (r, (kernel_test && rules.len() > 1).then(|| format!("K_Z {}", r.name())))).collect()
 }
 
 /// Runs the reproduction (three report sections; `--parts` picks some).
@@ -380,15 +385,11 @@ fn level_power(ctx: &mut Ctx) -> anyhow::Result<()> {
     let problems = [CiProblem::Additive, CiProblem::Heteroscedastic, CiProblem::Rough, CiProblem::Dependent];
     let rules = z_rules()?;
     for method in chosen_tests()? {
-        let kernel_test = method != CiMethod::GpHsic;
-        for ((label, sel), &rule) in chosen_selections().into_iter().flat_map(|s| {
-            rules[..if kernel_test { rules.len() } else { 1 }].iter().map(move |r| (s.clone(), r))
-        }) {
-            let label = if kernel_test && rules.len() > 1 {
-                format!("{label} · K_Z {}", rule.name())
-            } else {
-                label.into()
-            };
+        let z = z_variants(method, &rules);
+        for ((label, sel), (rule, z_label)) in
+            chosen_selections().into_iter().flat_map(|s| z.iter().cloned().map(move |r| (s.clone(), r)))
+        {
+            let label = z_label.map_or_else(|| label.to_string(), |z| format!("{label} · {z}"));
             let mut cells = Vec::new();
             let mut worst = f64::NEG_INFINITY;
             let start = std::time::Instant::now();
