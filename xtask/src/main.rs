@@ -17,6 +17,7 @@
 //! runs them. The OpenBLAS backend is compiled in whenever the system library is present.
 
 mod browser;
+mod build;
 mod fuzz;
 mod python;
 
@@ -143,12 +144,7 @@ fn blas_env(cmd: &mut Command) {
 
 /// Builds the release `bke` binary (the `io` suite runs it end to end).
 fn build_cli() -> anyhow::Result<()> {
-    let mut build = cargo();
-    build.args(["build", "--release", "-p", "bke-cli"]);
-    if openblas_installed() {
-        build.args(["--features", "bke-cli/openblas"]);
-    }
-    if !build.status().context("building bke-cli")?.success() {
+    if !build::release(&["build", "-p", "bke-cli"]).status().context("building bke-cli")?.success() {
         bail!("building bke-cli failed");
     }
     Ok(())
@@ -159,22 +155,8 @@ fn build_cli() -> anyhow::Result<()> {
 fn demo(args: &[String], root: &Path) -> anyhow::Result<()> {
     let t0 = std::time::Instant::now();
     eprintln!("building bke and the demo in release (the first build takes a few minutes) …");
-    let mut build = cargo();
-    build.args([
-        "build",
-        "--release",
-        "-p",
-        "bke-cli",
-        "-p",
-        "bke-report",
-        "--bin",
-        "bke",
-        "--bin",
-        "bke-demo",
-    ]);
-    if openblas_installed() {
-        build.args(["--features", "bke-cli/openblas,bke-report/openblas"]);
-    }
+    let mut build = build::release(&["build"]);
+    build.args(build::DEMO).args(["--bin", "bke", "--bin", "bke-demo"]);
     if !build.status().context("running cargo build")?.success() {
         bail!("building bke failed");
     }
@@ -200,11 +182,7 @@ fn demo(args: &[String], root: &Path) -> anyhow::Result<()> {
 /// Runs binary `bin` of package `package` through `cargo run --release` (cargo's build progress
 /// shows).
 fn run_tool(package: &str, bin: &str, args: &[String], root: &Path, extra: &[&str]) -> anyhow::Result<()> {
-    let mut cmd = cargo();
-    cmd.args(["run", "--release", "-p", package, "--bin", bin]);
-    if openblas_installed() {
-        cmd.args(["--features", "openblas"]);
-    }
+    let mut cmd = build::release(&["run", "-p", package, "--bin", bin]);
     blas_env(&mut cmd);
     cmd.arg("--").args(args).args(extra).current_dir(root);
     let status = cmd.status().with_context(|| format!("running {bin}"))?;

@@ -1,18 +1,18 @@
 //! The Python package: `cargo xtask wheel` and the Python half of `cargo xtask test`.
 //!
-//! `cargo xtask test` runs `cargo test --workspace` (every crate but bke-py, whose tests are the
-//! pytest suite), then builds the Python package's wheel with maturin in the same `dev` profile,
-//! installs it into the virtual environment `target/python-venv` (made by `scripts/python-venv.sh`
-//! with the pinned packages of `python/requirements-test.txt`) and runs `python/tests` with pytest,
-//! with `BKE_CLI` pointing at the `bke` binary that `cargo test` built (the tests compare with the
-//! CLI) and `BKE_WHEEL` at the wheel (one test installs it where no Rust toolchain is on `PATH`).
-//! Every step shares one feature set (`workspace-hack/`) and one profile, so each crate compiles
-//! once: maturin adds only PyO3, numpy and the bindings.
+//! `cargo xtask test` runs `cargo test --release --workspace` (every crate but bke-py, whose tests
+//! are the pytest suite), then builds the Python package's wheel with maturin in the same `release`
+//! profile, installs it into the virtual environment `target/python-venv` (made by
+//! `scripts/python-venv.sh` with the pinned packages of `python/requirements-test.txt`) and runs
+//! `python/tests` with pytest, with `BKE_CLI` pointing at the release `bke` binary that `cargo test`
+//! built (the tests compare with the CLI) and `BKE_WHEEL` at the wheel (one test installs it where
+//! no Rust toolchain is on `PATH`). Every step shares one profile and one feature set (see
+//! `build.rs`), so each crate compiles once: maturin adds only PyO3, numpy and the bindings, and
+//! `cargo xtask demo` afterwards only links its binaries.
 //!
 //! ```text
 //! cargo xtask test                     everything
 //! cargo xtask test --python            only the Python part (wheel + pytest)
-//! cargo xtask test --release           the wheel in the release profile (compiles the tree again)
 //! cargo xtask test -- -k mmd           arguments after `--` go to pytest
 //! cargo xtask wheel                    the release wheel (abi3, manylinux) into target/wheels
 //! ```
@@ -27,26 +27,23 @@ pub fn test(root: &Path, args: &[String]) -> anyhow::Result<()> {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
     };
-    if let Some(a) = ours.iter().find(|a| !matches!(a.as_str(), "--python" | "--release")) {
-        bail!("cargo xtask test: unknown option {a} (use --python, --release, or -- <pytest args>)");
+    if let Some(a) = ours.iter().find(|a| a.as_str() != "--python") {
+        bail!("cargo xtask test: unknown option {a} (use --python, or -- <pytest args>)");
     }
-    let flag = |f: &str| ours.iter().any(|a| a == f);
-    if !flag("--python") {
+    if ours.is_empty() {
         // bke-py has no cargo tests (pytest tests it); leaving it out here means only maturin builds
         // it, so the PyO3 crates are not rebuilt twice per run (maturin sets PYO3_* variables that
         // plain cargo builds do not, and PyO3's build script reruns when they change). The `bke`
         // binary the pytest suite calls is built here too: the CLI's integration tests need it.
-        run(crate::cargo().args(["test", "--workspace", "--exclude", "bke-py"]), "cargo test --workspace")?;
+        let mut test = crate::build::release(&["test"]);
+        run(test.args(crate::build::TEST), "cargo test --release --workspace")?;
     } else {
-        run(
-            crate::cargo().args(["build", "--workspace", "--exclude", "bke-py", "--bins"]),
-            "building the bke binary",
-        )?;
+        let mut build = crate::build::release(&["build"]);
+        run(build.args(crate::build::TEST).arg("--bins"), "building the bke binary")?;
     }
     let python = venv(root)?;
-    let profile = if flag("--release") { "release" } else { "dev" };
-    let dir = crate::target_dir(root).join("wheels").join(profile);
-    let wheel = build_wheel(root, &python, profile, &dir, Portable::No)?;
+    let dir = crate::target_dir(root).join("wheels").join("test");
+    let wheel = build_wheel(root, &python, &dir, Portable::No)?;
     run(
         Command::new(&python).args([
             "-m",
@@ -69,7 +66,7 @@ pub fn test(root: &Path, args: &[String]) -> anyhow::Result<()> {
         Command::new(&python)
             .args(["-m", "pytest", "python/tests", "-p", "no:cacheprovider", "--durations=5"])
             .args(pytest_args)
-            .env("BKE_CLI", crate::target_dir(root).join("debug/bke"))
+            .env("BKE_CLI", crate::target_dir(root).join("release/bke"))
             .env("BKE_WHEEL", &wheel),
         "pytest python/tests",
     )
@@ -82,8 +79,7 @@ pub fn wheel(root: &Path, args: &[String]) -> anyhow::Result<()> {
         bail!("cargo xtask wheel: unknown option {a} (it takes none)");
     }
     let python = venv(root)?;
-    let wheel =
-        build_wheel(root, &python, "release", &crate::target_dir(root).join("wheels"), Portable::Yes)?;
+    let wheel = build_wheel(root, &python, &crate::target_dir(root).join("wheels"), Portable::Yes)?;
     println!("{}", wheel.display());
     eprintln!("install it with: pip install {}", wheel.display());
     Ok(())
@@ -104,38 +100,38 @@ fn venv(root: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// Whether a wheel must run on any x86-64 CPU (one to hand out) or only on this machine (the
-/// tests' wheel, which then reuses what `cargo test` compiled with `.cargo/config.toml`'s
-/// `-C target-cpu=native`).
+/// tests' wheel, which reuses what `cargo test --release` compiled, with `.cargo/config.toml`'s
+/// `-C target-cpu=native` and the OpenBLAS backend when it is installed).
 #[derive(PartialEq)]
 enum Portable {
     Yes,
     No,
 }
 
-/// Builds the wheel with maturin in `profile` into `dir` (its earlier wheels removed) and returns
-/// its path. Cargo's progress shows.
-fn build_wheel(
-    root: &Path,
-    python: &Path,
-    profile: &str,
-    dir: &Path,
-    portable: Portable,
-) -> anyhow::Result<PathBuf> {
+/// Builds the wheel with maturin in the release profile into `dir` (its earlier wheels removed) and
+/// returns its path. Cargo's progress shows.
+fn build_wheel(root: &Path, python: &Path, dir: &Path, portable: Portable) -> anyhow::Result<PathBuf> {
     for old in wheels_in(dir) {
         std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
     }
-    eprintln!("building the Python wheel (maturin, {profile} profile) …");
+    eprintln!("building the Python wheel (maturin, release profile) …");
     let mut maturin = Command::new(python.with_file_name("maturin"));
     maturin
-        .args(["build", "--manifest-path", "python/Cargo.toml", "--profile", profile])
+        .args(["build", "--manifest-path", crate::build::PYTHON_MANIFEST, "--release"])
         .arg("--interpreter")
         .arg(python)
         .arg("--out")
         .arg(dir)
         .current_dir(root);
     if portable == Portable::Yes {
-        // Replaces the project's rustflags (target-cpu=native): faer picks its SIMD kernels at run time.
-        maturin.env("CARGO_ENCODED_RUSTFLAGS", "");
+        // Replaces the project's rustflags (target-cpu=native): faer picks its SIMD kernels at run
+        // time. Its own build directory keeps the test build's artefacts (native flags) intact. No
+        // OpenBLAS: the wheel must not need a system library.
+        maturin
+            .env("CARGO_ENCODED_RUSTFLAGS", "")
+            .env("CARGO_TARGET_DIR", crate::target_dir(root).join("portable"));
+    } else {
+        maturin.args(crate::build::features());
     }
     run(&mut maturin, "maturin build")?;
     wheels_in(dir).pop().with_context(|| format!("maturin wrote no wheel into {}", dir.display()))
