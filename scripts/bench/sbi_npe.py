@@ -105,6 +105,27 @@ def summary(s, truth):
     return out
 
 
+class NoTracker:
+    """sbi's training-metrics tracker protocol (sbi.sbi_types.Tracker), doing nothing: by default
+    sbi writes TensorBoard logs to ./sbi-logs, in the caller's folder."""
+    log_dir = None
+
+    def log_metric(self, name, value, step=None):
+        pass
+
+    def log_metrics(self, metrics, step=None):
+        pass
+
+    def log_params(self, params):
+        pass
+
+    def add_figure(self, name, figure, step=None):
+        pass
+
+    def flush(self):
+        pass
+
+
 def worker(folder, name, seed):
     """Trains NPE on one problem and samples it; prints the entry's fields as JSON on stdout's
     last line (sbi's own prints go to stderr)."""
@@ -136,7 +157,7 @@ def fit_and_sample(folder, name, seed):
 
     torch.manual_seed(seed)
     start = time.perf_counter()
-    npe = NPE(prior=prior, density_estimator="maf", show_progress_bars=False)
+    npe = NPE(prior=prior, density_estimator="maf", show_progress_bars=False, tracker=NoTracker())
     npe.append_simulations(theta, x).train()
     train_seconds = time.perf_counter() - start
     posterior = npe.build_posterior()
