@@ -129,10 +129,69 @@ where
 }
 
 /// Progress on stderr: a bar on a terminal; otherwise a plain line at most every 10 seconds, so
-/// long runs in logs and pipelines still show they are alive.
+/// long runs in logs and pipelines still show they are alive. A stage that will run for more than
+/// [`LONG_STAGE`] says so once, [`ESTIMATE_AFTER`] into it: "expected to take about 3 h 20 min in
+/// all", extrapolated from its first steps (so `--iterations 1e12` is possible, and its cost is
+/// known before it is spent).
 pub struct Bar {
     bar: ProgressBar,
     plain: Option<Mutex<Instant>>,
+    clock: Mutex<StageClock>,
+}
+
+/// How long a stage runs before its expected duration is estimated.
+pub const ESTIMATE_AFTER: Duration = Duration::from_secs(2);
+/// The expected duration from which a stage tells it.
+pub const LONG_STAGE: Duration = Duration::from_secs(60);
+
+/// When the current stage started, and whether its expected duration was told.
+struct StageClock {
+    stage: String,
+    start: Instant,
+    told: bool,
+}
+
+impl StageClock {
+    fn new(stage: &str) -> Self {
+        Self { stage: stage.to_string(), start: Instant::now(), told: false }
+    }
+
+    /// The line announcing a long stage, once per stage, when `done` of `total` steps are done.
+    fn estimate(&mut self, stage: &str, done: u64, total: u64) -> Option<String> {
+        if self.stage != stage {
+            *self = Self::new(stage);
+        }
+        let elapsed = self.start.elapsed();
+        if self.told || done == 0 || done >= total || elapsed < ESTIMATE_AFTER {
+            return None;
+        }
+        self.told = true;
+        let expected = elapsed.as_secs_f64() * total as f64 / done as f64;
+        (expected >= LONG_STAGE.as_secs_f64()).then(|| {
+            format!(
+                "{stage}: expected to take about {} in all ({done} of {total} done after {})",
+                human_duration(expected),
+                human_duration(elapsed.as_secs_f64())
+            )
+        })
+    }
+}
+
+/// `seconds` for people: "45 s", "5 min 10 s", "3 h 20 min", "2.5 days", "31710 years".
+pub fn human_duration(seconds: f64) -> String {
+    const DAY: f64 = 86_400.0;
+    let s = seconds.max(0.0);
+    if s < 60.0 {
+        format!("{s:.0} s")
+    } else if s < 3600.0 {
+        format!("{} min {} s", (s / 60.0).floor(), (s % 60.0).floor())
+    } else if s < DAY {
+        format!("{} h {} min", (s / 3600.0).floor(), ((s % 3600.0) / 60.0).floor())
+    } else if s < 365.0 * DAY {
+        format!("{:.1} days", s / DAY)
+    } else {
+        format!("{:.0} years", s / (365.25 * DAY))
+    }
 }
 
 impl Bar {
@@ -148,7 +207,7 @@ impl Bar {
         );
         bar.set_message(what.to_string());
         let plain = (!terminal).then(|| Mutex::new(Instant::now()));
-        Self { bar, plain }
+        Self { bar, plain, clock: Mutex::new(StageClock::new(what)) }
     }
 
     /// Removes the bar.
@@ -166,6 +225,13 @@ impl bke_core::Progress for Bar {
         self.bar.set_length(total.max(1));
         self.bar.set_position(done);
         self.bar.set_message(stage.to_string());
+        let estimate = self.clock.lock().unwrap_or_else(|e| e.into_inner()).estimate(stage, done, total);
+        if let Some(line) = estimate {
+            match self.plain {
+                Some(_) => eprintln!("{line}"),
+                None => self.bar.println(line),
+            }
+        }
         if let Some(last) = &self.plain {
             let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
             if last.elapsed() >= Duration::from_secs(10) || (done == total && total > 0) {
@@ -173,5 +239,50 @@ impl bke_core::Progress for Bar {
                 eprintln!("{stage}: {done}/{total} ({:.0?} elapsed)", self.bar.elapsed());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_the_largest_sensible_unit() {
+        assert_eq!(human_duration(44.6), "45 s");
+        assert_eq!(human_duration(310.0), "5 min 10 s");
+        assert_eq!(human_duration(12_000.0), "3 h 20 min");
+        assert_eq!(human_duration(2.5 * 86_400.0), "2.5 days");
+        assert_eq!(human_duration(1e12), "31689 years");
+        assert_eq!(human_duration(-1.0), "0 s");
+    }
+
+    /// A clock whose stage started `ago` seconds ago.
+    fn started(stage: &str, ago: f64) -> StageClock {
+        StageClock { start: Instant::now() - Duration::from_secs_f64(ago), ..StageClock::new(stage) }
+    }
+
+    #[test]
+    fn a_long_stage_is_announced_once_with_its_extrapolated_duration() {
+        // 1 of 10⁹ sweeps in 3 s: about 95 years in all.
+        let mut clock = started("bank fit", 3.0);
+        let line = clock.estimate("bank fit", 1, 1_000_000_000).expect("a long stage is announced");
+        assert!(
+            line.starts_with("bank fit: expected to take about 95 years in all (1 of 1000000000"),
+            "{line}"
+        );
+        assert_eq!(clock.estimate("bank fit", 2, 1_000_000_000), None, "told once");
+        // A new stage starts its own clock: too early to tell.
+        assert_eq!(clock.estimate("NUTS", 1, 1_000_000_000), None);
+    }
+
+    #[test]
+    fn short_or_young_stages_say_nothing() {
+        // 900 of 1000 after 3 s: 3.3 s in all.
+        assert_eq!(started("NUTS", 3.0).estimate("NUTS", 900, 1000), None);
+        // under ESTIMATE_AFTER, whatever the projection
+        assert_eq!(started("NUTS", 0.5).estimate("NUTS", 1, 1_000_000), None);
+        // nothing done yet, or all done
+        assert_eq!(started("NUTS", 3.0).estimate("NUTS", 0, 1000), None);
+        assert_eq!(started("NUTS", 3.0).estimate("NUTS", 1000, 1000), None);
     }
 }

@@ -26,10 +26,6 @@ pub const DEMO: [&str; 4] = ["-p", "bke-cli", "-p", "bke-report"];
 /// The Python package's manifest (maturin builds `bke-py` from it).
 pub const PYTHON_MANIFEST: &str = "python/Cargo.toml";
 
-/// Features maturin passes to cargo for the Python extension (`python/pyproject.toml`'s
-/// `tool.maturin.features`).
-pub const PYTHON_FEATURES: &str = "pyo3/abi3-py39";
-
 /// The `--features` arguments of every build: `openblas` (in each selected package that has the
 /// feature) when the system OpenBLAS is installed, else none.
 pub fn features() -> Vec<&'static str> {
@@ -47,6 +43,10 @@ pub fn release(args: &[&str]) -> Command {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    /// Features maturin passes to cargo for the Python extension (`python/pyproject.toml`'s
+    /// `tool.maturin.features`).
+    const PYTHON_FEATURES: &str = "pyo3/abi3-py39";
 
     /// `cargo tree`'s view of a build: one line per compiled package instance, "name version
     /// features" (a dependency built for the host and for the target with different features is two

@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Writes `body` to `name` inside a per-process scratch folder tagged `tag`; returns the path.
+/// Writes `body` to `name` inside a per-process scratch folder tagged `tag` under cargo's
+/// `CARGO_TARGET_TMPDIR` (inside the build directory, not the system's /tmp); returns the path.
 pub fn write_in(tag: &str, name: &str, body: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bke-{tag}-cli-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bke-{tag}-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     // Tests of one file run in parallel threads and may rewrite the same file: write a private

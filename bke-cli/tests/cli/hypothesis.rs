@@ -5,7 +5,8 @@ use crate::common::bke;
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bke-cli-hypothesis-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bke-cli-hypothesis-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

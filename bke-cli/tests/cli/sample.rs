@@ -28,7 +28,8 @@ fn data(name: &str) -> PathBuf {
 fn sample_emits_the_contracted_fields_and_draws() {
     let x = data("x1.csv");
     let z = write("z.csv", "x\n0.0\n");
-    let out = std::env::temp_dir().join(format!("bke-sample-draws-{}.csv", std::process::id()));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bke-sample-draws-{}.csv", std::process::id()));
     let args = |threads: &str| {
         vec![
             "embed".to_string(),
