@@ -146,7 +146,19 @@ fn a_huge_iteration_count_is_possible_and_its_duration_is_told_up_front() {
         .map(|i| format!("{},{},{}\n", (i as f64 * 0.7).sin(), (i as f64 * 1.3).cos(), (i as f64).sin()))
         .collect();
     let r = w("huge.csv", &format!("u,v,y\n{r}"));
-    let fit = ["bank", "fit", "--data", &r, "--target", "y", "--iterations", "1000000000000"];
+    let model = w("huge-model.json", "");
+    let fit = [
+        "bank",
+        "fit",
+        "--data",
+        &r,
+        "--target",
+        "y",
+        "--iterations",
+        "1000000000000",
+        "--model-out",
+        &model,
+    ];
     let (_, err, _) = interrupt(&fit, "-INT", Duration::from_secs(5));
     let told = err.lines().find(|l| l.starts_with("bank fit: expected to take about "));
     assert!(told.is_some_and(|l| l.contains("years in all")), "{err}");
