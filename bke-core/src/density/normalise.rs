@@ -14,7 +14,8 @@
 //!
 //! so every finite point has a finite log density, `log q_k(x) + log w(x) − log Z` (seed 003 eq. (6)
 //! with the weight). Model files written before the tails carry `Z_B` alone and keep their box-only
-//! density (0 outside).
+//! density (0 outside), as does a normaliser with [`NormaliseOptions::tails`] off (the density
+//! truncated to the box, for data known to live in it).
 //!
 //! **Quadrature.** `B` is cut into `p` panels per dimension, each with an `order`-point Gauss–Legendre
 //! rule (tensor product in 2-D), summed in log space. Starting from `min_panels`, `p` doubles until
@@ -138,11 +139,14 @@ pub struct NormaliseOptions {
     pub max_nodes: usize,
     /// Stop when two successive estimates of `Z` agree to this relative tolerance. Default `1e-6`.
     pub rel_tol: f64,
+    /// Continue the density beyond the box with its tails (module docs). Default `true`; `false`
+    /// gives the density truncated to the box (0 outside), e.g. for data that live in a known box.
+    pub tails: bool,
 }
 
 impl Default for NormaliseOptions {
     fn default() -> Self {
-        Self { order: 8, min_panels: 16, max_nodes: 1 << 18, rel_tol: 1e-6 }
+        Self { order: 8, min_panels: 16, max_nodes: 1 << 18, rel_tol: 1e-6, tails: true }
     }
 }
 
@@ -443,6 +447,23 @@ pub(super) fn normalise(
             ),
         });
     }
+    if !opts.tails {
+        if p > opts.min_panels && !(rel_err < 1.0) {
+            return Err(no_digit("box", rel_err, p, opts.order));
+        }
+        return Ok(Normalisation {
+            domain,
+            log_z: lz,
+            rel_err,
+            converged,
+            panels: p,
+            core,
+            order: opts.order,
+            evaluations,
+            tail: None,
+            log_z_lower_bound,
+        });
+    }
     // The complement of the box, to the box's relative tolerance.
     let cells = if d == 1 { 2 } else { 8 };
     let tail_nodes_for = |p: usize| cells * (p * opts.order).pow(d as u32);
@@ -468,17 +489,7 @@ pub(super) fn normalise(
     // the rules do not resolve the density, and the normaliser is refused rather than reported.
     for (part, err, refined) in [("box", rel_err, p > opts.min_panels), ("tails", tail_err, pt > pt0)] {
         if refined && !(err < 1.0) {
-            return Err(CoreError::InvalidChoice {
-                what: "normalising the density on its box".into(),
-                reason: format!(
-                    "the quadrature does not resolve the density: refining the rule of the {part} changed its \
-                     estimate by {err:.2e} of the box's integral (within the node budget, {p} panels of {} \
-                     nodes per dimension on the box), so the estimate has no correct digit; narrow the box \
-                     (a smaller margin), or choose a larger lengthscale, a larger sigma0_sq or a smaller \
-                     alpha (a smoother density)",
-                    opts.order
-                ),
-            });
+            return Err(no_digit(part, err, p, opts.order));
         }
     }
     let total = log_sum_exp(&[lz, lt]);
@@ -494,6 +505,19 @@ pub(super) fn normalise(
         tail: Some(Tail { weight: tail, panels: pt, log_z: lt }),
         log_z_lower_bound,
     })
+}
+
+/// The refusal of a normaliser whose last refinement (of the `part`) moved it by `err` ≥ 1.
+fn no_digit(part: &str, err: f64, p: usize, order: usize) -> CoreError {
+    CoreError::InvalidChoice {
+        what: "normalising the density on its box".into(),
+        reason: format!(
+            "the quadrature does not resolve the density: refining the rule of the {part} changed its estimate \
+             by {err:.2e} of the box's integral (within the node budget, {p} panels of {order} nodes per \
+             dimension on the box), so the estimate has no correct digit; narrow the box (a smaller margin), \
+             or choose a larger lengthscale, a larger sigma0_sq or a smaller alpha (a smoother density)"
+        ),
+    }
 }
 
 /// The rules of a normaliser: its box rule, and its tail rule when it has one.

@@ -166,3 +166,30 @@ fn samples_reach_the_tails() {
         assert!(z.abs() < 5.0, "{count} of {n} vs p = {p}: z = {z}");
     }
 }
+
+/// `tails: false` truncates the density to the box (data known to live in it, as the fantasy data
+/// of seed 003 Fig. 2): 0 outside, draws inside, the same box integral as the whole-space normaliser's.
+#[test]
+fn without_tails_the_density_is_truncated_to_the_box() {
+    let x = normal_draws(12, 1, 39);
+    let model = KernelStudentT::with_kernel::<DefaultBackend>(
+        Kernel::se(0.5).unwrap(),
+        &x,
+        NiwParams { alpha: 0.5, beta: 1.0, sigma0_sq: 1.0 },
+    )
+    .unwrap();
+    let domain = Domain::around(&x, 0.25).unwrap();
+    let whole =
+        model.clone().normalise::<DefaultBackend>(domain.clone(), &NormaliseOptions::default()).unwrap();
+    let boxed = model
+        .normalise::<DefaultBackend>(domain.clone(), &NormaliseOptions { tails: false, ..Default::default() })
+        .unwrap();
+    let (w, b) = (whole.normalisation().unwrap(), boxed.normalisation().unwrap());
+    assert!(b.tail.is_none() && b.tail_mass() == 0.0 && w.tail_mass() > 1e-3);
+    assert!((b.log_z - w.log_z_box()).abs() < 1e-9, "{b:?} vs {w:?}");
+    let q = Points::from_1d("q", &[0.0, domain.upper[0] + 1.0]).unwrap();
+    let ld = boxed.log_density::<DefaultBackend>(&q).unwrap();
+    assert!(ld[0].is_finite() && ld[1] == f64::NEG_INFINITY, "{ld:?}");
+    let s = boxed.sample::<DefaultBackend>(2000, 3).unwrap();
+    assert!(s.points.iter().all(|p| domain.contains(p)));
+}
