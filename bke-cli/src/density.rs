@@ -2,8 +2,10 @@
 //!
 //! `fit` chooses the hyperparameters (α, β, σ₀², lengthscale factor) by seeded K-fold cross-validated
 //! log-likelihood of the normalised density (1-D and 2-D data) unless all are given, fits the model,
-//! normalises it on a box in 1-D/2-D, and writes a model file (kind `density`; files of bke 0.1 still
-//! load). `eval` prints `{"log_density": [..], "normalised": true|false}`; `sample` draws from a
+//! normalises it on the whole space in 1-D/2-D (a box around the data, with Cauchy tails beyond it,
+//! the quadrature checked against a rigorous lower bound; the fit fails, naming the cause, when the
+//! quadrature cannot resolve the density on the box), and writes a model file (kind `density`; files
+//! of bke 0.1 still load). `eval` prints `{"log_density": [..], "normalised": true|false}`; `sample` draws from a
 //! normalised model.
 
 use crate::exec::{ExecArgs, fit, run_with_backend};
@@ -63,7 +65,9 @@ pub struct FitArgs {
     /// Cross-validation folds.
     #[arg(long, default_value_t = SelectOptions::default().folds)]
     folds: usize,
-    /// Normalisation box: the data range widened by this fraction of the range on each side.
+    /// Normalisation box: the data range widened by this fraction of the range on each side (beyond
+    /// it the density continues with Cauchy tails of the box's width). A wide box needs finer
+    /// quadrature: candidates it cannot resolve are left out of the selection.
     #[arg(long, default_value_t = SelectOptions::default().margin)]
     margin: f64,
     /// Do not normalise (the model then gives unnormalised log densities).
@@ -107,7 +111,9 @@ pub struct SampleArgs {
     exec: ExecArgs,
 }
 
-/// The log density of `model` at `q` with backend `B`, warning about points outside its box.
+/// The log density of `model` at `q` with backend `B`, warning about points outside the box of a
+/// box-only normaliser (model files written before the density had tails; a fitted density is
+/// finite everywhere).
 fn eval_json<B: Backend>(model: &KernelStudentT, q: &Points) -> anyhow::Result<Value> {
     let ld = model.log_density::<B>(q)?;
     if let Some(n) = model.normalisation() {
@@ -158,7 +164,9 @@ fn fit_cmd(a: &FitArgs) -> anyhow::Result<Value> {
     let model = run_with_backend!(a.exec, B => fit::<B, _>("density fit", &params, &x))?;
     if let Some(n) = model.normalisation().filter(|n| !n.converged) {
         eprintln!(
-            "warning: the normaliser reached relative error {:.2e} only (node budget spent)",
+            "warning: the normaliser reached relative error {:.2e} only within the node budget \
+             (\"normaliser_converged\": false): the box is too wide or the density too sharp for the \
+             quadrature to resolve; use a smaller --margin, or a larger --lengthscale or --sigma0-sq",
             n.rel_err
         );
     }

@@ -24,8 +24,9 @@ class KernelStudentT(FittedModel, DensityMixin, BaseEstimator):
     """Kernel student-t density (``bke density fit``): a Normal-inverse-Wishart model in the feature
     space of a kernel, whose Student-t predictive is pulled back to the input space (seed 003
     eq. (1)–(6)). Hyperparameters left as None (α, β, σ₀², lengthscale factor) are chosen by
-    ``folds``-fold cross-validated log-likelihood; 1-D and 2-D densities are normalised on the data
-    box widened by ``margin`` (higher dimensions stay unnormalised).
+    ``folds``-fold cross-validated log-likelihood; 1-D and 2-D densities are normalised on the whole
+    space: the data box widened by ``margin``, and Cauchy tails beyond it (higher dimensions stay
+    unnormalised).
 
     Parameters
     ----------
@@ -52,7 +53,7 @@ class KernelStudentT(FittedModel, DensityMixin, BaseEstimator):
         The hyperparameters used (selected or given).
     normalised_ : bool
     log_z_ : float or None
-        Log normaliser.
+        Log normaliser on the whole space (the box and its tails).
     n_features_in_ : int
     """
 
@@ -96,7 +97,9 @@ class KernelStudentT(FittedModel, DensityMixin, BaseEstimator):
         self.summary_ = s
 
     def score_samples(self, X) -> np.ndarray:
-        """``log p(x)`` at each row of ``X`` (−inf outside the normalisation box)."""
+        """``log p(x)`` at each row of ``X``: finite everywhere for a normalised density (beyond the
+        normalisation box the density continues with Cauchy tails; −inf outside the box only for a
+        model file written before the tails)."""
         X = self._validate_X(X)
         return self.model_.log_density(X, **self._exec())
 

@@ -167,7 +167,8 @@ impl Model {
         Ok((array1(py, p.mean), array1(py, p.variance)))
     }
 
-    /// `log p(x)` at the rows of `x` (a density model; −inf outside the normalisation box).
+    /// `log p(x)` at the rows of `x` (a density model; finite everywhere when normalised, −inf outside
+    /// the box only for a model file written before the density had tails).
     #[pyo3(signature = (x, *, backend, n_jobs))]
     fn log_density<'py>(
         &self,

@@ -36,8 +36,8 @@ pub fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
 /// setting left to its data-driven default (or a prior not used), R-hat of a single chain, the
 /// gradient of a fixed hyperparameter, R-hat/ESS of a fixed (unsampled) parameter, landmarks read
 /// from a file, a time column not given. Known gaps (issue 34, open): `epsilons` (SMC-ABC's first
-/// tolerance, ∞) and `log_density` (−∞ outside the normalisation box of a density) are written
-/// as `null`.
+/// tolerance, ∞) is written as `null`; so is `log_density` (−∞) outside the box of a density model
+/// file written before the density had tails (a fitted density is finite everywhere now).
 const OPTIONAL_FIELDS: &[&str] = &[
     "model",
     "out",

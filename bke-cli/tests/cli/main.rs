@@ -6,6 +6,7 @@ mod causal;
 mod common;
 mod defaults;
 mod density;
+mod density_wide;
 mod embed;
 mod fuzz_corpus;
 mod hypothesis;

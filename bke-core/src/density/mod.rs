@@ -65,15 +65,20 @@
 //! **Normalisability.** For a stationary kernel `k(x, x_n) → 0` as `‖x‖ → ∞`, so `Q(x)` tends to a
 //! positive constant and `q_k` to a positive floor: `q_k` is *not* integrable on `ℝ^d`, whatever α
 //! (the seed's remark that it is for `α > d − 1` holds for the parabola of its Fig. 1, not here).
-//! A normalised density therefore needs a bounded domain: [`KernelStudentT::normalise`] uses a box (the data range
-//! widened by a margin) and integrates numerically in 1 and 2 dimensions. We still require
+//! [`KernelStudentT::normalise`] therefore integrates `q_k` numerically over a box (the data range
+//! widened by a margin) and continues the density beyond it with a Cauchy tail weight of the box's
+//! scale, integrated over the complement after mapping it to finite intervals: the density is
+//! `p(x) = q_k(x) w(x)/Z` on the whole space, `w = 1` on the box, and every finite point has a
+//! finite log density (`density::normalise` and `density::tails` module docs). The quadrature is
+//! checked against a rigorous lower bound on the normaliser (`density::bound`), so a rule that
+//! misses the density's peaks is refined or refused rather than reported. We still require
 //! `α > d − 1`, the seed's condition (seed 003 §2.2), in [`NiwParams::validate_for_dim`].
 //!
 //! # Usage
 //!
 //! [`KernelStudentTParams`] (kernel family, fixed hyperparameters or grids to search, folds, seed,
 //! normalisation box) `.check()?.fit::<B>(&x)` selects what is not fixed by cross-validation
-//! ([`select_hyperparameters`]), fits, normalises on a box in 1-D/2-D, and returns a
+//! ([`select_hyperparameters`]), fits, normalises on the whole space in 1-D/2-D, and returns a
 //! [`KernelStudentT`] ([`crate::LogDensity`], [`KernelStudentT::sample`], a model file of kind
 //! `density`). [`KdeParams`] fits the Gaussian KDE baseline ([`GaussianKde`]).
 //!
@@ -93,18 +98,20 @@
 //! assert!(model.normalisation().unwrap().log_z.is_finite());
 //! ```
 
+mod bound;
 mod kde;
 mod model;
 mod niw;
 mod normalise;
 mod select;
+mod tails;
 
 pub use kde::{Bandwidth, GaussianKde, KdeBandwidth, KdeParams};
 // The density kernels live with the other kernel families; re-exported for the paths.
 pub use crate::kernel::{DensityKernel, Polynomial};
 pub use model::{DensitySummary, KernelStudentT};
 pub use niw::NiwParams;
-pub use normalise::{Domain, Normalisation, NormaliseOptions, Sample, gauss_legendre};
+pub use normalise::{Domain, Normalisation, NormaliseOptions, Sample, Tail, TailWeight, gauss_legendre};
 pub use select::{Candidate, MAX_WIDENINGS, SelectOptions, Selection, select_hyperparameters};
 
 use crate::estimator::{Estimator, Params, Progress, Valid};
@@ -117,7 +124,7 @@ use niw::{check_alpha, check_finite};
 ///
 /// Defaults: squared exponential kernel, everything selected by seeded 5-fold cross-validated
 /// log-likelihood of the normalised density (the grids of [`SelectOptions::default`]), normalised
-/// on the data range widened by 25% on each side. As an [`Estimator`] on [`Points`], it returns a
+/// on the whole space with the box the data range widened by 25% on each side. As an [`Estimator`] on [`Points`], it returns a
 /// [`KernelStudentT`]. Selection and normalisation need 1-D or 2-D data; in more dimensions fix
 /// every hyperparameter and set `normalise = false`.
 #[derive(Debug, Clone, PartialEq)]
@@ -297,5 +304,9 @@ impl KernelStudentTParams {
 
 #[cfg(test)]
 mod degenerate_tests;
+#[cfg(test)]
+mod resolution_tests;
+#[cfg(test)]
+mod tail_tests;
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,10 @@
 //! eq. (3)–(6)), fitted once in O(N³), O(N²) per query, and its model file (kind `density`). See the
 //! [module docs](super) for the formulas.
 
+use super::bound::LowerBound;
 use super::niw::NiwParams;
-use super::normalise::{self, Domain, Normalisation, NormaliseOptions, Sample};
+use super::normalise::{self, BoundCheck, Domain, Normalisation, NormaliseOptions, Sample, Tail, TailWeight};
+use super::tails::core_of;
 use crate::estimator::LogDensity;
 use crate::kernel::DensityKernel;
 use crate::model_file::{ModelFile, Saved};
@@ -18,10 +20,12 @@ use std::sync::OnceLock;
 const BATCH: usize = 256;
 
 /// A fitted kernel student-t density: the kernel, the NIW hyperparameters, the training points,
-/// and (once normalised on a box, 1-D/2-D) the normaliser.
+/// and (once normalised, 1-D/2-D) the normaliser.
 ///
-/// [`LogDensity`] gives `log p(x) = log q_k(x) − log Z_B` on the box and `−∞` outside it when
-/// normalised, else the unnormalised `log q_k(x)` (seed 003 eq. (6), constant Jacobians omitted). The model
+/// [`LogDensity`] gives `log p(x) = log q_k(x) + log w(x) − log Z` when normalised (`w = 1` on the
+/// box, the tail weight beyond it; `−∞` outside the box only for a box-only normaliser read from an
+/// older model file), else the unnormalised `log q_k(x)` (seed 003 eq. (6), constant Jacobians
+/// omitted). The model
 /// carries no backend: the factor of `σ₀² I + K` is computed by the backend of the fit, or of the
 /// first query after loading a model file, and kept.
 #[derive(Debug, Clone)]
@@ -126,7 +130,7 @@ impl<K: DensityKernel> KernelStudentT<K> {
         self.x.dim()
     }
 
-    /// The normaliser on the box, if the density is normalised.
+    /// The normaliser, if the density is normalised.
     pub fn normalisation(&self) -> Option<&Normalisation> {
         self.normalisation.as_ref()
     }
@@ -141,17 +145,36 @@ impl<K: DensityKernel> KernelStudentT<K> {
         self.normalisation = n;
     }
 
-    /// The same density normalised on `domain` (1-D or 2-D; see the `density::normalise` module docs
-    /// for the rule and its accuracy): [`crate::LogDensity`] then gives `log q_k(x) − log Z_B` on the
-    /// box and `−∞` outside. Errors for `d > 2`, on invalid options, or a domain of the wrong
-    /// dimension.
+    /// The same density normalised on the whole space with the box `domain` (1-D or 2-D; see the
+    /// `density::normalise` module docs for the rule, the tails and the accuracy check):
+    /// [`crate::LogDensity`] then gives `log q_k(x) + log w(x) − log Z`, finite everywhere. Errors for
+    /// `d > 2`, on invalid options, a domain of the wrong dimension, or (stationary kernels) when the
+    /// quadrature cannot resolve the density within its node budget (the message says what to do).
     pub fn normalise<B: Backend>(
         mut self,
         domain: Domain,
         opts: &NormaliseOptions,
     ) -> Result<Self, CoreError> {
+        let (weight, check) = match self.kernel.stationary() {
+            Some(k) => {
+                let inside: Vec<usize> =
+                    (0..self.x.len()).filter(|&i| domain.contains(self.x.point(i))).collect();
+                let lq = self.log_unnormalised::<B>(&self.x.select(&inside))?;
+                let n = self.x.len();
+                let check = BoundCheck {
+                    bound: LowerBound::new(k, &domain),
+                    gamma: self.niw.gamma(n),
+                    exponent: self.niw.exponent(n),
+                    sigma0_sq: self.niw.sigma0_sq,
+                    data_log_q_max: lq.into_iter().fold(f64::NEG_INFINITY, f64::max),
+                };
+                (TailWeight::Cauchy, Some(check))
+            }
+            None => (TailWeight::One, None),
+        };
+        let core = core_of(&self.x, &domain)?;
         let log_q = |q: &Points| self.log_unnormalised::<B>(q);
-        let norm = normalise::normalise(&log_q, self.dim(), domain, opts)?;
+        let norm = normalise::normalise(&log_q, self.dim(), domain, core, opts, weight, check.as_ref())?;
         self.set_normalisation(Some(norm));
         Ok(self)
     }
@@ -240,15 +263,12 @@ impl<K: DensityKernel> KernelStudentT<K> {
 impl<K: DensityKernel> LogDensity for KernelStudentT<K> {
     type Error = CoreError;
 
-    /// `log q_k(x) − log Z_B` on the box and `−∞` outside it when normalised; else `log q_k(x)`.
+    /// `log q_k(x) + log w(x) − log Z` when normalised ([`Normalisation::log_offset`]); else
+    /// `log q_k(x)`.
     fn log_density<B: Backend>(&self, q: &Points) -> Result<Vec<f64>, CoreError> {
         let lq = self.log_unnormalised::<B>(q)?;
         let Some(norm) = &self.normalisation else { return Ok(lq) };
-        Ok(lq
-            .into_iter()
-            .zip(q.iter())
-            .map(|(v, p)| if norm.domain.contains(p) { v - norm.log_z } else { f64::NEG_INFINITY })
-            .collect())
+        Ok(lq.into_iter().zip(q.iter()).map(|(v, p)| v + norm.log_offset(p)).collect())
     }
 }
 
@@ -292,11 +312,28 @@ pub struct DensitySummary {
     pub grid_adjustments: Vec<String>,
     /// Whether the density is normalised.
     pub normalised: bool,
-    /// `log Z_B`, when normalised.
+    /// `log Z`, the log normaliser of the density on the whole space (box and tails), when
+    /// normalised.
     pub log_z: Option<f64>,
-    /// Estimated relative error of `Z_B`, when normalised and the estimate is finite (`None`/`null`
+    /// Estimated relative error of `Z`, when normalised and the estimate is finite (`None`/`null`
     /// when the quadrature could not estimate it).
     pub normaliser_rel_err: Option<f64>,
+    /// Whether the normaliser reached its tolerance within the node budget, when normalised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normaliser_converged: Option<bool>,
+    /// `log Z_B`, the part of `log Z` on the box, when normalised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_z_box: Option<f64>,
+    /// The rigorous lower bound on `log Z_B` the quadrature was checked against (stationary
+    /// kernels), when normalised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_z_lower_bound: Option<f64>,
+    /// The probability outside the box, `Z_T/Z`, when normalised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail_mass: Option<f64>,
+    /// How the density continues beyond the box (`cauchy`, `one`), when normalised with tails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail_weight: Option<TailWeight>,
     /// The normalisation box, when normalised.
     pub domain: Option<Domain>,
 }
@@ -318,6 +355,11 @@ impl KernelStudentT<Kernel> {
             normalised: norm.is_some(),
             log_z: norm.map(|n| n.log_z),
             normaliser_rel_err: norm.and_then(|n| n.rel_err.is_finite().then_some(n.rel_err)),
+            normaliser_converged: norm.map(|n| n.converged),
+            log_z_box: norm.map(Normalisation::log_z_box),
+            log_z_lower_bound: norm.and_then(|n| n.log_z_lower_bound),
+            tail_mass: norm.map(Normalisation::tail_mass),
+            tail_weight: norm.and_then(|n| n.tail.map(|t| t.weight)),
             domain: norm.map(|n| n.domain.clone()),
         }
     }
@@ -351,6 +393,21 @@ struct NormFile {
     #[serde(default = "default_order")]
     order: usize,
     evaluations: usize,
+    /// The tails (absent in files written before them: a box-only density).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tail: Option<TailFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    log_z_lower_bound: Option<f64>,
+    /// The core of a graded box rule (absent: uniform).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    core: Option<Domain>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TailFile {
+    weight: TailWeight,
+    panels: usize,
+    log_z: f64,
 }
 
 fn default_order() -> usize {
@@ -378,6 +435,9 @@ impl From<&KernelStudentT<Kernel>> for DensityFile {
                 panels: n.panels,
                 order: n.order,
                 evaluations: n.evaluations,
+                tail: n.tail.map(|t| TailFile { weight: t.weight, panels: t.panels, log_z: t.log_z }),
+                log_z_lower_bound: n.log_z_lower_bound,
+                core: n.core.clone(),
             }),
             cv_log_lik: m.cv_log_lik,
             grid_adjustments: m.grid_notes.clone(),
@@ -402,6 +462,9 @@ impl TryFrom<DensityFile> for KernelStudentT<Kernel> {
                     panels: n.panels,
                     order: n.order,
                     evaluations: n.evaluations,
+                    tail: n.tail.map(|t| Tail { weight: t.weight, panels: t.panels, log_z: t.log_z }),
+                    log_z_lower_bound: n.log_z_lower_bound,
+                    core: n.core,
                 }),
                 None => None,
             },
@@ -415,13 +478,16 @@ impl TryFrom<DensityFile> for KernelStudentT<Kernel> {
 }
 
 impl KernelStudentT<Kernel> {
-    /// Bounds on `log Z_B` over `domain` for a stationary kernel (`0 ≤ k ≤ k(x, x) = 1`): `Ψ_N ⪰ σ₀² I`
-    /// and `φ̃ᵀφ̃ ≤ 1 + N²/(N+β)² ≤ 2` give `0 ≤ Q ≤ 2/σ₀²`, so `log q_k` lies between
-    /// `−e log(γ + 2/σ₀²)` and `−e log γ` (`e = (1+N+α)/2`), and `log Z_B` between those plus
-    /// `log vol(B)`.
-    fn log_z_bounds(&self, domain: &Domain) -> (f64, f64) {
+    /// Bounds on `log Z` for a stationary kernel (`0 ≤ k ≤ k(x, x) = 1`): `Ψ_N ⪰ σ₀² I` and
+    /// `φ̃ᵀφ̃ ≤ 1 + N²/(N+β)² ≤ 2` give `0 ≤ Q ≤ 2/σ₀²`, so `log q_k` lies between
+    /// `−e log(γ + 2/σ₀²)` and `−e log γ` (`e = (1+N+α)/2`), and `log Z` between those plus
+    /// `log ∫ w = log vol(B) + d log(1 + π)` (Cauchy tails of the box's width; `log vol(B)` for a
+    /// box-only normaliser).
+    fn log_z_bounds(&self, norm: &Normalisation) -> (f64, f64) {
         let n = self.x.len();
-        let log_vol: f64 = domain.lower.iter().zip(&domain.upper).map(|(a, b)| (b - a).ln()).sum();
+        let d = self.x.dim() as f64;
+        let tails = if norm.tail.is_some() { d * std::f64::consts::PI.ln_1p() } else { 0.0 };
+        let log_vol = norm.domain.log_volume() + tails;
         let (g, e) = (self.niw.gamma(n), self.niw.exponent(n));
         (log_vol - e * (g + 2.0 / self.niw.sigma0_sq).ln(), log_vol - e * g.ln())
     }
@@ -441,8 +507,9 @@ impl<'de> Deserialize<'de> for KernelStudentT<Kernel> {
 
 /// Model files of kind `density`: the kernel (family and lengthscales), `alpha`, `beta`,
 /// `sigma0_sq`, the training points `data` (rows), the `normalisation` (box `lower`/`upper`,
-/// `log_z`, `rel_err`, `converged`, `panels`, `order`, `evaluations`, or `null`) and `cv_log_lik`.
-/// The factor is recomputed on the first query (O(N³)). Files of bke 0.1
+/// `log_z`, `rel_err`, `converged`, `panels`, `order`, `evaluations`, the `tail` (`weight`,
+/// `panels`, `log_z`; absent in files written before the tails, whose density is then 0 outside the
+/// box), `log_z_lower_bound` and the `core` of a graded rule (`lower`/`upper`), or `null`) and `cv_log_lik`. The factor is recomputed on the first query (O(N³)). Files of bke 0.1
 /// (`"format": "bke-density-v1"`, the same fields beside `columns`) still load.
 impl ModelFile for KernelStudentT<Kernel> {
     const KINDS: &'static [&'static str] = &["density"];
@@ -458,7 +525,7 @@ impl ModelFile for KernelStudentT<Kernel> {
         self.niw.validate_for_dim(self.x.dim())?;
         if let Some(n) = &self.normalisation {
             n.validate(self.x.dim())?;
-            let (lo, hi) = self.log_z_bounds(&n.domain);
+            let (lo, hi) = self.log_z_bounds(n);
             let slack = 1.0 + 1e-6 * lo.abs().max(hi.abs());
             if !(n.log_z >= lo - slack && n.log_z <= hi + slack) {
                 return Err(CoreError::InvalidParameter {
@@ -467,6 +534,36 @@ impl ModelFile for KernelStudentT<Kernel> {
                     reason: format!(
                         "inconsistent with the model: with these data, α, β, σ₀² and box, log Z lies in \
                          [{lo:.6e}, {hi:.6e}]; the file is corrupt: refit the model"
+                    ),
+                });
+            }
+            if let Some(t) = n.tail.filter(|t| !(t.log_z < n.log_z)) {
+                return Err(CoreError::InvalidParameter {
+                    name: "normalisation.tail.log_z".into(),
+                    value: t.log_z,
+                    reason: format!(
+                        "the tail's part of the normaliser must be below the whole, log Z = {}; the file is \
+                         corrupt: refit the model",
+                        n.log_z
+                    ),
+                });
+            }
+            if let Some(t) = n.tail.filter(|t| t.weight != TailWeight::Cauchy) {
+                return Err(CoreError::InvalidChoice {
+                    what: format!("normalisation.tail.weight {:?}", t.weight),
+                    reason: "the density of a stationary kernel continues with the Cauchy tail weight; the \
+                             file is corrupt: refit the model"
+                        .into(),
+                });
+            }
+            if let Some(lb) = n.log_z_lower_bound.filter(|lb| !(n.log_z_box() >= lb - 1e-9 * lb.abs())) {
+                return Err(CoreError::InvalidParameter {
+                    name: "normalisation.log_z".into(),
+                    value: n.log_z,
+                    reason: format!(
+                        "its box part {:.6e} is below the file's own lower bound log_z_lower_bound = \
+                         {lb:.6e}; the file is corrupt: refit the model",
+                        n.log_z_box()
                     ),
                 });
             }

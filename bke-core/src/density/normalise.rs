@@ -1,23 +1,52 @@
-//! Normalisation of the kernel student-t density on a box by composite Gauss–Legendre quadrature
-//! (1 and 2 dimensions), and sampling from the normalised density.
+//! Normalisation of the kernel student-t density on the whole space by composite Gauss–Legendre
+//! quadrature (1 and 2 dimensions): the box, its complement, a check that the rule resolved the
+//! density, and sampling from the normalised density.
 //!
-//! **Why a box.** For stationary kernels `q_k` has a positive floor at infinity (module docs of
-//! [`super`]), so it is normalised on a bounded domain `B`: by default the data range widened by
-//! `margin × range` on each side. The normalised density is `q_k(x)/Z_B` on `B` and 0 outside.
+//! **Box and tails.** For stationary kernels `q_k` has a positive floor at infinity (module docs of
+//! [`super`]), so it is not integrable on `ℝ^d`. The box `B` (by default the data range widened by
+//! `margin × range` on each side) holds the data; beyond it the density continues with the tail
+//! weight `w` of `density::tails` (a Cauchy decay of the box's scale; `w = 1` for kernels whose `q_k`
+//! decays by itself). The normalised density is
+//!
+//! ```text
+//! p(x) = q_k(x) w(x) / Z,   Z = Z_B + Z_T,   Z_B = ∫_B q_k,   Z_T = ∫_{ℝ^d∖B} q_k w,   w = 1 on B,
+//! ```
+//!
+//! so every finite point has a finite log density, `log q_k(x) + log w(x) − log Z` (seed 003 eq. (6)
+//! with the weight). Model files written before the tails carry `Z_B` alone and keep their box-only
+//! density (0 outside), as does a normaliser with [`NormaliseOptions::tails`] off (the density
+//! truncated to the box, for data known to live in it).
 //!
 //! **Quadrature.** `B` is cut into `p` panels per dimension, each with an `order`-point Gauss–Legendre
 //! rule (tensor product in 2-D), summed in log space. Starting from `min_panels`, `p` doubles until
-//! two successive estimates agree to `rel_tol` or the node budget is spent. The reported `rel_err`
-//! is `|Z_2p − Z_p| / Z_2p`: an estimate of the error of the *coarser* rule, hence conservative for
-//! the returned finer one (Gauss–Legendre on analytic integrands converges geometrically). The
-//! integrand is analytic for the SE, rational-quadratic and polynomial kernels; for the Laplace and
-//! Matérn kernels it has kinks at the data and convergence is algebraic (the estimate still holds).
+//! two successive estimates agree to `rel_tol` (and the check below passes) or the node budget is
+//! spent. The complement is mapped to finite intervals (`density::tails`) and refined the same way,
+//! from `min_panels/2^d` panels per segment, until its estimate moves by less than `rel_tol × Z_B`.
+//! The reported `rel_err` is `(|Z_{B,2p} − Z_{B,p}| + |Z_{T,2p} − Z_{T,p}|)/Z`: an estimate of the
+//! error of the *coarser* rules, hence conservative for the returned finer ones (Gauss–Legendre on
+//! analytic integrands converges geometrically). The integrand is analytic for the SE,
+//! rational-quadratic and polynomial kernels; for the Laplace and Matérn kernels it has kinks at the
+//! data and convergence is algebraic (the estimate still holds).
 //!
-//! **Sampling.** A panel is chosen with probability equal to its quadrature mass, then a point in it
-//! by rejection from the uniform distribution under the flat envelope `2 × (largest nodal value in
-//! the panel)`. This is exact up to the quadrature error of the panel masses, provided the envelope
-//! holds; draws where it does not (`q > envelope`) are counted in [`Sample::envelope_violations`].
+//! **Check.** Two rules that both miss a peak narrower than their node spacing agree with each
+//! other, so agreement alone does not show accuracy. For a stationary kernel `Z_B` has a rigorous
+//! lower bound from the densest point of the box (`density::bound`: the Lipschitz bound of
+//! `√Q` in the feature space of seed 003 eq. (4)); the box rule is refined until its estimate is at
+//! least that bound, and the normalisation fails, naming the cause, when the node budget is spent
+//! first. [`Normalisation::log_z_lower_bound`] records the bound. A last refinement (of the box or
+//! of the tails) that moved the estimate by as much as the box's integral leaves no correct digit;
+//! such a normaliser is refused too, naming the cause. Short of that, a normaliser that missed
+//! `rel_tol` within the budget is returned with `converged = false` and its `rel_err`.
+//!
+//! **Sampling.** A panel of the rules is chosen with probability equal to its quadrature mass, then
+//! a point in it by rejection from the uniform distribution in the panel's mapped coordinates under
+//! the flat envelope `2 × (largest nodal value of q_k × Jacobian in the panel)`. This is exact up to
+//! the quadrature error of the panel masses, provided the envelope holds; draws where it does not
+//! are counted in [`Sample::envelope_violations`].
 
+use super::bound::LowerBound;
+use super::tails::Grid;
+pub use super::tails::TailWeight;
 use crate::numeric::log_sum_exp;
 use crate::{CoreError, Points};
 use rand::{Rng, SeedableRng};
@@ -110,11 +139,14 @@ pub struct NormaliseOptions {
     pub max_nodes: usize,
     /// Stop when two successive estimates of `Z` agree to this relative tolerance. Default `1e-6`.
     pub rel_tol: f64,
+    /// Continue the density beyond the box with its tails (module docs). Default `true`; `false`
+    /// gives the density truncated to the box (0 outside), e.g. for data that live in a known box.
+    pub tails: bool,
 }
 
 impl Default for NormaliseOptions {
     fn default() -> Self {
-        Self { order: 8, min_panels: 16, max_nodes: 1 << 18, rel_tol: 1e-6 }
+        Self { order: 8, min_panels: 16, max_nodes: 1 << 18, rel_tol: 1e-6, tails: true }
     }
 }
 
@@ -142,24 +174,72 @@ impl NormaliseOptions {
 /// The result of a normalisation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Normalisation {
-    /// The integration domain.
+    /// The box.
     pub domain: Domain,
-    /// `log Z_B = log ∫_B q_k(x) dx`.
+    /// `log Z`, the log normaliser of the density: `log (Z_B + Z_T)` on the whole space when `tail`
+    /// is set (module docs), `log Z_B = log ∫_B q_k` for a box-only normaliser.
     pub log_z: f64,
-    /// Estimated relative error of `Z_B` (`|Z_2p − Z_p|/Z_2p`, conservative; see module docs); `∞`
-    /// when the node budget allowed no refinement.
+    /// Estimated relative error of `Z` (the box's and the tails' estimates summed; conservative, see
+    /// module docs); `∞` when the node budget allowed no refinement.
     pub rel_err: f64,
-    /// Whether `rel_err ≤ rel_tol` was reached within the node budget.
+    /// Whether the box and the tails reached `rel_tol` (and the box rule its lower bound) within the
+    /// node budget.
     pub converged: bool,
-    /// Panels per dimension of the returned rule.
+    /// Panels per dimension of the returned box rule on its core (the whole box when `core` is
+    /// `None`; graded panels fill the rest of the box, `density::tails`).
     pub panels: usize,
-    /// Gauss–Legendre nodes per panel and dimension of the rule.
+    /// The core of the box rule (the data range widened by a quarter of the range, within the box);
+    /// `None`: the rule is uniform on the box.
+    pub core: Option<Domain>,
+    /// Gauss–Legendre nodes per panel and dimension of the rules.
     pub order: usize,
     /// Density evaluations spent in total.
     pub evaluations: usize,
+    /// The density beyond the box; `None` for a box-only normaliser (model files written before the
+    /// tails): the density is then 0 outside the box.
+    pub tail: Option<Tail>,
+    /// The rigorous lower bound on `log Z_B` the box rule was checked against (stationary kernels;
+    /// module docs).
+    pub log_z_lower_bound: Option<f64>,
+}
+
+/// The part of a normaliser beyond the box (module docs of `density::normalise`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tail {
+    /// How the density continues beyond the box.
+    pub weight: TailWeight,
+    /// Panels per tail segment (and per axis of the cells beside the box) of the returned rule.
+    pub panels: usize,
+    /// `log Z_T = log ∫_{ℝ^d∖B} q_k w`.
+    pub log_z: f64,
 }
 
 impl Normalisation {
+    /// `log Z_B`, the log of the part of the normaliser on the box.
+    pub fn log_z_box(&self) -> f64 {
+        match &self.tail {
+            Some(t) => self.log_z + (-(t.log_z - self.log_z).exp()).ln_1p(),
+            None => self.log_z,
+        }
+    }
+
+    /// The probability of the complement of the box, `Z_T/Z` (0 for a box-only normaliser).
+    pub fn tail_mass(&self) -> f64 {
+        self.tail.map_or(0.0, |t| (t.log_z - self.log_z).exp())
+    }
+
+    /// `log p(x) − log q_k(x)` at `x`: `log w(x) − log Z` (`−∞` outside the box of a box-only
+    /// normaliser).
+    pub fn log_offset(&self, x: &[f64]) -> f64 {
+        if self.domain.contains(x) {
+            return -self.log_z;
+        }
+        match &self.tail {
+            Some(t) => t.weight.log_weight(&self.domain, x) - self.log_z,
+            None => f64::NEG_INFINITY,
+        }
+    }
+
     /// Errors unless the domain has dimension `dim`, `log Z` is finite, the error estimate is not
     /// negative or NaN, and the rule has at least one panel and an order in `1..=64`.
     pub fn validate(&self, dim: usize) -> Result<(), CoreError> {
@@ -178,6 +258,27 @@ impl Normalisation {
                 col: 0,
                 value: self.log_z,
             });
+        }
+        if let Some(c) = &self.core {
+            let c = Domain::new(c.lower.clone(), c.upper.clone())?;
+            let inside = (0..c.dim().min(dim))
+                .all(|k| c.lower[k] >= self.domain.lower[k] && c.upper[k] <= self.domain.upper[k]);
+            if c.dim() != dim || !inside {
+                return Err(CoreError::InvalidChoice {
+                    what: "normalisation.core".into(),
+                    reason: "the core of the rule must be a box of the data's dimension inside the box"
+                        .into(),
+                });
+            }
+        }
+        if let Some(t) = &self.tail {
+            if !t.log_z.is_finite() || t.panels == 0 {
+                return Err(CoreError::InvalidParameter {
+                    name: "normalisation.tail".into(),
+                    value: t.log_z,
+                    reason: "the tail's log normaliser must be finite, with at least one panel".into(),
+                });
+            }
         }
         if !(self.rel_err >= 0.0) || self.panels == 0 || !(1..=64).contains(&self.order) {
             return Err(CoreError::InvalidParameter {
@@ -229,86 +330,6 @@ pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
     (x, w)
 }
 
-/// A tensor-product composite Gauss–Legendre rule on a box, nodes grouped by panel.
-#[derive(Debug, Clone)]
-pub(crate) struct Grid {
-    pub nodes: Points,
-    pub log_weights: Vec<f64>,
-    /// Nodes per panel (`order^d`); panel `c` owns nodes `c·per_panel .. (c+1)·per_panel`.
-    pub per_panel: usize,
-}
-
-impl Grid {
-    /// `panels` per dimension, `order` nodes each; `d ≤ 2`.
-    pub fn new(domain: &Domain, panels: usize, order: usize) -> Result<Grid, CoreError> {
-        let d = domain.dim();
-        let (gx, gw) = gauss_legendre(order);
-        // 1-D composite nodes per dimension, grouped by panel.
-        let axis = |k: usize| -> (Vec<f64>, Vec<f64>) {
-            let h = (domain.upper[k] - domain.lower[k]) / panels as f64;
-            let mut xs = Vec::with_capacity(panels * order);
-            let mut ws = Vec::with_capacity(panels * order);
-            for p in 0..panels {
-                let c = domain.lower[k] + (p as f64 + 0.5) * h;
-                for (t, w) in gx.iter().zip(&gw) {
-                    xs.push(c + 0.5 * h * t);
-                    ws.push((0.5 * h * w).ln());
-                }
-            }
-            (xs, ws)
-        };
-        match d {
-            1 => {
-                let (xs, ws) = axis(0);
-                Ok(Grid { nodes: Points::new("quadrature nodes", xs, 1)?, log_weights: ws, per_panel: order })
-            }
-            2 => {
-                let (x0, w0) = axis(0);
-                let (x1, w1) = axis(1);
-                let total = panels * panels * order * order;
-                let mut data = Vec::with_capacity(2 * total);
-                let mut lw = Vec::with_capacity(total);
-                for pa in 0..panels {
-                    for pb in 0..panels {
-                        for i in 0..order {
-                            for j in 0..order {
-                                let (a, b) = (pa * order + i, pb * order + j);
-                                data.push(x0[a]);
-                                data.push(x1[b]);
-                                lw.push(w0[a] + w1[b]);
-                            }
-                        }
-                    }
-                }
-                Ok(Grid {
-                    nodes: Points::new("quadrature nodes", data, 2)?,
-                    log_weights: lw,
-                    per_panel: order * order,
-                })
-            }
-            _ => Err(CoreError::InvalidParameter {
-                name: "dimension for numerical normalisation".into(),
-                value: d as f64,
-                reason: "normalisation by quadrature is available in 1 and 2 dimensions only".into(),
-            }),
-        }
-    }
-}
-
-/// Lower corner and widths of panel `c` of a grid with `panels` panels per dimension.
-fn panel_box(domain: &Domain, panels: usize, c: usize) -> (Vec<f64>, Vec<f64>) {
-    let d = domain.dim();
-    let idx: Vec<usize> = if d == 1 { vec![c] } else { vec![c / panels, c % panels] };
-    let mut lo = Vec::with_capacity(d);
-    let mut w = Vec::with_capacity(d);
-    for k in 0..d {
-        let h = (domain.upper[k] - domain.lower[k]) / panels as f64;
-        lo.push(domain.lower[k] + idx[k] as f64 * h);
-        w.push(h);
-    }
-    (lo, w)
-}
-
 /// Draws from [`KernelStudentT::sample`](super::KernelStudentT::sample).
 #[derive(Debug, Clone)]
 pub struct Sample {
@@ -331,14 +352,44 @@ fn integrate(log_q: &LogQ, grid: &Grid) -> Result<(f64, Vec<f64>), CoreError> {
     Ok((log_sum_exp(&terms), lq))
 }
 
-/// The normalising constant of the `d`-dimensional density `q` on `domain` by the adaptive
-/// composite Gauss–Legendre rule of the module docs. Errors for `d > 2`, on invalid options, or a
-/// domain of the wrong dimension.
+/// The check of the box rule against the rigorous lower bound of `density::bound` (stationary
+/// kernels): the bound, the model's `γ`, exponent `e = (1+N+α)/2` and `σ₀²`, and the largest
+/// `log q_k` at the training points inside the box.
+pub(super) struct BoundCheck {
+    pub bound: LowerBound,
+    pub gamma: f64,
+    pub exponent: f64,
+    pub sigma0_sq: f64,
+    pub data_log_q_max: f64,
+}
+
+impl BoundCheck {
+    /// `Q` from `log q_k = −e log(γ + Q)`.
+    fn q_of(&self, log_q: f64) -> f64 {
+        (-log_q / self.exponent).exp() - self.gamma
+    }
+
+    /// The bound from the densest of the training points and the nodes `lq` (all in the box).
+    fn log_bound(&self, lq: &[f64]) -> f64 {
+        let top = lq.iter().copied().fold(self.data_log_q_max, f64::max);
+        self.bound.log_bound(self.q_of(top), self.gamma, self.exponent, self.sigma0_sq)
+    }
+}
+
+/// The normalising constant of the `d`-dimensional density `q` on the whole space: the box `domain`
+/// by the adaptive composite Gauss–Legendre rule of the module docs (checked against `check` when
+/// given), plus the complement with the tail weight `tail` (`density::tails`). Errors for `d > 2`,
+/// on invalid options, a domain of the wrong dimension, or a box rule that stays below the bound of
+/// `check` when the node budget is spent.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn normalise(
     log_q: &LogQ,
     d: usize,
     domain: Domain,
+    core: Option<Domain>,
     opts: &NormaliseOptions,
+    tail: TailWeight,
+    check: Option<&BoundCheck>,
 ) -> Result<Normalisation, CoreError> {
     opts.check()?;
     if domain.dim() != d {
@@ -348,21 +399,22 @@ pub(super) fn normalise(
             found: domain.dim(),
         });
     }
-    let nodes_for = |p: usize| (p * opts.order).pow(d as u32);
+    let nodes_for = |p: usize| Grid::count(&domain, core.as_ref(), p, opts.order);
     let mut p = opts.min_panels;
-    let grid = Grid::new(&domain, p, opts.order)?;
-    let (mut lz, _) = integrate(log_q, &grid)?;
+    let grid = Grid::new(&domain, core.as_ref(), p, opts.order)?;
+    let (mut lz, mut lq) = integrate(log_q, &grid)?;
     let mut evaluations = grid.nodes.len();
     let mut rel_err = f64::INFINITY;
     let mut converged = false;
+    let admitted = |lz: f64, lq: &[f64]| check.is_none_or(|c| lz >= c.log_bound(lq));
     while nodes_for(2 * p) <= opts.max_nodes {
-        let grid2 = Grid::new(&domain, 2 * p, opts.order)?;
-        let (lz2, _) = integrate(log_q, &grid2)?;
+        let grid2 = Grid::new(&domain, core.as_ref(), 2 * p, opts.order)?;
+        let (lz2, lq2) = integrate(log_q, &grid2)?;
         evaluations += grid2.nodes.len();
         rel_err = (lz2 - lz).exp_m1().abs();
         p *= 2;
-        lz = lz2;
-        if rel_err <= opts.rel_tol {
+        (lz, lq) = (lz2, lq2);
+        if rel_err <= opts.rel_tol && admitted(lz, &lq) {
             converged = true;
             break;
         }
@@ -376,12 +428,111 @@ pub(super) fn normalise(
                 .into(),
         });
     }
-    Ok(Normalisation { domain, log_z: lz, rel_err, converged, panels: p, order: opts.order, evaluations })
+    let log_z_lower_bound = check.map(|c| c.log_bound(&lq));
+    if let Some(lb) = log_z_lower_bound.filter(|lb| lz < *lb) {
+        let fine = core.as_ref().unwrap_or(&domain);
+        let spacing: Vec<String> = (0..d)
+            .map(|k| format!("{:.3e}", (fine.upper[k] - fine.lower[k]) / (p * opts.order) as f64))
+            .collect();
+        return Err(CoreError::InvalidChoice {
+            what: "normalising the density on its box".into(),
+            reason: format!(
+                "the quadrature does not resolve the density: with {p} panels of {} nodes per dimension \
+                 (spacing {}, the node budget) its estimate log Z = {lz:.6e} is below the rigorous lower \
+                 bound {lb:.6e} on the mass around the densest point, so the density's peaks are \
+                 narrower than the nodes are apart; narrow the box (a smaller margin), or choose a larger \
+                 sigma0_sq or a smaller alpha (flatter peaks)",
+                opts.order,
+                spacing.join(" × ")
+            ),
+        });
+    }
+    if !opts.tails {
+        if p > opts.min_panels && !(rel_err < 1.0) {
+            return Err(no_digit("box", rel_err, p, opts.order));
+        }
+        return Ok(Normalisation {
+            domain,
+            log_z: lz,
+            rel_err,
+            converged,
+            panels: p,
+            core,
+            order: opts.order,
+            evaluations,
+            tail: None,
+            log_z_lower_bound,
+        });
+    }
+    // The complement of the box, to the box's relative tolerance.
+    let cells = if d == 1 { 2 } else { 8 };
+    let tail_nodes_for = |p: usize| cells * (p * opts.order).pow(d as u32);
+    let pt0 = (opts.min_panels / 2usize.pow(d as u32)).max(1);
+    let mut pt = pt0;
+    let tgrid = Grid::tails(&domain, pt, opts.order, tail)?;
+    let (mut lt, _) = integrate(log_q, &tgrid)?;
+    evaluations += tgrid.nodes.len();
+    let mut tail_err = f64::INFINITY;
+    while tail_nodes_for(2 * pt) <= opts.max_nodes {
+        let grid2 = Grid::tails(&domain, 2 * pt, opts.order, tail)?;
+        let (lt2, _) = integrate(log_q, &grid2)?;
+        evaluations += grid2.nodes.len();
+        // Relative to the box's integral.
+        tail_err = ((lt2 - lz).exp() - (lt - lz).exp()).abs();
+        pt *= 2;
+        lt = lt2;
+        if tail_err <= opts.rel_tol {
+            break;
+        }
+    }
+    // A refinement that moved the estimate by as much as the estimate itself leaves no correct digit:
+    // the rules do not resolve the density, and the normaliser is refused rather than reported.
+    for (part, err, refined) in [("box", rel_err, p > opts.min_panels), ("tails", tail_err, pt > pt0)] {
+        if refined && !(err < 1.0) {
+            return Err(no_digit(part, err, p, opts.order));
+        }
+    }
+    let total = log_sum_exp(&[lz, lt]);
+    Ok(Normalisation {
+        domain,
+        log_z: total,
+        rel_err: (rel_err + tail_err) * (lz - total).exp(),
+        converged: converged && tail_err <= opts.rel_tol,
+        panels: p,
+        core,
+        order: opts.order,
+        evaluations,
+        tail: Some(Tail { weight: tail, panels: pt, log_z: lt }),
+        log_z_lower_bound,
+    })
+}
+
+/// The refusal of a normaliser whose last refinement (of the `part`) moved it by `err` ≥ 1.
+fn no_digit(part: &str, err: f64, p: usize, order: usize) -> CoreError {
+    CoreError::InvalidChoice {
+        what: "normalising the density on its box".into(),
+        reason: format!(
+            "the quadrature does not resolve the density: refining the rule of the {part} changed its estimate \
+             by {err:.2e} of the box's integral (within the node budget, {p} panels of {order} nodes per \
+             dimension on the box), so the estimate has no correct digit; narrow the box (a smaller margin), \
+             or choose a larger lengthscale, a larger sigma0_sq or a smaller alpha (a smoother density)"
+        ),
+    }
+}
+
+/// The rules of a normaliser: its box rule, and its tail rule when it has one.
+fn rules(norm: &Normalisation) -> Result<Vec<Grid>, CoreError> {
+    let mut out = vec![Grid::new(&norm.domain, norm.core.as_ref(), norm.panels, norm.order)?];
+    if let Some(t) = &norm.tail {
+        out.push(Grid::tails(&norm.domain, t.panels, norm.order, t.weight)?);
+    }
+    Ok(out)
 }
 
 /// `n` draws from the `d`-dimensional density `q` normalised by `norm` (seeded; the result does not
-/// depend on the thread count): a panel of the normaliser's rule is chosen with probability equal to
-/// its quadrature mass (one pass of that rule), then a point in it by rejection (module docs).
+/// depend on the thread count): a panel of the normaliser's rules (box, then tails) is chosen with
+/// probability equal to its quadrature mass (one pass of the rules), then a point in it by rejection
+/// in the panel's mapped coordinates (module docs).
 pub(super) fn sample(
     log_q: &LogQ,
     d: usize,
@@ -393,19 +544,33 @@ pub(super) fn sample(
     // uniform draw and density).
     let bytes = crate::budget::Bytes::f64s(n).times(d).plus(crate::budget::Bytes::f64s(n).times(2 * d + 6));
     crate::budget::check(&format!("n = {n} samples"), bytes)?;
-    let grid = Grid::new(&norm.domain, norm.panels, norm.order)?;
-    let (lz, lq) = integrate(log_q, &grid)?;
-    let npanels = grid.nodes.len() / grid.per_panel;
+    // Per panel (over the rules): its rule, index, log mass and log envelope.
+    let (mut panels, mut log_mass, mut panel_log_max) = (Vec::new(), Vec::new(), Vec::new());
+    let grids = rules(norm)?;
+    for (g, grid) in grids.iter().enumerate() {
+        let lq = log_q(&grid.nodes)?;
+        for c in 0..grid.nodes.len() / grid.per_panel {
+            let r = c * grid.per_panel..(c + 1) * grid.per_panel;
+            let terms: Vec<f64> =
+                lq[r.clone()].iter().zip(&grid.log_weights[r.clone()]).map(|(a, b)| a + b).collect();
+            log_mass.push(log_sum_exp(&terms));
+            panel_log_max.push(
+                lq[r.clone()]
+                    .iter()
+                    .zip(&grid.log_jac[r])
+                    .map(|(a, j)| a + j)
+                    .fold(f64::NEG_INFINITY, f64::max),
+            );
+            panels.push((g, c));
+        }
+    }
+    let lz = log_sum_exp(&log_mass);
+    let npanels = panels.len();
     let mut cdf = Vec::with_capacity(npanels);
-    let mut panel_log_max = Vec::with_capacity(npanels);
     let mut acc = 0.0;
-    for c in 0..npanels {
-        let r = c * grid.per_panel..(c + 1) * grid.per_panel;
-        let terms: Vec<f64> =
-            lq[r.clone()].iter().zip(&grid.log_weights[r.clone()]).map(|(a, b)| a + b).collect();
-        acc += (log_sum_exp(&terms) - lz).exp();
+    for lm in &log_mass {
+        acc += (lm - lz).exp();
         cdf.push(acc);
-        panel_log_max.push(lq[r].iter().cloned().fold(f64::NEG_INFINITY, f64::max));
     }
     cdf.iter_mut().for_each(|c| *c /= acc);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -418,18 +583,18 @@ pub(super) fn sample(
         for _ in 0..batch {
             let u: f64 = rng.random();
             let c = cdf.partition_point(|&v| v < u).min(npanels - 1);
-            let (lo, w) = panel_box(&norm.domain, norm.panels, c);
-            for k in 0..d {
-                props.push(lo[k] + w[k] * rng.random::<f64>());
-            }
-            meta.push((c, rng.random::<f64>()));
+            let us: Vec<f64> = (0..d).map(|_| rng.random::<f64>()).collect();
+            let (g, pc) = panels[c];
+            let (x, lj) = grids[g].draw(pc, &us, &norm.domain);
+            props.extend(x);
+            meta.push((c, lj, rng.random::<f64>()));
         }
         let pts = Points::new("proposals", props, d)?;
         let lq = log_q(&pts)?;
         proposals += batch;
-        for (i, &(c, u)) in meta.iter().enumerate() {
+        for (i, &(c, lj, u)) in meta.iter().enumerate() {
             let log_env = panel_log_max[c] + std::f64::consts::LN_2;
-            let ratio = (lq[i] - log_env).exp();
+            let ratio = (lq[i] + lj - log_env).exp();
             if ratio > 1.0 {
                 violations += 1;
             }

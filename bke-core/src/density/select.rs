@@ -10,11 +10,25 @@
 //! with `ũ = Uᵀ1`, `ṽ = Uᵀk_x − Λũ/(N+β)`, `d_i = 1/(λ_i + σ₀²)`, `ρ = σ₀²/β`,
 //! `vᵀ(A + ρ11ᵀ)⁻¹v = Σ ṽ_i² d_i − ρ (Σ ṽ_i ũ_i d_i)² / (1 + ρ Σ ũ_i² d_i)` (the spectral form of the
 //! Woodbury expression used by [`super::KernelStudentT`]), and every `α` O(1) per point. The
-//! normaliser of each candidate uses a fixed composite Gauss–Legendre rule (`search_panels`).
-//! Folds come from a seeded permutation.
+//! normaliser of each candidate (on the whole space: the box and its Cauchy tails, as in
+//! `density::normalise`) uses fixed composite Gauss–Legendre rules (`search_panels` per dimension
+//! on the core of the box, graded panels beyond it on a wide box, a third (1-D) or a fifth (2-D) of
+//! `search_panels` per tail segment; `density::tails`). Folds come from a seeded permutation.
+//!
+//! **Unresolved candidates.** A fixed rule cannot resolve every candidate: a large `α` (a large
+//! exponent `(1+N+α)/2`) with a small `σ₀²` puts peaks at the data far narrower than the nodes are
+//! apart, the rule sees only the floor, the estimated normaliser is too small by the peaks' mass,
+//! and the held-out score is inflated by exactly that error. The maximum over candidates then
+//! *seeks* the worst-resolved corner (on a wide box, held-out log-likelihoods of millions). So every
+//! candidate's box estimate is checked, in every fold, against the rigorous lower bound of the
+//! `density::bound` module docs at the densest evaluated point of the box (nodes, held-out and
+//! training points); a candidate below it is left out (`cv_log_lik = −∞`, counted in
+//! [`Selection::unresolved`], and noted).
 
+use super::bound::LowerBound;
 use super::niw::NiwParams;
-use super::normalise::{Domain, Grid};
+use super::normalise::Domain;
+use super::tails::{Grid, TailWeight, core_of};
 use crate::budget::Bytes;
 use crate::estimator::Progress;
 use crate::numeric::log_sum_exp;
@@ -138,6 +152,10 @@ pub struct Selection {
     /// How the grids were widened because the optimum sat at an edge, and the edges the optimum
     /// still sits on after the last widening (empty: the optimum is inside every searched grid).
     pub grid_notes: Vec<String>,
+    /// Candidates of the last search left out because the search quadrature does not resolve their
+    /// density on the box (in some fold its normaliser fell below the rigorous lower bound of the
+    /// `density::bound` module docs); their `cv_log_lik` is `−∞`.
+    pub unresolved: usize,
 }
 
 /// How many times [`select_hyperparameters`] widens a grid whose edge holds the optimum.
@@ -237,11 +255,39 @@ pub fn select_hyperparameters<B: Backend>(
             }
         }
         if !widened || round == MAX_WIDENINGS {
+            if sel.unresolved > 0 {
+                notes.push(unresolved_note(&sel, &opts, x.dim()));
+            }
             sel.grid_notes = notes;
             return Ok(sel);
         }
     }
     unreachable!("the loop returns at its last round")
+}
+
+/// The note on the candidates a search left out as unresolved.
+fn unresolved_note(sel: &Selection, opts: &SelectOptions, d: usize) -> String {
+    let (panels, _) = search_panels(opts, d);
+    format!(
+        "{} of {} candidates left out: the search quadrature ({panels} panels of {} nodes per dimension) \
+         does not resolve their density on this box (its normaliser fell below the rigorous lower bound \
+         of its peak); a narrower box (smaller margin) lets the search consider sharper densities",
+        sel.unresolved,
+        sel.candidates.len(),
+        opts.order
+    )
+}
+
+/// Panels per dimension of the search rule of the box, and per segment of its tails.
+fn search_panels(opts: &SelectOptions, d: usize) -> (usize, usize) {
+    let box_panels = match (opts.search_panels, d) {
+        (0, 1) => 48,
+        (0, _) => 10,
+        (p, _) => p,
+    };
+    // The tails are smooth (the floor, and the data's bumps decayed over the margin): a third of
+    // the box's panels per segment in 1-D, a fifth in 2-D (8 cells there).
+    (box_panels, (box_panels / if d == 1 { 3 } else { 5 }).max(1))
 }
 
 fn min_of(v: &[f64]) -> f64 {
@@ -274,18 +320,19 @@ fn select_on_grid<B: Backend>(
             found: domain.dim(),
         });
     }
-    let panels = match (opts.search_panels, d) {
-        (0, 1) => 48,
-        (0, _) => 10,
-        (p, _) => p,
-    };
-    let nodes = panels.saturating_mul(opts.order).saturating_pow(d as u32);
+    let (panels, tail_panels) = search_panels(opts, d);
+    let cells = if d == 1 { 2 } else { 8 };
+    let nodes = Grid::count(&domain, core_of(x, &domain)?.as_ref(), panels, opts.order).saturating_add(
+        tail_panels.saturating_mul(opts.order).saturating_pow(d as u32).saturating_mul(cells),
+    );
     // Per fold: the Gram matrix and its eigenvectors (n²), and Q at every node for every combo.
     let per_node = (opts.beta.len().saturating_mul(opts.sigma0_sq.len())).saturating_add(d + 2);
     let bytes = Bytes::f64s(nodes).times(per_node).plus(Bytes::f64s(n).times(n).times(3));
     let setting = format!("{n} points with a search quadrature of {panels} panels × {} nodes", opts.order);
     crate::budget::check(&setting, bytes)?;
-    let grid = Grid::new(&domain, panels, opts.order)?;
+    let core = core_of(x, &domain)?;
+    let grid = Grid::new(&domain, core.as_ref(), panels, opts.order)?;
+    let tails = Grid::tails(&domain, tail_panels, opts.order, TailWeight::Cauchy)?;
     let scales: Vec<f64> = match &opts.scales {
         Some(s) => {
             if s.len() != 1 && s.len() != d {
@@ -327,11 +374,14 @@ fn select_on_grid<B: Backend>(
         opts.beta.iter().flat_map(|&b| opts.sigma0_sq.iter().map(move |&s| (b, s))).collect();
     let na = opts.alpha_offsets.len();
     let mut candidates = Vec::new();
+    let mut unresolved = 0;
     for (step, &c) in opts.lengthscale_factors.iter().enumerate() {
         progress.checkpoint()?;
         progress.update("select", step as u64, opts.lengthscale_factors.len() as u64);
         let ls: Vec<f64> = scales.iter().map(|s| c * s).collect();
         let kernel = Kernel::new(family, ls)?;
+        let rules =
+            Rules { grid: &grid, tails: &tails, bound: LowerBound::new(&kernel, &domain), domain: &domain };
         // Sum over folds of held-out log-likelihood, per (combo, alpha).
         let mut score = vec![0.0; combos.len() * na];
         for val in &fold_of {
@@ -340,12 +390,12 @@ fn select_on_grid<B: Backend>(
             let train_idx: Vec<usize> = (0..n).filter(|&i| !is_val[i]).collect();
             let xt = x.select(&train_idx);
             let xv = x.select(val);
-            let fold_scores =
-                fold_scores::<B>(&kernel, &xt, &xv, &grid, &domain, &combos, &opts.alpha_offsets, d)?;
+            let fold_scores = fold_scores::<B>(&kernel, &xt, &xv, &rules, &combos, &opts.alpha_offsets, d)?;
             for (s, f) in score.iter_mut().zip(fold_scores) {
                 *s += f;
             }
         }
+        unresolved += score.iter().filter(|s| **s == f64::NEG_INFINITY).count();
         for (ci, &(beta, sigma0_sq)) in combos.iter().enumerate() {
             for (ai, &a) in opts.alpha_offsets.iter().enumerate() {
                 candidates.push(Candidate {
@@ -364,8 +414,15 @@ fn select_on_grid<B: Backend>(
         .ok_or_else(|| CoreError::InvalidParameter {
             name: "hyperparameter grid".into(),
             value: f64::NAN,
-            reason: "no candidate gave a finite held-out log-likelihood; widen the grids or the domain"
-                .into(),
+            reason: if unresolved > 0 {
+                format!(
+                    "no candidate gave a finite held-out log-likelihood ({unresolved} were left out because \
+                     the search quadrature does not resolve their density on this box); use a narrower box \
+                     (smaller margin) or wider grids"
+                )
+            } else {
+                "no candidate gave a finite held-out log-likelihood; widen the grids or the domain".into()
+            },
         })?;
     progress.update("select", opts.lengthscale_factors.len() as u64, opts.lengthscale_factors.len() as u64);
     let kernel = Kernel::new(family, scales.iter().map(|s| best.lengthscale_factor * s).collect())?;
@@ -377,17 +434,27 @@ fn select_on_grid<B: Backend>(
         scales,
         candidates,
         grid_notes: Vec::new(),
+        unresolved,
     })
 }
 
-/// Held-out log-likelihood sums of one fold for every `(combo, α)`.
-#[allow(clippy::too_many_arguments)]
+/// The search rules of the box and its tails, the lower bound that checks the box rule, the box.
+struct Rules<'a> {
+    grid: &'a Grid,
+    tails: &'a Grid,
+    bound: LowerBound,
+    domain: &'a Domain,
+}
+
+/// Held-out log-likelihood sums of one fold for every `(combo, α)` of the density normalised on
+/// the whole space (box and Cauchy tails); `−∞` where the box rule's estimate of the normaliser is
+/// below the rigorous lower bound from the densest evaluated point of the box (the rule missed a
+/// peak: the score would be inflated by the missing mass).
 fn fold_scores<B: Backend>(
     kernel: &Kernel,
     xt: &Points,
     xv: &Points,
-    grid: &Grid,
-    domain: &Domain,
+    rules: &Rules,
     combos: &[(f64, f64)],
     alpha_offsets: &[f64],
     d: usize,
@@ -399,10 +466,16 @@ fn fold_scores<B: Backend>(
     let u = &eig.vectors;
     let ut1: Vec<f64> = (0..n).map(|j| u.col(j).iter().sum()).collect();
     let total: f64 = lam.iter().zip(&ut1).map(|(l, v)| l * v * v).sum();
-    // Evaluation points: quadrature nodes then validation points.
-    let eval = grid.nodes.concat(xv)?;
+    let (grid, domain) = (rules.grid, rules.domain);
+    // Evaluation points: box nodes, tail nodes, validation points, training points.
+    let eval = grid.nodes.concat(&rules.tails.nodes)?.concat(xv)?.concat(xt)?;
     let ne = eval.len();
     let g = grid.nodes.len();
+    let gt = g + rules.tails.nodes.len();
+    let nv = xv.len();
+    // Which evaluated points lie in the box (they may carry the lower bound).
+    let in_box: Vec<bool> = (0..ne).map(|i| i < g || (i >= gt && domain.contains(eval.point(i)))).collect();
+    let log_w: Vec<f64> = xv.iter().map(|p| TailWeight::Cauchy.log_weight(domain, p)).collect();
     // Q for every combo and evaluation point: q_all[combo * ne + e].
     let mut q_all = vec![0.0; combos.len() * ne];
     const CHUNK: usize = 1024;
@@ -449,21 +522,26 @@ fn fold_scores<B: Backend>(
             q_all[ci * ne + start..ci * ne + start + m].copy_from_slice(&out[ci * m..(ci + 1) * m]);
         }
     }
-    let inside: Vec<bool> = xv.iter().map(|p| domain.contains(p)).collect();
     let mut scores = vec![0.0; combos.len() * alpha_offsets.len()];
     for (ci, &(beta, s2)) in combos.iter().enumerate() {
         let qs = &q_all[ci * ne..(ci + 1) * ne];
+        let q_min =
+            qs.iter().zip(&in_box).filter(|(_, b)| **b).map(|(q, _)| *q).fold(f64::INFINITY, f64::min);
         for (ai, &a) in alpha_offsets.iter().enumerate() {
             let params = NiwParams { alpha: d as f64 - 1.0 + a, beta, sigma0_sq: s2 };
             let (gam, e) = (params.gamma(n), params.exponent(n));
-            let terms: Vec<f64> =
-                qs[..g].iter().zip(&grid.log_weights).map(|(q, w)| w - e * (gam + q).ln()).collect();
-            let lz = log_sum_exp(&terms);
-            let held: f64 = qs[g..]
+            let terms: Vec<f64> = qs[..gt]
                 .iter()
-                .zip(&inside)
-                .map(|(q, &ok)| if ok { -e * (gam + q).ln() - lz } else { f64::NEG_INFINITY })
-                .sum();
+                .zip(grid.log_weights.iter().chain(&rules.tails.log_weights))
+                .map(|(q, w)| w - e * (gam + q).ln())
+                .collect();
+            let lz_box = log_sum_exp(&terms[..g]);
+            let held = if rules.bound.admits(lz_box, q_min, gam, e, s2) {
+                let lz = log_sum_exp(&terms);
+                qs[gt..gt + nv].iter().zip(&log_w).map(|(q, lw)| -e * (gam + q).ln() + lw - lz).sum()
+            } else {
+                f64::NEG_INFINITY
+            };
             scores[ci * alpha_offsets.len() + ai] = held;
         }
     }

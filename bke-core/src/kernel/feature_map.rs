@@ -17,6 +17,14 @@ pub trait DensityKernel: Sync + Send {
     /// seed 003 App. B): the constant is then left out of the unnormalised density and cancels on
     /// normalisation.
     fn log_jacobian(&self, x: &[f64]) -> Option<f64>;
+
+    /// The stationary kernel `k(x, y) = κ(‖(x − y)/ℓ‖)` (`κ(0) = 1`, decreasing to 0) that `self`
+    /// is, if it is one: its density has a positive floor far from the data, continues beyond the
+    /// normalisation box with a Cauchy tail weight, and its normaliser has a rigorous lower bound
+    /// (`density::normalise` module docs). Default `None`.
+    fn stationary(&self) -> Option<&Kernel> {
+        None
+    }
 }
 
 /// The stationary kernels of bke-core are shift-invariant: constant Jacobian
@@ -32,6 +40,10 @@ impl DensityKernel for Kernel {
 
     fn log_jacobian(&self, _x: &[f64]) -> Option<f64> {
         None
+    }
+
+    fn stationary(&self) -> Option<&Kernel> {
+        Some(self)
     }
 }
 
