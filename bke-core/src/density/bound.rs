@@ -1,7 +1,8 @@
 //! A rigorous lower bound on the normaliser of the kernel student-t density of a stationary kernel,
 //! the check that a quadrature rule resolved the density (`density::normalise` module docs).
 //!
-//! **The bound.** `√Q(x) = ‖Ψ_N^{−1/2} φ̃(x)‖` is a norm of `ϕ(x) − m_N` (seed 003 eq. (4)), and
+//! **The bound.** `√Q(x) = ‖Ψ_N^{−1/2} φ̃(x)‖` is a norm of `ϕ(x) − m_N` (`m_N` the posterior mean of the feature
+//! vectors, seed 003 eq. (4)), and
 //! `Ψ_N = σ₀² I + Φ(I − 11ᵀ/(N+β))Φᵀ ⪰ σ₀² I`, so by the triangle inequality, for all `x, y`,
 //!
 //! ```text
@@ -17,8 +18,8 @@
 //! Z ≥ ∫_B q_k ≥ Π_k ℓ_k · (S_d/2^d) ∫_0^R g(r) r^{d−1} dr,   S_1/2 = 1,  S_2/4 = π/2,
 //! ```
 //!
-//! evaluated as a lower Riemann sum (right end points of a geometric grid in `r`, exact for a
-//! decreasing `g`), so the bound holds up to rounding. A quadrature estimate of `Z` below it has
+//! evaluated as a lower Riemann sum (right end points of a geometric grid in `r` from `10⁻¹² R`,
+//! a valid lower sum for a decreasing `g`; `R` capped at `10¹⁰⁰`), so the bound holds up to rounding. A quadrature estimate of `Z` below it has
 //! missed the peak of the density at `x`: the rule's nodes are farther apart than the peak is wide.
 //! The bound is largest at the point of smallest `Q`, the densest point.
 
@@ -65,13 +66,17 @@ impl LowerBound {
         let d = domain.dim();
         let ell =
             |k: usize| if kernel.is_ard() { kernel.lengthscales()[k] } else { kernel.lengthscales()[0] };
-        let big_r = (0..d)
-            .map(|k| (domain.upper[k] - domain.lower[k]) / (2.0 * ell(k)))
-            .fold(f64::INFINITY, f64::min);
+        // A ball of radius at most 1e100 (in lengthscales) keeps every power finite; a smaller ball
+        // inside the box still gives a lower bound.
+        let big_r =
+            (0..d).map(|k| (domain.upper[k] - domain.lower[k]) / (2.0 * ell(k))).fold(1e100, f64::min);
+        // S_d / 2^d / d, the orthant's share of the ball's surface: 1 for d = 1, π/4 for d = 2
+        // (the callers normalise in 1-D and 2-D only).
         let log_scale = (0..d).map(|k| ell(k).ln()).sum::<f64>()
             + if d == 1 { 0.0 } else { std::f64::consts::FRAC_PI_2.ln() }
             - (d as f64).ln();
-        let r_min = (big_r * 1e-6).min(1e-12);
+        // Shells from 1e-12 R (the inner ball is left out: a lower sum may drop mass) to R.
+        let r_min = big_r * 1e-12;
         let m = ((big_r / r_min).ln() / RATIO.ln()).ceil().max(1.0) as usize;
         let step = (big_r / r_min).ln() / m as f64;
         let (mut dist, mut log_shell) = (Vec::with_capacity(m), Vec::with_capacity(m));
@@ -79,7 +84,9 @@ impl LowerBound {
         for i in 1..=m {
             let r = if i == m { big_r } else { r_min * (step * i as f64).exp() };
             dist.push((2.0 * one_minus_kappa(kernel.family(), r)).sqrt());
-            log_shell.push(log_scale + (r.powi(d as i32) - prev.powi(d as i32)).ln());
+            // log(r^d − prev^d), in logs so that no power overflows
+            let dl = d as f64;
+            log_shell.push(log_scale + dl * r.ln() + (-(dl * (prev / r).ln()).exp_m1()).ln());
             prev = r;
         }
         Self { dist, log_shell, log_ball: log_scale + d as f64 * big_r.ln() }

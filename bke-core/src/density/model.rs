@@ -155,6 +155,14 @@ impl<K: DensityKernel> KernelStudentT<K> {
         domain: Domain,
         opts: &NormaliseOptions,
     ) -> Result<Self, CoreError> {
+        if domain.dim() != self.dim() {
+            return Err(CoreError::DimensionMismatch {
+                what: "normalisation domain".into(),
+                expected: self.dim(),
+                found: domain.dim(),
+            });
+        }
+        super::tails::check_dim(&domain)?;
         let (weight, check) = match self.kernel.stationary() {
             Some(k) => {
                 let inside: Vec<usize> =
@@ -401,6 +409,9 @@ struct NormFile {
     /// The core of a graded box rule (absent: uniform).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     core: Option<Domain>,
+    /// Panels on the core of the first rule (absent: `panels`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base_panels: Option<usize>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -438,6 +449,7 @@ impl From<&KernelStudentT<Kernel>> for DensityFile {
                 tail: n.tail.map(|t| TailFile { weight: t.weight, panels: t.panels, log_z: t.log_z }),
                 log_z_lower_bound: n.log_z_lower_bound,
                 core: n.core.clone(),
+                base_panels: Some(n.base_panels),
             }),
             cv_log_lik: m.cv_log_lik,
             grid_adjustments: m.grid_notes.clone(),
@@ -464,6 +476,7 @@ impl TryFrom<DensityFile> for KernelStudentT<Kernel> {
                     evaluations: n.evaluations,
                     tail: n.tail.map(|t| Tail { weight: t.weight, panels: t.panels, log_z: t.log_z }),
                     log_z_lower_bound: n.log_z_lower_bound,
+                    base_panels: n.base_panels.unwrap_or(n.panels),
                     core: n.core,
                 }),
                 None => None,
@@ -509,11 +522,15 @@ impl<'de> Deserialize<'de> for KernelStudentT<Kernel> {
 /// `sigma0_sq`, the training points `data` (rows), the `normalisation` (box `lower`/`upper`,
 /// `log_z`, `rel_err`, `converged`, `panels`, `order`, `evaluations`, the `tail` (`weight`,
 /// `panels`, `log_z`; absent in files written before the tails, whose density is then 0 outside the
-/// box), `log_z_lower_bound` and the `core` of a graded rule (`lower`/`upper`), or `null`) and `cv_log_lik`. The factor is recomputed on the first query (O(N³)). Files of bke 0.1
-/// (`"format": "bke-density-v1"`, the same fields beside `columns`) still load.
+/// box), `log_z_lower_bound`, the `core` of a graded rule (`lower`/`upper`) and its
+/// `base_panels`, or `null`) and `cv_log_lik`. The factor is recomputed on the first query
+/// (O(N³)). Version 2 added the tails: `log_z` is the whole-space normaliser, which a reader of
+/// version 1 would misread, so older bke refuses these files; version-1 files load as box-only
+/// densities. Files of bke 0.1 (`"format": "bke-density-v1"`, the same fields beside `columns`)
+/// still load.
 impl ModelFile for KernelStudentT<Kernel> {
     const KINDS: &'static [&'static str] = &["density"];
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
 
     fn kind(&self) -> &'static str {
         "density"

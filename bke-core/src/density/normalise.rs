@@ -18,7 +18,8 @@
 //! truncated to the box, for data known to live in it).
 //!
 //! **Quadrature.** `B` is cut into `p` panels per dimension, each with an `order`-point Gauss–Legendre
-//! rule (tensor product in 2-D), summed in log space. Starting from `min_panels`, `p` doubles until
+//! rule (tensor product in 2-D), summed in log space. Starting from `min_panels` (fewer when the
+//! first refinement of a wide box's graded rule would not fit the node budget), `p` doubles until
 //! two successive estimates agree to `rel_tol` (and the check below passes) or the node budget is
 //! spent. The complement is mapped to finite intervals (`density::tails`) and refined the same way,
 //! from `min_panels/2^d` panels per segment, until its estimate moves by less than `rel_tol × Z_B`.
@@ -51,6 +52,7 @@ use crate::numeric::log_sum_exp;
 use crate::{CoreError, Points};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::f64::consts::LN_2;
 
 /// A box `Π_d [lower_d, upper_d]`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -191,6 +193,9 @@ pub struct Normalisation {
     /// The core of the box rule (the data range widened by a quarter of the range, within the box);
     /// `None`: the rule is uniform on the box.
     pub core: Option<Domain>,
+    /// Panels on the core of the first rule, whose graded pieces every refinement cuts
+    /// (`density::tails`); `panels / base_panels` is a power of two.
+    pub base_panels: usize,
     /// Gauss–Legendre nodes per panel and dimension of the rules.
     pub order: usize,
     /// Density evaluations spent in total.
@@ -287,9 +292,40 @@ impl Normalisation {
                 reason: "need rel_err ≥ 0, at least one panel and a quadrature order in 1..=64".into(),
             });
         }
+        let ratio = self.panels / self.base_panels.max(1);
+        if self.base_panels == 0 || self.panels % self.base_panels != 0 || !ratio.is_power_of_two() {
+            return Err(CoreError::InvalidParameter {
+                name: "normalisation.base_panels".into(),
+                value: self.base_panels as f64,
+                reason: format!("panels ({}) must be base_panels times a power of two", self.panels),
+            });
+        }
+        // The rules are rebuilt when the density is sampled: a file cannot ask for more nodes than
+        // a normaliser is allowed to spend.
+        let (core, order) = (self.core.as_ref(), self.order);
+        let nodes = [
+            Grid::count(&self.domain, core, self.base_panels, self.panels, order),
+            self.tail.map_or(0, |t| {
+                let tb = tail_base(self.base_panels, dim);
+                Grid::tail_count(&self.domain, core, tb, t.panels, order)
+            }),
+        ];
+        if nodes.iter().any(|&n| n > MAX_FILE_NODES) {
+            return Err(CoreError::InvalidParameter {
+                name: "normalisation.panels".into(),
+                value: self.panels as f64,
+                reason: format!(
+                    "the rules would have {nodes:?} nodes (box, tails), above {MAX_FILE_NODES}; the file is \
+                     corrupt: refit the model"
+                ),
+            });
+        }
         Ok(())
     }
 }
+
+/// The most nodes a rule read from a model file may have (16 × the default node budget).
+const MAX_FILE_NODES: usize = 1 << 22;
 
 /// Gauss–Legendre nodes and weights on `[−1, 1]` (Newton iteration on `P_n`, to machine precision).
 pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
@@ -399,19 +435,34 @@ pub(super) fn normalise(
             found: domain.dim(),
         });
     }
-    let nodes_for = |p: usize| Grid::count(&domain, core.as_ref(), p, opts.order);
-    let mut p = opts.min_panels;
-    let grid = Grid::new(&domain, core.as_ref(), p, opts.order)?;
+    // The first rules: `min_panels` on the core, halved while a refinement of the box's or the tails'
+    // rule would not fit the node budget (a wide box's graded panels), so that the error is always
+    // estimated.
+    let count = |base: usize, p: usize| Grid::count(&domain, core.as_ref(), base, p, opts.order);
+    let tail_count = |base: usize| {
+        let tb = tail_base(base, d);
+        if opts.tails { Grid::tail_count(&domain, core.as_ref(), tb, 2 * tb, opts.order) } else { 0 }
+    };
+    let mut base = opts.min_panels;
+    while base > 1 && (count(base, 2 * base) > opts.max_nodes || tail_count(base) > opts.max_nodes) {
+        base /= 2;
+    }
+    let nodes_for = |p: usize| count(base, p);
+    let mut p = base;
+    let grid = Grid::new(&domain, core.as_ref(), base, p, opts.order)?;
     let (mut lz, mut lq) = integrate(log_q, &grid)?;
     let mut evaluations = grid.nodes.len();
     let mut rel_err = f64::INFINITY;
+    // |log| of the last refinement's change of the estimate.
+    let mut box_move = 0.0;
     let mut converged = false;
     let admitted = |lz: f64, lq: &[f64]| check.is_none_or(|c| lz >= c.log_bound(lq));
     while nodes_for(2 * p) <= opts.max_nodes {
-        let grid2 = Grid::new(&domain, core.as_ref(), 2 * p, opts.order)?;
+        let grid2 = Grid::new(&domain, core.as_ref(), base, 2 * p, opts.order)?;
         let (lz2, lq2) = integrate(log_q, &grid2)?;
         evaluations += grid2.nodes.len();
         rel_err = (lz2 - lz).exp_m1().abs();
+        box_move = (lz2 - lz).abs();
         p *= 2;
         (lz, lq) = (lz2, lq2);
         if rel_err <= opts.rel_tol && admitted(lz, &lq) {
@@ -447,10 +498,10 @@ pub(super) fn normalise(
             ),
         });
     }
+    if !(box_move < LN_2) {
+        return Err(no_digit("box", box_move, p, opts.order));
+    }
     if !opts.tails {
-        if p > opts.min_panels && !(rel_err < 1.0) {
-            return Err(no_digit("box", rel_err, p, opts.order));
-        }
         return Ok(Normalisation {
             domain,
             log_z: lz,
@@ -458,6 +509,7 @@ pub(super) fn normalise(
             converged,
             panels: p,
             core,
+            base_panels: base,
             order: opts.order,
             evaluations,
             tail: None,
@@ -465,32 +517,28 @@ pub(super) fn normalise(
         });
     }
     // The complement of the box, to the box's relative tolerance.
-    let cells = if d == 1 { 2 } else { 8 };
-    let tail_nodes_for = |p: usize| cells * (p * opts.order).pow(d as u32);
-    let pt0 = (opts.min_panels / 2usize.pow(d as u32)).max(1);
+    let pt0 = tail_base(base, d);
+    let tail_nodes_for = |p: usize| Grid::tail_count(&domain, core.as_ref(), pt0, p, opts.order);
     let mut pt = pt0;
-    let tgrid = Grid::tails(&domain, pt, opts.order, tail)?;
+    let tgrid = Grid::tails(&domain, core.as_ref(), pt0, pt, opts.order, tail)?;
     let (mut lt, _) = integrate(log_q, &tgrid)?;
     evaluations += tgrid.nodes.len();
-    let mut tail_err = f64::INFINITY;
+    let (mut tail_err, mut tail_move) = (f64::INFINITY, 0.0);
     while tail_nodes_for(2 * pt) <= opts.max_nodes {
-        let grid2 = Grid::tails(&domain, 2 * pt, opts.order, tail)?;
+        let grid2 = Grid::tails(&domain, core.as_ref(), pt0, 2 * pt, opts.order, tail)?;
         let (lt2, _) = integrate(log_q, &grid2)?;
         evaluations += grid2.nodes.len();
         // Relative to the box's integral.
         tail_err = ((lt2 - lz).exp() - (lt - lz).exp()).abs();
+        tail_move = (log_sum_exp(&[lz, lt2]) - log_sum_exp(&[lz, lt])).abs();
         pt *= 2;
         lt = lt2;
         if tail_err <= opts.rel_tol {
             break;
         }
     }
-    // A refinement that moved the estimate by as much as the estimate itself leaves no correct digit:
-    // the rules do not resolve the density, and the normaliser is refused rather than reported.
-    for (part, err, refined) in [("box", rel_err, p > opts.min_panels), ("tails", tail_err, pt > pt0)] {
-        if refined && !(err < 1.0) {
-            return Err(no_digit(part, err, p, opts.order));
-        }
+    if !(tail_move < LN_2) {
+        return Err(no_digit("tails", tail_move, p, opts.order));
     }
     let total = log_sum_exp(&[lz, lt]);
     Ok(Normalisation {
@@ -500,6 +548,7 @@ pub(super) fn normalise(
         converged: converged && tail_err <= opts.rel_tol,
         panels: p,
         core,
+        base_panels: base,
         order: opts.order,
         evaluations,
         tail: Some(Tail { weight: tail, panels: pt, log_z: lt }),
@@ -507,24 +556,33 @@ pub(super) fn normalise(
     })
 }
 
-/// The refusal of a normaliser whose last refinement (of the `part`) moved it by `err` ≥ 1.
-fn no_digit(part: &str, err: f64, p: usize, order: usize) -> CoreError {
+/// The panels per tail segment of the first tail rule, for `base` panels on the box's core.
+pub(super) fn tail_base(base: usize, d: usize) -> usize {
+    (base / 2usize.pow(d as u32)).max(1)
+}
+
+/// The refusal of a normaliser whose last refinement (of the `part`) changed it by a factor of
+/// `exp(log_move)` ≥ 2: the estimate has no correct digit.
+fn no_digit(part: &str, log_move: f64, p: usize, order: usize) -> CoreError {
     CoreError::InvalidChoice {
         what: "normalising the density on its box".into(),
         reason: format!(
-            "the quadrature does not resolve the density: refining the rule of the {part} changed its estimate \
-             by {err:.2e} of the box's integral (within the node budget, {p} panels of {order} nodes per \
+            "the quadrature does not resolve the density: refining the rule of the {part} changed the estimate \
+             of the normaliser by a factor of {:.2e} (within the node budget, {p} panels of {order} nodes per \
              dimension on the box), so the estimate has no correct digit; narrow the box (a smaller margin), \
-             or choose a larger lengthscale, a larger sigma0_sq or a smaller alpha (a smoother density)"
+             or choose a larger lengthscale, a larger sigma0_sq or a smaller alpha (a smoother density)",
+            log_move.exp()
         ),
     }
 }
 
 /// The rules of a normaliser: its box rule, and its tail rule when it has one.
 fn rules(norm: &Normalisation) -> Result<Vec<Grid>, CoreError> {
-    let mut out = vec![Grid::new(&norm.domain, norm.core.as_ref(), norm.panels, norm.order)?];
+    let (core, base) = (norm.core.as_ref(), norm.base_panels);
+    let mut out = vec![Grid::new(&norm.domain, core, base, norm.panels, norm.order)?];
     if let Some(t) = &norm.tail {
-        out.push(Grid::tails(&norm.domain, t.panels, norm.order, t.weight)?);
+        let tb = tail_base(base, norm.domain.dim());
+        out.push(Grid::tails(&norm.domain, core, tb, t.panels, norm.order, t.weight)?);
     }
     Ok(out)
 }
@@ -593,7 +651,7 @@ pub(super) fn sample(
         let lq = log_q(&pts)?;
         proposals += batch;
         for (i, &(c, lj, u)) in meta.iter().enumerate() {
-            let log_env = panel_log_max[c] + std::f64::consts::LN_2;
+            let log_env = panel_log_max[c] + LN_2;
             let ratio = (lq[i] + lj - log_env).exp();
             if ratio > 1.0 {
                 violations += 1;

@@ -19,7 +19,8 @@
 //! exponent `(1+N+α)/2`) with a small `σ₀²` puts peaks at the data far narrower than the nodes are
 //! apart, the rule sees only the floor, the estimated normaliser is too small by the peaks' mass,
 //! and the held-out score is inflated by exactly that error. The maximum over candidates then
-//! *seeks* the worst-resolved corner (on a wide box, held-out log-likelihoods of millions). So every
+//! *seeks* the worst-resolved corner (on a wide box, held-out log-likelihoods no normalised density
+//! could have). So every
 //! candidate's box estimate is checked, in every fold, against the rigorous lower bound of the
 //! `density::bound` module docs at the densest evaluated point of the box (nodes, held-out and
 //! training points); a candidate below it is left out (`cv_log_lik = −∞`, counted in
@@ -321,18 +322,17 @@ fn select_on_grid<B: Backend>(
         });
     }
     let (panels, tail_panels) = search_panels(opts, d);
-    let cells = if d == 1 { 2 } else { 8 };
-    let nodes = Grid::count(&domain, core_of(x, &domain)?.as_ref(), panels, opts.order).saturating_add(
-        tail_panels.saturating_mul(opts.order).saturating_pow(d as u32).saturating_mul(cells),
-    );
+    let core = core_of(x, &domain)?;
+    let nodes = Grid::count(&domain, core.as_ref(), panels, panels, opts.order)
+        .saturating_add(Grid::tail_count(&domain, core.as_ref(), tail_panels, tail_panels, opts.order));
     // Per fold: the Gram matrix and its eigenvectors (n²), and Q at every node for every combo.
     let per_node = (opts.beta.len().saturating_mul(opts.sigma0_sq.len())).saturating_add(d + 2);
     let bytes = Bytes::f64s(nodes).times(per_node).plus(Bytes::f64s(n).times(n).times(3));
     let setting = format!("{n} points with a search quadrature of {panels} panels × {} nodes", opts.order);
     crate::budget::check(&setting, bytes)?;
-    let core = core_of(x, &domain)?;
-    let grid = Grid::new(&domain, core.as_ref(), panels, opts.order)?;
-    let tails = Grid::tails(&domain, tail_panels, opts.order, TailWeight::Cauchy)?;
+    let grid = Grid::new(&domain, core.as_ref(), panels, panels, opts.order)?;
+    let tails =
+        Grid::tails(&domain, core.as_ref(), tail_panels, tail_panels, opts.order, TailWeight::Cauchy)?;
     let scales: Vec<f64> = match &opts.scales {
         Some(s) => {
             if s.len() != 1 && s.len() != d {

@@ -24,8 +24,9 @@
 //! default box), and between the core and the box's faces panels that double in width away from the
 //! core (`≈ log₂(width/panel)` more per side): a box 100 ranges wide costs a few panels more than the
 //! default box, with the same resolution near the data. On the default box (or a narrower one) the
-//! rule is the uniform one. The refinement of `density::normalise` halves every panel, so the error
-//! estimate covers the graded part too.
+//! rule is the uniform one. The graded pieces are those of the first rule (`base` panels on the
+//! core); a refinement cuts every panel in two, graded ones included, so the rules are nested and
+//! the error estimate of `density::normalise` covers the graded part too.
 //!
 //! **Quadrature of the complement.** Each axis is cut into three segments: below the box, the box,
 //! above it. On a tail segment `x_k = u_k + h_k tan t` (or `l_k − h_k tan t`), `t ∈ [0, π/2)`:
@@ -150,7 +151,8 @@ pub(crate) fn core_of(x: &Points, domain: &Domain) -> Result<Option<Domain>, Cor
 /// last one ending at `from + sign·len` (a sliver shorter than half its width joins its neighbour).
 fn graded(from: f64, len: f64, h: f64, sign: f64) -> Vec<Piece> {
     let mut bounds = vec![0.0];
-    let mut w = h;
+    // (a width that underflowed to 0 would never reach the face)
+    let mut w = if h > 0.0 { h } else { len };
     while *bounds.last().unwrap() < len {
         bounds.push(bounds.last().unwrap() + w);
         w *= 2.0;
@@ -170,59 +172,123 @@ fn graded(from: f64, len: f64, h: f64, sign: f64) -> Vec<Piece> {
         .collect()
 }
 
-/// The panels of axis `k` of the box rule: `p` equal panels on the core, and graded ones (doubling
-/// in width away from it) between the core and the faces of the box.
-fn box_pieces(domain: &Domain, core: Option<&Domain>, p: usize, k: usize) -> Vec<Piece> {
+/// The panels of axis `k` of the box rule at `p = base · 2^s` panels: `p` equal panels on the core;
+/// beyond it the graded pieces of the `base` rule (widths `core/base · 2^j`), each cut into
+/// `p/base` equal panels, so that doubling `p` halves every panel and the rules are nested.
+fn box_pieces(domain: &Domain, core: Option<&Domain>, base: usize, p: usize, k: usize) -> Vec<Piece> {
     let Some(core) = core else { return pieces(Seg::Inside, p, k, domain) };
     let (l, u, a, b) = (domain.lower[k], domain.upper[k], core.lower[k], core.upper[k]);
-    let h = (b - a) / p as f64;
-    let mut out = if a > l { graded(a, a - l, h, -1.0).into_iter().rev().collect() } else { Vec::new() };
-    out.extend((0..p).map(|j| Piece { seg: Seg::Inside, base: a, j, dt: h }));
+    let split = (p / base.max(1)).max(1);
+    let cut = move |g: Piece| (0..split).map(move |j| Piece { j, dt: g.dt / split as f64, ..g });
+    let h = (b - a) / base.max(1) as f64;
+    let mut out: Vec<Piece> =
+        if a > l { graded(a, a - l, h, -1.0).into_iter().rev().flat_map(cut).collect() } else { Vec::new() };
+    out.extend((0..p).map(|j| Piece { seg: Seg::Inside, base: a, j, dt: (b - a) / p as f64 }));
     if u > b {
-        out.extend(graded(b, u - b, h, 1.0));
+        out.extend(graded(b, u - b, h, 1.0).into_iter().flat_map(cut));
     }
     out
 }
 
+/// The number of [`box_pieces`] (saturating, without building them: a model file may ask for
+/// absurd panel counts, which validation must count before refusing).
+fn box_piece_count(domain: &Domain, core: Option<&Domain>, base: usize, p: usize, k: usize) -> usize {
+    let Some(core) = core else { return p };
+    let (l, u, a, b) = (domain.lower[k], domain.upper[k], core.lower[k], core.upper[k]);
+    let h = (b - a) / base.max(1) as f64;
+    let graded_len =
+        |from: f64, len: f64, sign: f64| if len > 0.0 { graded(from, len, h, sign).len() } else { 0 };
+    let outer = graded_len(a, a - l, -1.0) + graded_len(b, u - b, 1.0);
+    p.saturating_add(outer.saturating_mul((p / base.max(1)).max(1)))
+}
+
 impl Grid {
     /// The rule of the box: `panels` equal panels per dimension on the `core` (the whole box when
-    /// `None`), graded ones beyond it, `order` nodes each; `d ≤ 2`.
+    /// `None`), graded ones beyond it (those of the `base` rule, cut in `panels/base`), `order`
+    /// nodes each; `d ≤ 2`.
     pub fn new(
         domain: &Domain,
         core: Option<&Domain>,
+        base: usize,
         panels: usize,
         order: usize,
     ) -> Result<Grid, CoreError> {
         let d = check_dim(domain)?;
-        let axes: Vec<Vec<Piece>> = (0..d).map(|k| box_pieces(domain, core, panels, k)).collect();
+        let axes: Vec<Vec<Piece>> = (0..d).map(|k| box_pieces(domain, core, base, panels, k)).collect();
         Self::product(domain, &[axes], order, TailWeight::One)
     }
 
-    /// Nodes of the box rule of [`Grid::new`].
-    pub fn count(domain: &Domain, core: Option<&Domain>, panels: usize, order: usize) -> usize {
-        (0..domain.dim()).map(|k| box_pieces(domain, core, panels, k).len() * order).product()
+    /// Nodes of the box rule of [`Grid::new`] (saturating).
+    pub fn count(domain: &Domain, core: Option<&Domain>, base: usize, panels: usize, order: usize) -> usize {
+        (0..domain.dim())
+            .map(|k| box_piece_count(domain, core, base, panels, k).saturating_mul(order))
+            .fold(1, usize::saturating_mul)
     }
 
-    /// The rule of the complement of the box: `panels` per tail segment (and per axis of the box
-    /// in the cells beside it), `order` nodes each; `d ≤ 2`.
+    /// The rule of the complement of the box: `panels` per tail segment, and in the cells beside
+    /// the box the box rule's panels along the box's axis (of [`Grid::new`] with `core` and `base`),
+    /// `order` nodes each; `d ≤ 2`.
     pub fn tails(
         domain: &Domain,
+        core: Option<&Domain>,
+        base: usize,
         panels: usize,
         order: usize,
         weight: TailWeight,
     ) -> Result<Grid, CoreError> {
         let d = check_dim(domain)?;
         let segs = [Seg::Below, Seg::Inside, Seg::Above];
+        let axis = |seg: Seg, k: usize| match seg {
+            Seg::Inside => box_pieces(domain, core, base, panels, k),
+            _ => pieces(seg, panels, k, domain),
+        };
         let cells: Vec<Vec<Vec<Piece>>> = match d {
-            1 => [Seg::Below, Seg::Above].iter().map(|&s| vec![pieces(s, panels, 0, domain)]).collect(),
+            1 => [Seg::Below, Seg::Above].iter().map(|&s| vec![axis(s, 0)]).collect(),
             _ => segs
                 .iter()
                 .flat_map(|&a| segs.iter().map(move |&b| (a, b)))
                 .filter(|&(a, b)| !(a == Seg::Inside && b == Seg::Inside))
-                .map(|(a, b)| vec![pieces(a, panels, 0, domain), pieces(b, panels, 1, domain)])
+                .map(|(a, b)| vec![axis(a, 0), axis(b, 1)])
                 .collect(),
         };
         Self::product(domain, &cells, order, weight)
+    }
+
+    /// Nodes of the rule of [`Grid::tails`] (saturating): 2 cells in 1-D; in 2-D 4 corner cells
+    /// and, beside each pair of faces, 2 cells along the box rule's axis.
+    pub fn tail_count(
+        domain: &Domain,
+        core: Option<&Domain>,
+        base: usize,
+        panels: usize,
+        order: usize,
+    ) -> usize {
+        let outside = panels.saturating_mul(order);
+        let side = |k: usize| box_piece_count(domain, core, base, panels, k).saturating_mul(order);
+        match domain.dim() {
+            1 => outside.saturating_mul(2),
+            _ => outside
+                .saturating_mul(outside)
+                .saturating_mul(4)
+                .saturating_add(outside.saturating_mul(2).saturating_mul(side(0).saturating_add(side(1)))),
+        }
+    }
+
+    /// The distinct panel ends along axis `k` of the box part of the rule, sorted (tests).
+    #[cfg(test)]
+    pub fn break_points(&self, k: usize) -> Vec<f64> {
+        let mut v: Vec<f64> = self
+            .panels
+            .iter()
+            .filter(|axes| axes[k].seg == Seg::Inside)
+            .flat_map(|axes| {
+                let p = axes[k];
+                [p.base + p.j as f64 * p.dt, p.base + (p.j + 1) as f64 * p.dt]
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup_by(|a, b| (*a - *b).abs() <= 1e-12 * b.abs().max(1.0));
+        v
     }
 
     /// The union of the tensor-product rules of `cells` (per cell, the pieces of each axis).
@@ -303,7 +369,7 @@ impl Grid {
     }
 }
 
-fn check_dim(domain: &Domain) -> Result<usize, CoreError> {
+pub(crate) fn check_dim(domain: &Domain) -> Result<usize, CoreError> {
     match domain.dim() {
         d @ (1 | 2) => Ok(d),
         d => Err(CoreError::InvalidParameter {
