@@ -27,11 +27,23 @@ pub mod level;
 pub mod lfi_budget;
 pub mod lotka_volterra;
 pub mod power;
+pub mod sbc;
 pub mod witness;
 
 use crate::html::{Report, Section, utc_now};
 use std::path::PathBuf;
 use std::time::Instant;
+
+/// The value after `name` among the process's arguments (`--reps 100`).
+pub fn flag(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
+/// Whether the switch `name` (`--sbi`) is among the process's arguments.
+pub fn switch(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
 
 /// Prints progress lines `[  12.3 s] message` measured from its creation.
 #[derive(Debug, Clone)]

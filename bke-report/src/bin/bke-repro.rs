@@ -101,6 +101,11 @@ const REPROS: &[Repro] = &[
         bke_report::repro::lotka_volterra::run,
     ),
     (
+        "sbc",
+        "issue 33: simulation-based calibration of DME, KBR, rejection ABC, SMC-ABC (and sbi's NPE with --sbi) on conjugate Gaussians and Lotka-Volterra (--reps, --budgets, --problems)",
+        bke_report::repro::sbc::run,
+    ),
+    (
         "fig4",
         "seed 000 Fig. 4: PC causal discovery on ozone, BKL / BKL-Bayes / HSICAgg vs median heuristic; CI-test level/power; random-DAG SHD",
         bke_report::repro::fig4::run,

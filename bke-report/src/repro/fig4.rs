@@ -34,8 +34,8 @@
 //! `--smoke` shrinks everything (4 ozone variables on 120 days, 100 permutations, 20 repetitions,
 //! 2 graphs of 4 variables) to check the pipeline in CI; only the full size gives the numbers.
 
-use crate::repro::Ctx;
 use crate::repro::density::read_columns;
+use crate::repro::{Ctx, flag};
 use crate::table::Table;
 use bke_core::causal::draw::graph_svg;
 use bke_core::causal::pc::pc_oriented;
@@ -86,12 +86,6 @@ fn pc_params(selection: &LengthscaleSelection, permutations: usize) -> PcParams 
 
 pub mod anchor;
 mod simulation;
-
-/// The value after `flag` on the command line.
-fn flag(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
-}
 
 /// Whether `--parts` (comma-separated: ci, ozone, simulation; default all) names `part`.
 fn part(name: &str) -> bool {

@@ -1,4 +1,4 @@
-//! `cargo xtask repro lotka-volterra [--smoke] [--reps R] [--budgets 500,1000,2000]`: seed 004
+//! `cargo xtask repro lotka-volterra [--smoke] [--reps R] [--budgets 500,1000,2000,5000] [--sbi]`: seed 004
 //! Fig. 5 (right) — likelihood-free inference of the stochastic Lotka–Volterra model (issue 17
 //! part 2), in the setting of Papamakarios & Murray (2016) described in `bke_dme::lotka_volterra`.
 //!
@@ -11,24 +11,18 @@
 //! * KBR(b) with the library defaults, the same prior samples, 200 herded samples;
 //! * rejection ABC (5% nearest, library default) on the `n` simulations, and on `10 n`;
 //! * SMC-ABC (Beaumont et al. 2009) with `n/5` particles and a budget of `n` simulations, and of
-//!   `10 n`.
+//!   `10 n`;
+//! * with `--sbi`, sbi's NPE (single round, its default flow) trained on the same `n` simulations
+//!   (`repro sbc`'s anchor, [`super::sbc::npe`]); its time is training plus sampling.
 //!
 //! Measured per method and budget: the error of the posterior mean of `log θ` (mean over the four
 //! parameters of |mean − true|), the mean width of the 95% central intervals, and their coverage
-//! of the true values (over parameters and repetitions); mean ± standard error over repetitions.
-//! The seed's message: DME at 2000 simulations is as accurate as ABC with more than 100 000.
-//!
-//! Measured (`--reps 2 --budgets 500,1000,2000`, 2 repetitions; SMC-ABC 10× from repetition 0):
-//! |mean − true| of the DME 1.68 ± 0.51, 1.41 ± 0.26, 0.81 ± 0.10 at n = 500, 1000, 2000, with
-//! intervals that miss the truth for 3 of 8 parameters at n = 2000; rejection ABC 1.01, 0.99, 0.94
-//! and at 10× 0.90, 0.91, 0.89 (intervals nearly as wide as the prior); SMC-ABC at budget n stays
-//! at the prior (2.1–2.3: one generation fits in the budget), at 10 n it reaches 0.29, 0.26, 0.29
-//! with calibrated intervals; KBR(b) at the library defaults fails (total posterior mass 0). So the
-//! DME at 2000 is no worse than rejection ABC at 20 000, as the seed says, but SMC-ABC at 5000
-//! beats both, and the DME's default bandwidths (Silverman per statistic, δ = 1) are overconfident
-//! here.
+//! of the true values (over parameters and repetitions); mean ± standard error over repetitions,
+//! drawn as the seed's Fig. 5 (right) with error bars. The seed's message: DME at 2000 simulations
+//! is as accurate as ABC with more than 100 000.
 
-use super::Ctx;
+use super::sbc::npe;
+use super::{Ctx, flag, switch};
 use crate::plot::{Figure, Series};
 use crate::stats::mean_se;
 use crate::table::Table;
@@ -43,9 +37,12 @@ use bke_dme::lotka_volterra::{LotkaVolterra, TRUE_RATES};
 use bke_linalg::Faer;
 use std::path::Path;
 
-/// The methods compared.
+/// The methods compared ("NPE (sbi)" follows with `--sbi`).
 const METHODS: [&str; 6] =
     ["DME (learned)", "KBR(b)", "rejection ABC", "rejection ABC 10×", "SMC-ABC", "SMC-ABC 10×"];
+
+/// The anchor's name in the tables.
+const NPE: &str = "NPE (sbi)";
 
 /// Posterior summary of one method on one data set.
 struct Summary {
@@ -57,19 +54,89 @@ struct Summary {
     covered: usize,
     /// Per parameter (mean, 2.5%, 97.5%).
     per_param: Vec<(f64, f64, f64)>,
+    /// Wall seconds of the method.
+    seconds: f64,
 }
 
-fn summarise(post: &WeightedSamples, truth: &[f64]) -> Summary {
-    let mean = post.mean();
-    let per_param: Vec<(f64, f64, f64)> =
-        (0..truth.len()).map(|k| (mean[k], post.quantile(k, 0.025), post.quantile(k, 0.975))).collect();
-    let p = truth.len() as f64;
-    Summary {
-        mean_error: per_param.iter().zip(truth).map(|(m, t)| (m.0 - t).abs()).sum::<f64>() / p,
-        width: per_param.iter().map(|m| m.2 - m.1).sum::<f64>() / p,
-        covered: per_param.iter().zip(truth).filter(|(m, t)| (m.1..=m.2).contains(*t)).count(),
-        per_param,
+impl Summary {
+    /// From the posterior mean and 95% interval of each parameter.
+    fn new(per_param: Vec<(f64, f64, f64)>, truth: &[f64], seconds: f64) -> Self {
+        let p = truth.len() as f64;
+        Summary {
+            mean_error: per_param.iter().zip(truth).map(|(m, t)| (m.0 - t).abs()).sum::<f64>() / p,
+            width: per_param.iter().map(|m| m.2 - m.1).sum::<f64>() / p,
+            covered: per_param.iter().zip(truth).filter(|(m, t)| (m.1..=m.2).contains(*t)).count(),
+            per_param,
+            seconds,
+        }
     }
+}
+
+fn summarise(post: &WeightedSamples, truth: &[f64], seconds: f64) -> Summary {
+    let mean = post.mean();
+    let per_param =
+        (0..truth.len()).map(|k| (mean[k], post.quantile(k, 0.025), post.quantile(k, 0.975))).collect();
+    Summary::new(per_param, truth, seconds)
+}
+
+/// The simulation pool of one repetition: log-rates and their statistics (`None`: past the event cap).
+type Pool = (Vec<Vec<f64>>, Vec<Option<Vec<f64>>>);
+
+/// sbi's name for repetition `rep` at budget `n`.
+fn npe_name(rep: u64, n: usize) -> String {
+    format!("lv-rep{rep}-n{n}")
+}
+
+/// Writes the simulations of rows `..n` of `pool` for sbi.
+fn write_npe(
+    dir: &Path,
+    rep: u64,
+    n: usize,
+    pool: &Pool,
+    observed: &[f64],
+    truth: &[f64],
+) -> anyhow::Result<()> {
+    let sims: Vec<(Vec<f64>, Vec<f64>)> =
+        pool.0[..n].iter().zip(&pool.1[..n]).filter_map(|(t, s)| s.clone().map(|s| (t.clone(), s))).collect();
+    let prior = LotkaVolterra::prior();
+    let p = npe::NpeProblem {
+        name: npe_name(rep, n),
+        sims: &sims,
+        observed: &[observed.to_vec()],
+        truth: &[truth.to_vec()],
+        prior: &prior,
+    };
+    npe::write(dir, &p)
+}
+
+/// sbi's summaries, per budget and repetition.
+fn npe_results(
+    ctx: &Ctx,
+    dir: &Path,
+    budgets: &[usize],
+    reps: u64,
+    truth: &[f64],
+) -> anyhow::Result<Vec<Vec<Option<Summary>>>> {
+    ctx.progress("sbi's NPE on the same simulations (scripts/bench/sbi_npe.py)");
+    let json = npe::run(dir, 1800)?;
+    Ok(budgets
+        .iter()
+        .map(|&n| {
+            (0..reps)
+                .map(|rep| match npe::result(&json, &npe_name(rep, n)) {
+                    Ok((rows, seconds)) => rows.into_iter().next().flatten().map(|r| {
+                        let per =
+                            r.mean.iter().zip(&r.interval).map(|(m, (lo, hi))| (*m, *lo, *hi)).collect();
+                        Summary::new(per, truth, seconds)
+                    }),
+                    Err(e) => {
+                        ctx.progress(&format!("rep {rep} n = {n:<5} {NPE:<18} failed: {e}"));
+                        None
+                    }
+                })
+                .collect()
+        })
+        .collect())
 }
 
 /// Simulations with statistics (failed runs dropped) from rows `..n` of the pool.
@@ -88,7 +155,7 @@ fn infer(
     method: &str,
     n: usize,
     rep: u64,
-    pool: &(Vec<Vec<f64>>, Vec<Option<Vec<f64>>>),
+    pool: &Pool,
     prior: &Points,
     observed: &[f64],
 ) -> anyhow::Result<WeightedSamples> {
@@ -126,19 +193,14 @@ fn infer(
     })
 }
 
-fn arg<T: std::str::FromStr>(args: &[String], flag: &str) -> Option<T> {
-    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok())
-}
-
 /// Runs the study.
 pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
     let smoke = ctx.smoke;
-    let reps: u64 = arg(&args, "--reps").unwrap_or(if smoke { 1 } else { 3 });
-    let budgets: Vec<usize> = match arg::<String>(&args, "--budgets") {
+    let reps: u64 = flag("--reps").map(|r| r.parse()).transpose()?.unwrap_or(if smoke { 1 } else { 3 });
+    let budgets: Vec<usize> = match flag("--budgets") {
         Some(b) => b.split(',').map(str::parse).collect::<Result<_, _>>()?,
         None if smoke => vec![200],
-        None => vec![500, 1000, 2000],
+        None => vec![500, 1000, 2000, 5000],
     };
     let dir = ctx.dir("lotka-volterra")?;
     let lv = LotkaVolterra::default();
@@ -153,6 +215,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let n_pool = 10 * budgets.iter().max().copied().unwrap_or(500);
     let mut results: Vec<Vec<Vec<Option<Summary>>>> =
         METHODS.iter().map(|_| budgets.iter().map(|_| Vec::new()).collect()).collect();
+    let sbi = switch("--sbi").then(|| ctx.dir("lotka-volterra/sbi")).transpose()?;
     for rep in 0..reps {
         let mut rng = stream(100 + rep, 0, 0);
         let prior_rows: Vec<Vec<f64>> =
@@ -166,6 +229,9 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         ));
         let pool = (prior_rows, stats);
         for (b, &n) in budgets.iter().enumerate() {
+            if let Some(dir) = &sbi {
+                write_npe(dir, rep, n, &pool, &observed, &truth)?;
+            }
             let mut prng = stream(300 + rep, 0, n as u64);
             let prior_rows: Vec<Vec<f64>> =
                 (0..n).map(|_| LotkaVolterra::prior().sample(&mut prng)).collect();
@@ -174,7 +240,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
                 let t0 = std::time::Instant::now();
                 match infer(method, n, rep, &pool, &prior, &observed) {
                     Ok(post) => {
-                        let s = summarise(&post, &truth);
+                        let s = summarise(&post, &truth, t0.elapsed().as_secs_f64());
                         ctx.progress(&format!(
                             "rep {rep} n = {n:<5} {method:<18} mean err {:.3}  95% width {:.2}  covered {}/4  ({:.1} s)",
                             s.mean_error,
@@ -192,7 +258,12 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
             }
         }
     }
-    report(ctx, &dir, &budgets, &truth, &results, reps)
+    let mut methods: Vec<&str> = METHODS.to_vec();
+    if let Some(dir) = &sbi {
+        results.push(npe_results(ctx, dir, &budgets, reps, &truth)?);
+        methods.push(NPE);
+    }
+    report(ctx, &dir, &methods, &budgets, &truth, &results, reps)
 }
 
 /// `mean ± se` with `prec` decimals; the standard error is left out when one repetition gives none.
@@ -204,6 +275,7 @@ fn pm((mean, se): (f64, f64), prec: usize) -> String {
 fn report(
     ctx: &mut Ctx,
     dir: &Path,
+    methods: &[&str],
     budgets: &[usize],
     truth: &[f64],
     results: &[Vec<Vec<Option<Summary>>>],
@@ -211,7 +283,16 @@ fn report(
 ) -> anyhow::Result<()> {
     let mut table = Table::new(
         "Lotka–Volterra: posterior of log θ vs simulation budget n (mean ± se over repetitions)",
-        &["method", "n", "simulations used", "|mean − true| (avg over 4)", "95% width", "coverage", "failed"],
+        &[
+            "method",
+            "n",
+            "simulations used",
+            "|mean − true| (avg over 4)",
+            "95% width",
+            "coverage",
+            "s / run",
+            "failed",
+        ],
     );
     let mut intervals = Table::new(
         "Lotka–Volterra: posterior mean [95% interval] of each log θ_k, repetition 0",
@@ -220,8 +301,8 @@ fn report(
     let mut plot =
         Figure::new("Lotka–Volterra: posterior-mean error of log θ", "simulations used", "|mean − true|")
             .log_x();
-    for (mi, method) in METHODS.iter().enumerate() {
-        let mut curve = Vec::new();
+    for (mi, method) in methods.iter().enumerate() {
+        let (mut curve, mut lower, mut upper) = (Vec::new(), Vec::new(), Vec::new());
         for (b, &n) in budgets.iter().enumerate() {
             let runs: Vec<&Summary> = results[mi][b].iter().flatten().collect();
             let failed = results[mi][b].len() - runs.len();
@@ -231,6 +312,7 @@ fn report(
                     n.to_string(),
                     "–".into(),
                     "failed".into(),
+                    "–".into(),
                     "–".into(),
                     "–".into(),
                 ];
@@ -249,13 +331,19 @@ fn report(
                 pm(err, 3),
                 pm(width, 2),
                 format!("{covered}/{}", 4 * runs.len()),
+                format!("{:.1}", runs.iter().map(|s| s.seconds).sum::<f64>() / runs.len() as f64),
                 failed.to_string(),
             ]);
             let cells = runs[0].per_param.iter().map(|(m, lo, hi)| format!("{m:.2} [{lo:.2}, {hi:.2}]"));
             intervals.push([method.to_string(), n.to_string()].into_iter().chain(cells).collect());
             curve.push((used as f64, err.0));
+            let se = if err.1.is_finite() { err.1 } else { 0.0 };
+            lower.push(err.0 - se);
+            upper.push(err.0 + se);
         }
-        plot = plot.with(Series::line(method, curve));
+        plot = plot
+            .with(Series::line(method, curve.clone()).color(mi))
+            .with(Series::error_bars("", curve, lower, upper).color(mi));
     }
     let truth_cells = truth.iter().map(|t| format!("{t:.2}"));
     intervals.push(["true".to_string(), "".to_string()].into_iter().chain(truth_cells).collect());
@@ -271,11 +359,11 @@ fn report(
     let section = ctx
         .section("methods", "Lotka–Volterra likelihood-free inference (seed 004 Fig. 5, right)")
         .intro(format!(
-            "DME with learned hyperparameters, KBR(b), rejection ABC and SMC-ABC (each at the budget and at 10×) \
-             on the stochastic predator–prey model, {reps} repetition(s); error of the posterior mean of the \
+            "DME with learned hyperparameters, KBR(b), rejection ABC and SMC-ABC (each at the budget and at 10×), \
+             and with --sbi sbi's NPE, on the stochastic predator–prey model, {reps} repetition(s); error of the posterior mean of the \
              log-rates, 95% interval width and coverage of the true values."
         ))
-        .figure(&plot, "Posterior-mean error of log θ against the simulations each method used.")?
+        .figure(&plot, "Posterior-mean error of log θ against the simulations each method used, ± one standard error over repetitions.")?
         .table(&table)
         .table(&intervals);
     ctx.publish(section)
