@@ -43,16 +43,7 @@ use std::time::Instant;
 const LEVELS: [f64; 3] = [0.5, 0.8, 0.95];
 
 /// The bke methods, in the table's order ("NPE (sbi)" follows with `--sbi`).
-const METHODS: [&str; 8] = [
-    "DME",
-    "DME (weights)",
-    "DME (ε full)",
-    "DME (ε full, weights)",
-    "KBR",
-    "rejection ABC",
-    "rejection ABC 10×",
-    "SMC-ABC 10×",
-];
+const METHODS: [&str; 5] = ["DME", "KBR", "rejection ABC", "rejection ABC 10×", "SMC-ABC 10×"];
 
 /// Herded super-samples of the kernel methods' posteriors.
 const HERDED: usize = 200;
@@ -140,25 +131,6 @@ impl Setting {
         };
         Ok(match method {
             "DME" => herd(LfiParams::default().check()?.fit::<Faer>(&self.data(n, prior, y)?)?.embedding())?,
-            "DME (weights)" | "DME (ε full)" | "DME (ε full, weights)" => {
-                let data = self.data(n, prior, y)?;
-                let epsilon = method.contains("full").then(|| bke_dme::lfi::rule_of_thumb(&data.stats));
-                let e = LfiParams { epsilon, ..Default::default() }
-                    .check()?
-                    .fit::<Faer>(&data)?
-                    .embedding()
-                    .clone();
-                if method.contains("weights") {
-                    let w: Vec<f64> = e.weights().iter().map(|w| w.max(0.0)).collect();
-                    let total: f64 = w.iter().sum();
-                    WeightedSamples {
-                        points: e.points().clone(),
-                        weights: w.iter().map(|w| w / total).collect(),
-                    }
-                } else {
-                    herd(&e)?
-                }
-            }
             "KBR" => herd(KbrParams::default().check()?.fit::<Faer>(&self.data(n, prior, y)?)?.embedding())?,
             "rejection ABC" => {
                 RejectionAbcParams::default().check()?.fit::<Faer>(&self.data(n, prior, y)?)?.posterior
@@ -280,7 +252,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let reps: usize = flag("--reps").map(|r| r.parse()).transpose()?.unwrap_or(ctx.size(100, 10));
     let budgets: Vec<usize> = match flag("--budgets") {
         Some(b) => b.split(',').map(str::parse).collect::<Result<_, _>>()?,
-        None => vec![ctx.size(1000, 100)],
+        None => vec![ctx.size(500, 100)],
     };
     anyhow::ensure!(
         budgets.iter().all(|&n| n >= 20),
@@ -302,7 +274,9 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     ctx.progress(&format!("== simulation-based calibration: {reps} replications, budgets {budgets:?}"));
     let mut settings = Vec::new();
     let mut records = Vec::new();
-    for (i, &problem) in problems.iter().enumerate() {
+    for &problem in &problems {
+        // seeds by problem, so that a --problems subset reproduces the full run's rows
+        let i = Problem::ALL.iter().position(|&q| q == problem).unwrap_or(0);
         let t0 = Instant::now();
         let setting = Setting {
             problem,
