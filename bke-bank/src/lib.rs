@@ -44,7 +44,8 @@
 //! * [`sampler`]: the fitting driver and one sweep of each task;
 //! * [`model`]: the fitted model, prediction (Student-t mixture), the learned kernel, the model file;
 //! * [`baselines`]: RKS and MKL with random features (§4.2);
-//! * [`cv`]: K-fold cross-validation.
+//! * [`cv`]: K-fold cross-validation;
+//! * [`calibration`]: log-loss, Brier score, expected calibration error and the reliability diagram.
 //!
 //! Everything is generic over [`bke_linalg::Backend`] and seeded.
 
@@ -53,6 +54,7 @@ mod small;
 
 pub mod alac;
 pub mod baselines;
+pub mod calibration;
 pub mod classification;
 pub mod compare;
 pub mod cv;
