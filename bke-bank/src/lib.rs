@@ -35,6 +35,7 @@
 //!   Cholesky update + downdate on acceptance, drift-checked refactorisation) and its refactorising
 //!   reference;
 //! * [`classification`]: the logistic model and its Laplace-proposal moves;
+//! * [`pair_laplace`]: the 2-D Laplace approximation of one frequency's weights (fused, chunk-parallel passes);
 //! * [`logistic`]: the posterior mode and Laplace approximation of logistic regression on fixed
 //!   features (the baselines' MAP fit, BaNK's joint weight move);
 //! * [`params`]: the parameters, which hyperparameters are learned, their data-driven defaults, and
@@ -65,6 +66,7 @@ pub mod gbdt;
 pub mod gp;
 pub mod logistic;
 pub mod model;
+pub mod pair_laplace;
 pub mod params;
 pub mod priors;
 pub mod regression;

@@ -56,7 +56,8 @@ pub fn linear_predictor<B: Backend>(phi: &Mat, b: &[f64], eta: &mut [f64]) -> Re
     Ok(())
 }
 
-/// The negative Hessian's Cholesky factor and the gradient of `L` at `b` (with `η` given).
+/// The negative Hessian's Cholesky factor and the gradient of `L` at `b` (with `η` given); the
+/// product `Φ̃ᵀDΦ̃` is formed as a symmetric product (lower triangle only).
 fn newton_terms<B: Backend>(
     phi: &Mat,
     y: &[f64],
@@ -84,7 +85,7 @@ fn newton_terms<B: Backend>(
     B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f])?;
     grad[f] = r.iter().sum();
     let mut h = Mat::zeros(f + 1, f + 1);
-    B::gemm(1.0, design.as_ref(), Trans::Yes, design.as_ref(), Trans::No, 0.0, h.as_mut())?;
+    B::gemm_symmetric(1.0, design.as_ref(), Trans::Yes, design.as_ref(), Trans::No, 0.0, h.as_mut())?;
     for c in 0..=f {
         let precision = if c < f { 1.0 / prior.0 } else { 1.0 / prior.1 };
         grad[c] -= b[c] * precision;
