@@ -13,6 +13,7 @@ use crate::error::{BankError, check_labels, invalid};
 use crate::features::target_moments;
 use crate::gbdt::GbdtParams;
 use crate::gp::GpArdParams;
+use crate::gp_classify::GpClassParams;
 use crate::params::{BankParams, Task};
 use crate::rfo::RfoParams;
 use bke_core::{Dataset, Estimator, Params, Points, Predict, Progress, Valid};
@@ -40,18 +41,28 @@ pub enum Method {
     Gbdt,
     /// Exact GP with ARD (regression only).
     Gp,
+    /// GP classification, Laplace approximation, RBF kernel on a grid (classification only).
+    Gpc,
 }
 
 impl Method {
     /// Every method, in table order.
-    pub const ALL: [Method; 7] =
-        [Method::Rks, Method::Mkl, Method::Alac, Method::Rfo, Method::Gbdt, Method::Gp, Method::Bank];
+    pub const ALL: [Method; 8] = [
+        Method::Rks,
+        Method::Mkl,
+        Method::Alac,
+        Method::Rfo,
+        Method::Gbdt,
+        Method::Gp,
+        Method::Gpc,
+        Method::Bank,
+    ];
 
     /// Whether the method handles `task`.
     pub fn supports(self, task: Task) -> bool {
         match self {
             Method::Alac | Method::Gp => task == Task::Regression,
-            Method::Rfo => task == Task::Classification,
+            Method::Rfo | Method::Gpc => task == Task::Classification,
             _ => true,
         }
     }
@@ -78,6 +89,7 @@ impl Method {
             Method::Rfo => "rfo",
             Method::Gbdt => "gbdt",
             Method::Gp => "gp",
+            Method::Gpc => "gpc",
         }
     }
 }
@@ -135,6 +147,8 @@ pub struct CvParams {
     pub gbdt: GbdtParams,
     /// GP-ARD parameters.
     pub gp: GpArdParams,
+    /// GP classification parameters.
+    pub gpc: GpClassParams,
 }
 
 impl CvParams {
@@ -153,7 +167,7 @@ impl CvParams {
             Method::Rks | Method::Mkl => self.baseline.frequencies,
             Method::Alac => self.alac.frequencies,
             Method::Rfo => self.rfo.frequencies,
-            Method::Gbdt | Method::Gp => 0,
+            Method::Gbdt | Method::Gp | Method::Gpc => 0,
         }
     }
 
@@ -191,6 +205,9 @@ impl CvParams {
                 p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
             }
             Method::Gp => self.gp.check()?.fit::<B>(train)?.predict::<B>(test)?.mean,
+            Method::Gpc => {
+                self.gpc.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+            }
         })
     }
 }
@@ -206,7 +223,7 @@ impl Params for CvParams {
         if !m.supports(self.task) {
             return Err(bke_core::CoreError::InvalidChoice {
                 what: format!("method '{}' for {:?}", m.name(), self.task),
-                reason: "alac and gp are regression methods, rfo is a classification method".into(),
+                reason: "alac and gp are regression methods, rfo and gpc are classification methods".into(),
             }
             .into());
         }
@@ -217,6 +234,7 @@ impl Params for CvParams {
             Method::Rfo => self.rfo.validate(),
             Method::Gbdt => self.gbdt.validate(),
             Method::Gp => self.gp.validate(),
+            Method::Gpc => self.gpc.validate(),
         }
     }
 }

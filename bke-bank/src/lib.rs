@@ -45,6 +45,7 @@
 //! * [`sampler`]: the fitting driver and one sweep of each task;
 //! * [`model`]: the fitted model, prediction (Student-t mixture), the learned kernel, the model file;
 //! * [`baselines`]: RKS and MKL with random features (§4.2);
+//! * [`gp_classify`]: GP classification with the Laplace approximation (a baseline);
 //! * [`cv`]: K-fold cross-validation;
 //! * [`calibration`]: log-loss, Brier score, expected calibration error and the reliability diagram.
 //!
@@ -64,6 +65,7 @@ pub mod evidence;
 pub mod features;
 pub mod gbdt;
 pub mod gp;
+pub mod gp_classify;
 pub mod logistic;
 pub mod model;
 pub mod pair_laplace;

@@ -81,6 +81,7 @@ impl Settings {
         p.alac.frequencies = self.frequencies;
         p.rfo.frequencies = self.frequencies;
         p.gp.max_rows = self.gp_rows;
+        p.gpc.max_rows = self.gp_rows;
         if self.rows.is_some_and(|r| r <= 1000) {
             p.alac.max_iterations = 30;
             p.gp.max_iter = 30;
@@ -181,7 +182,7 @@ pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
                 "MKL",
                 if task == Task::Regression { "AlaC" } else { "RFO" },
                 "GBDT",
-                "GP-ARD",
+                if task == Task::Regression { "GP-ARD" } else { "GP (Laplace)" },
                 "BaNK",
                 "seed RKS/MKL/AlaC-RFO/BaNK",
                 "BaNK <= RKS/MKL + 1 se",
@@ -204,7 +205,7 @@ pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
                 cell(row, Method::Mkl),
                 cell(row, fourth),
                 cell(row, Method::Gbdt),
-                cell(row, Method::Gp),
+                cell(row, if task == Task::Regression { Method::Gp } else { Method::Gpc }),
                 cell(row, Method::Bank),
                 seed,
                 target_check(row),
@@ -212,7 +213,7 @@ pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
             ]);
         }
         t.notes.push(format!(
-            "BaNK: {} sweeps, defaults (learned lambda0 / psi0 / s2); GP-ARD on <= {} training rows; \
+            "BaNK: {} sweeps, defaults (learned lambda0 / psi0 / s2); GP-ARD and GP classification on <= {} training rows; \
              * = lowest, p = paired t (MSE) or McNemar mid-p (error) against it; wall times on a shared machine",
             s.iterations, s.gp_rows
         ));
