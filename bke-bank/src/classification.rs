@@ -151,6 +151,7 @@ impl ClassificationState {
     pub fn joint_weight_move<B: Backend, R: Rng>(&mut self, rng: &mut R) -> Result<bool, BankError> {
         let phi = &self.phi;
         let lap = weight_laplace::<B>(phi, &self.y, self.s2, self.v0, &self.beta, self.newton.max(30))?;
+        self.stats.weight_hessians += lap.hessians;
         let mut xi: Vec<f64> = (0..self.beta.len()).map(|_| rng.sample(StandardNormal)).collect();
         let cand = lap.draw::<B>(&mut xi)?;
         let mut cand_eta = vec![0.0; self.eta.len()];

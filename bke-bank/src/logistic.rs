@@ -37,6 +37,8 @@ pub struct WeightLaplace {
     pub chol: Mat,
     /// The log posterior `L(b̂)` at the mode (without the normalising constants of the priors).
     pub log_posterior: f64,
+    /// Negative Hessians evaluated (one `O(N F²)` symmetric product each).
+    pub hessians: usize,
 }
 
 /// `L(b)` (module docs) given `η`.
@@ -115,13 +117,15 @@ pub fn weight_laplace<B: Backend>(
     let mut design = Mat::zeros(n, f + 1);
     let mut cand_eta = vec![0.0; n];
     let mut it = 0;
+    let mut hessians = 0;
     loop {
         let (l, grad) = newton_terms::<B>(phi, y, &eta, &b, (s2, v0), &mut design)?;
+        hessians += 1;
         let mut step = grad.clone();
         B::cholesky_solve_vec_in_place(l.as_ref(), &mut step)?;
         let decrement: f64 = step.iter().zip(&grad).map(|(s, g)| s * g).sum();
         if it == iters || decrement < 1e-20 * obj.abs().max(1.0) {
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj });
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians });
         }
         it += 1;
         let mut t = 1.0;
@@ -142,7 +146,7 @@ pub fn weight_laplace<B: Backend>(
         if !moved {
             // round-off level: H at the current b is the answer
             let (l, _) = newton_terms::<B>(phi, y, &eta, &b, (s2, v0), &mut design)?;
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj });
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians: hessians + 1 });
         }
     }
 }
