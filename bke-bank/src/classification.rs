@@ -12,6 +12,13 @@
 //! The intercept is refreshed by the same move in one dimension each sweep. Cost per sweep
 //! `O(MN(d + Newton iterations))`, linear in `M` (seed 001 §3.4).
 //!
+//! **Cost of the frequency moves.** The state keeps the feature matrix `Φ` of the current
+//! frequencies (updated column-wise on acceptance) and forms the features of all `M` proposals at
+//! once per sweep (proposals do not depend on the other frequencies); the current log-likelihood is
+//! carried along, so a move costs the two Laplace fits ([`crate::pair_laplace`]: one pass of one
+//! exponential per row per Newton step) and one log-likelihood at the proposed weights. The joint
+//! weight move reuses `Φ`.
+//!
 //! **Joint weight move** (an addition to the seed): after the frequency moves, every sweep proposes
 //! all weights and the intercept at once from the Laplace approximation of their posterior given
 //! `W` ([`ClassificationState::joint_weight_move`], an independence MH step). The seed's moves
@@ -32,152 +39,18 @@
 //! `p(y | √cβ) / p(y | β) · IG(cs²) / IG(s²) · c`.
 
 use crate::error::{BankError, mismatch};
-use crate::features::{feature_matrix, fill_features};
+use crate::features::feature_matrix;
 use crate::logistic::{linear_predictor, log_posterior, weight_laplace};
-// The logistic link lives in crate::logistic; re-exported here for the public path.
+// The logistic link lives in crate::logistic and the 2-D Laplace approximation in
+// crate::pair_laplace; re-exported here for the public path.
 pub use crate::logistic::{sigmoid, softplus};
+pub use crate::pair_laplace::{Laplace, log_likelihood};
 use crate::priors::InvGammaPrior;
 use crate::regression::SweepStats;
 use bke_core::numeric::LN_2PI;
 use bke_linalg::{Backend, Mat};
 use rand::Rng;
 use rand_distr::StandardNormal;
-
-/// `Σ_i y_i η_i − log(1 + e^{η_i})` with `η = o + Σ_k b_k col_k`.
-pub fn log_likelihood(y: &[f64], o: &[f64], cols: &[&[f64]], b: &[f64]) -> f64 {
-    let mut s = 0.0;
-    for i in 0..y.len() {
-        let mut eta = o[i];
-        for (c, bk) in cols.iter().zip(b) {
-            eta += c[i] * bk;
-        }
-        s += y[i] * eta - softplus(eta);
-    }
-    s
-}
-
-/// The gradient `g` and negative Hessian `H` (row-major 2 × 2, symmetric) at `b` of
-/// `ℓ(o + Σ_k b_k col_k) − ‖b‖²/(2s²)`, `k = cols.len() ≤ 2`.
-fn newton_terms(y: &[f64], o: &[f64], cols: &[&[f64]], b: &[f64; 2], s2: f64) -> ([f64; 2], [f64; 4]) {
-    let k = cols.len();
-    let mut g = [0.0; 2];
-    let mut h = [0.0; 4];
-    for i in 0..y.len() {
-        let mut eta = o[i];
-        for a in 0..k {
-            eta += cols[a][i] * b[a];
-        }
-        let p = sigmoid(eta);
-        let wgt = p * (1.0 - p);
-        for a in 0..k {
-            g[a] += (y[i] - p) * cols[a][i];
-            for c in 0..=a {
-                h[a * 2 + c] += wgt * cols[a][i] * cols[c][i];
-            }
-        }
-    }
-    for a in 0..k {
-        g[a] -= b[a] / s2;
-        h[a * 2 + a] += 1.0 / s2;
-    }
-    h[1] = h[2];
-    (g, h)
-}
-
-/// A Gaussian (Laplace) approximation `N(mode, H⁻¹)` in `k ≤ 2` dimensions.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Laplace {
-    /// Dimension (1 or 2).
-    pub k: usize,
-    /// Mode.
-    pub mode: [f64; 2],
-    /// Lower Cholesky factor of the negative Hessian `H` (row-major 2 × 2).
-    pub chol: [f64; 4],
-}
-
-impl Laplace {
-    /// The Laplace approximation of `p(b | …) ∝ exp(ℓ(o + Σ b_k col_k)) N(b | 0, s² I)`, by damped
-    /// Newton from `b = 0` (`iters` steps, step halving when the objective would decrease).
-    pub fn fit(y: &[f64], o: &[f64], cols: &[&[f64]], s2: f64, iters: usize) -> Laplace {
-        let k = cols.len();
-        let obj =
-            |b: &[f64]| log_likelihood(y, o, cols, b) - b.iter().map(|v| v * v).sum::<f64>() / (2.0 * s2);
-        let mut b = [0.0; 2];
-        let mut f = obj(&b[..k]);
-        let mut h = [0.0; 4];
-        for it in 0..=iters {
-            let (g, hb) = newton_terms(y, o, cols, &b, s2);
-            h = hb;
-            if it == iters {
-                break;
-            }
-            // Newton step δ = H⁻¹ g (H is SPD: the objective is strictly concave).
-            let step = if k == 1 {
-                [g[0] / h[0], 0.0]
-            } else {
-                let det = h[0] * h[3] - h[1] * h[2];
-                [(h[3] * g[0] - h[1] * g[1]) / det, (h[0] * g[1] - h[2] * g[0]) / det]
-            };
-            // Newton decrement gᵀH⁻¹g: at convergence stop here (H is already at b), which also
-            // spares the line search its futile halvings at round-off level.
-            let decrement = step[0] * g[0] + if k == 2 { step[1] * g[1] } else { 0.0 };
-            if decrement < 1e-14 * f.abs().max(1.0) {
-                break;
-            }
-            let mut t = 1.0;
-            let mut moved = false;
-            for _ in 0..30 {
-                let cand = [b[0] + t * step[0], b[1] + t * step[1]];
-                let fc = obj(&cand[..k]);
-                if fc >= f {
-                    b = cand;
-                    f = fc;
-                    moved = true;
-                    break;
-                }
-                t *= 0.5;
-            }
-            if !moved || step.iter().map(|v| v.abs()).fold(0.0, f64::max) < 1e-12 {
-                // converged: H at the final b, then stop
-                h = newton_terms(y, o, cols, &b, s2).1;
-                break;
-            }
-        }
-        // Cholesky of H (k ≤ 2).
-        let l00 = h[0].sqrt();
-        let mut chol = [l00, 0.0, 0.0, 1.0];
-        if k == 2 {
-            let l10 = h[2] / l00;
-            chol[2] = l10;
-            chol[3] = (h[3] - l10 * l10).max(f64::MIN_POSITIVE).sqrt();
-        }
-        Laplace { k, mode: b, chol }
-    }
-
-    /// `log N(b | mode, H⁻¹) = −(k/2) log 2π + ½ log|H| − ½ ‖Lᵀ(b − mode)‖²`.
-    pub fn log_density(&self, b: &[f64]) -> f64 {
-        let k = self.k;
-        let r0 = b[0] - self.mode[0];
-        let r1 = if k == 2 { b[1] - self.mode[1] } else { 0.0 };
-        // Lᵀ r
-        let q0 = self.chol[0] * r0 + if k == 2 { self.chol[2] * r1 } else { 0.0 };
-        let q1 = if k == 2 { self.chol[3] * r1 } else { 0.0 };
-        let logdet_h = 2.0 * (self.chol[0].ln() + if k == 2 { self.chol[3].ln() } else { 0.0 });
-        -0.5 * k as f64 * LN_2PI + 0.5 * logdet_h - 0.5 * (q0 * q0 + q1 * q1)
-    }
-
-    /// Draws `b ~ N(mode, H⁻¹)`: `b = mode + L⁻ᵀ ξ`.
-    pub fn sample<R: Rng>(&self, rng: &mut R) -> [f64; 2] {
-        let xi0: f64 = rng.sample(StandardNormal);
-        if self.k == 1 {
-            return [self.mode[0] + xi0 / self.chol[0], 0.0];
-        }
-        let xi1: f64 = rng.sample(StandardNormal);
-        let z1 = xi1 / self.chol[3];
-        let z0 = (xi0 - self.chol[2] * z1) / self.chol[0];
-        [self.mode[0] + z0, self.mode[1] + z1]
-    }
-}
 
 /// The classification state: inputs, labels, frequencies, weights and the linear predictor `η`.
 #[derive(Debug, Clone)]
@@ -187,6 +60,8 @@ pub struct ClassificationState {
     m: usize,
     d: usize,
     w: Vec<f64>,
+    /// The features `Φ` (`N × 2M`) of `w`.
+    phi: Mat,
     beta: Vec<f64>,
     eta: Vec<f64>,
     s2: f64,
@@ -210,12 +85,14 @@ impl ClassificationState {
         crate::error::check_positive("intercept prior variance", v0)?;
         crate::error::check_count("newton_iterations", newton)?;
         let m = w.len() / d.max(1);
+        let phi = feature_matrix(&x, &w);
         Ok(Self {
             x,
             y,
             m,
             d,
             w,
+            phi,
             beta: vec![0.0; 2 * m + 1],
             eta: vec![0.0; n],
             s2,
@@ -272,12 +149,13 @@ impl ClassificationState {
     /// features' Gram matrix `ΦᵀDΦ` is far from diagonal); this move decorrelates the weights in one
     /// step at `O(N(2M)²)` per Newton iteration. Returns whether it was accepted.
     pub fn joint_weight_move<B: Backend, R: Rng>(&mut self, rng: &mut R) -> Result<bool, BankError> {
-        let phi = feature_matrix(&self.x, &self.w);
-        let lap = weight_laplace::<B>(&phi, &self.y, self.s2, self.v0, &self.beta, self.newton.max(30))?;
+        let phi = &self.phi;
+        let lap = weight_laplace::<B>(phi, &self.y, self.s2, self.v0, &self.beta, self.newton.max(30))?;
+        self.stats.weight_hessians += lap.hessians;
         let mut xi: Vec<f64> = (0..self.beta.len()).map(|_| rng.sample(StandardNormal)).collect();
         let cand = lap.draw::<B>(&mut xi)?;
         let mut cand_eta = vec![0.0; self.eta.len()];
-        linear_predictor::<B>(&phi, &cand, &mut cand_eta)?;
+        linear_predictor::<B>(phi, &cand, &mut cand_eta)?;
         let target = |eta: &[f64], b: &[f64]| log_posterior(&self.y, eta, b, self.s2, self.v0);
         let lr = target(&cand_eta, &cand) - target(&self.eta, &self.beta)
             + lap.log_density::<B>(&self.beta)?
@@ -336,128 +214,120 @@ impl ClassificationState {
         -b.iter().map(|v| v * v).sum::<f64>() / (2.0 * var)
     }
 
+    /// The features `Φ` (`N × 2M`) of the current frequencies.
+    pub fn features(&self) -> &Mat {
+        &self.phi
+    }
+
     /// One sweep: the intercept move, then the joint `(W_j, β_j)` move for `j = 0..M` with the
     /// frequency proposals `proposals` (row-major `M × d`, drawn from `N(μ_{Z_j}, Σ_{Z_j})`).
     pub fn sweep<R: Rng>(&mut self, proposals: &[f64], rng: &mut R) -> Result<usize, BankError> {
-        let (n, m, d) = (self.y.len(), self.m, self.d);
+        let (m, d) = (self.m, self.d);
         if proposals.len() != m * d {
             return Err(mismatch("proposals (values)", m * d, proposals.len()));
         }
-        let f = 2 * m;
-        // Intercept: independence MH with the 1-D Laplace proposal.
-        {
-            let ones = vec![1.0; n];
-            let b0 = self.beta[f];
-            let o: Vec<f64> = self.eta.iter().map(|e| e - b0).collect();
-            let lap = Laplace::fit(&self.y, &o, &[&ones], self.v0, self.newton);
-            let cand = lap.sample(rng);
-            let lr = log_likelihood(&self.y, &o, &[&ones], &cand[..1]) + Self::log_prior(&cand[..1], self.v0)
-                - log_likelihood(&self.y, &o, &[&ones], &[b0])
-                - Self::log_prior(&[b0], self.v0)
-                + lap.log_density(&[b0])
-                - lap.log_density(&cand[..1]);
-            if rng.random::<f64>().ln() < lr {
-                self.beta[f] = cand[0];
-                for (e, oi) in self.eta.iter_mut().zip(&o) {
-                    *e = oi + cand[0];
-                }
-            }
-        }
-        let mut cur = Mat::zeros(n, 2);
-        let mut new = Mat::zeros(n, 2);
-        let mut o = vec![0.0; n];
+        self.intercept_move(rng);
+        let proposed = feature_matrix(&self.x, proposals);
+        let mut ll = log_likelihood(&self.y, &self.eta, &[], &[]);
         let mut accepted = 0;
         for j in 0..m {
-            let (c, s) = (j, m + j);
-            fill_features(&self.x, &self.w[j * d..(j + 1) * d], m, &mut cur);
-            fill_features(&self.x, &proposals[j * d..(j + 1) * d], m, &mut new);
-            let bj = [self.beta[c], self.beta[s]];
-            for i in 0..n {
-                o[i] = self.eta[i] - cur[(i, 0)] * bj[0] - cur[(i, 1)] * bj[1];
-            }
-            let cc = [cur.col(0), cur.col(1)];
-            let nc = [new.col(0), new.col(1)];
-            let lap_cur = Laplace::fit(&self.y, &o, &cc, self.s2, self.newton);
-            let lap_new = Laplace::fit(&self.y, &o, &nc, self.s2, self.newton);
-            let bn = lap_new.sample(rng);
-            let lr = log_likelihood(&self.y, &o, &nc, &bn) + Self::log_prior(&bn, self.s2)
-                - log_likelihood(&self.y, &o, &cc, &bj)
-                - Self::log_prior(&bj, self.s2)
-                + lap_cur.log_density(&bj)
-                - lap_new.log_density(&bn);
-            self.stats.proposals += 1;
-            if rng.random::<f64>().ln() < lr {
+            if let Some(ll_new) = self.frequency_move(j, &proposed, ll, rng) {
                 self.w[j * d..(j + 1) * d].copy_from_slice(&proposals[j * d..(j + 1) * d]);
-                self.beta[c] = bn[0];
-                self.beta[s] = bn[1];
-                for i in 0..n {
-                    self.eta[i] = o[i] + nc[0][i] * bn[0] + nc[1][i] * bn[1];
-                }
+                ll = ll_new;
                 accepted += 1;
-                self.stats.accepted += 1;
             }
         }
         Ok(accepted)
+    }
+
+    /// The intercept: independence MH with the 1-D Laplace proposal.
+    fn intercept_move<R: Rng>(&mut self, rng: &mut R) {
+        let (n, f) = (self.y.len(), 2 * self.m);
+        let ones = vec![1.0; n];
+        let b0 = self.beta[f];
+        let o: Vec<f64> = self.eta.iter().map(|e| e - b0).collect();
+        let lap = Laplace::fit(&self.y, &o, &[&ones], self.v0, self.newton);
+        let cand = lap.sample(rng);
+        let lr = log_likelihood(&self.y, &o, &[&ones], &cand[..1]) + Self::log_prior(&cand[..1], self.v0)
+            - log_likelihood(&self.y, &o, &[&ones], &[b0])
+            - Self::log_prior(&[b0], self.v0)
+            + lap.log_density(&[b0])
+            - lap.log_density(&cand[..1]);
+        if rng.random::<f64>().ln() < lr {
+            self.beta[f] = cand[0];
+            for (e, oi) in self.eta.iter_mut().zip(&o) {
+                *e = oi + cand[0];
+            }
+        }
+    }
+
+    /// The joint `(W_j, β_j)` move of frequency `j` to the features in columns `j, M + j` of
+    /// `proposed`, given the current log-likelihood `ll`. On acceptance updates `β`, `η` and `Φ`
+    /// (the caller copies the frequency) and returns the new log-likelihood.
+    fn frequency_move<R: Rng>(&mut self, j: usize, proposed: &Mat, ll: f64, rng: &mut R) -> Option<f64> {
+        let (n, m) = (self.y.len(), self.m);
+        let (c, s) = (j, m + j);
+        let bj = [self.beta[c], self.beta[s]];
+        let cc = [self.phi.col(c), self.phi.col(s)];
+        let nc = [proposed.col(c), proposed.col(s)];
+        let o: Vec<f64> = (0..n).map(|i| self.eta[i] - cc[0][i] * bj[0] - cc[1][i] * bj[1]).collect();
+        let lap_cur = Laplace::fit(&self.y, &o, &cc, self.s2, self.newton);
+        let lap_new = Laplace::fit(&self.y, &o, &nc, self.s2, self.newton);
+        let bn = lap_new.sample(rng);
+        let ll_new = log_likelihood(&self.y, &o, &nc, &bn);
+        let lr = ll_new + Self::log_prior(&bn, self.s2) - ll - Self::log_prior(&bj, self.s2)
+            + lap_cur.log_density(&bj)
+            - lap_new.log_density(&bn);
+        self.stats.proposals += 1;
+        if rng.random::<f64>().ln() >= lr {
+            return None;
+        }
+        self.beta[c] = bn[0];
+        self.beta[s] = bn[1];
+        for i in 0..n {
+            self.eta[i] = o[i] + nc[0][i] * bn[0] + nc[1][i] * bn[1];
+        }
+        self.phi.col_mut(c).copy_from_slice(nc[0]);
+        self.phi.col_mut(s).copy_from_slice(nc[1]);
+        self.stats.accepted += 1;
+        Some(ll_new)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bke_linalg::DefaultBackend as B;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
+    /// After sweeps with accepted moves the carried `Φ` and `η` equal their recomputation from
+    /// `W` and `β` (the dense oracle of the incremental updates).
     #[test]
-    fn laplace_mode_is_stationary_and_hessian_matches_finite_differences() {
-        let n = 60;
-        let c0: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).cos()).collect();
-        let c1: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
-        let o: Vec<f64> = (0..n).map(|i| 0.2 * (i as f64 * 0.11).sin()).collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| if (i as f64 * 0.3).cos() + 0.3 * (i as f64 * 1.3).sin() > 0.0 { 1.0 } else { 0.0 })
-            .collect();
-        let s2 = 4.0;
-        let lap = Laplace::fit(&y, &o, &[&c0, &c1], s2, 30);
-        let obj =
-            |b: &[f64]| log_likelihood(&y, &o, &[&c0, &c1], b) - (b[0] * b[0] + b[1] * b[1]) / (2.0 * s2);
-        let h = 1e-4;
-        let m = lap.mode;
-        for a in 0..2 {
-            let mut bp = m;
-            let mut bm = m;
-            bp[a] += h;
-            bm[a] -= h;
-            let g = (obj(&bp) - obj(&bm)) / (2.0 * h);
-            assert!(g.abs() < 1e-6, "gradient {a} = {g}");
+    fn carried_features_and_predictor_match_recomputation() {
+        let (n, d, m) = (300, 2, 6);
+        let x = Mat::from_fn(n, d, |i, k| ((i * (k + 3)) as f64 * 0.173).sin() * 2.0);
+        let y: Vec<f64> = (0..n).map(|i| if x[(i, 0)] * x[(i, 1)] > 0.0 { 1.0 } else { 0.0 }).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let w: Vec<f64> = (0..m * d).map(|_| rng.sample::<f64, _>(StandardNormal)).collect();
+        let mut st = ClassificationState::new(x.clone(), y, w, 10.0, 10.0, 12).unwrap();
+        let mut accepted = 0;
+        for _ in 0..5 {
+            let props: Vec<f64> = (0..m * d).map(|_| rng.sample::<f64, _>(StandardNormal)).collect();
+            accepted += st.sweep(&props, &mut rng).unwrap();
+            st.joint_weight_move::<B, _>(&mut rng).unwrap();
         }
-        // −∂²/∂b0² by central differences vs L Lᵀ
-        let mut bp = m;
-        let mut bm = m;
-        bp[0] += h;
-        bm[0] -= h;
-        let h00 = -(obj(&bp) - 2.0 * obj(&m) + obj(&bm)) / (h * h);
-        assert!((h00 - lap.chol[0] * lap.chol[0]).abs() < 1e-4 * h00.abs().max(1.0));
-        // log density integrates to one (grid over ±8 sd)
-        let sd0 = 1.0 / lap.chol[0];
-        let mut total = 0.0;
-        let g = 200;
-        let span = 12.0 * sd0.max(1.0 / lap.chol[3]);
-        let step = 2.0 * span / g as f64;
-        for i in 0..g {
-            for k in 0..g {
-                let b = [m[0] - span + (i as f64 + 0.5) * step, m[1] - span + (k as f64 + 0.5) * step];
-                total += lap.log_density(&b).exp() * step * step;
+        assert!(accepted > 0);
+        let phi = feature_matrix(&x, st.w());
+        let mut eta = vec![0.0; n];
+        linear_predictor::<B>(&phi, st.beta(), &mut eta).unwrap();
+        for i in 0..n {
+            for c in 0..2 * m {
+                assert!((phi[(i, c)] - st.features()[(i, c)]).abs() < 1e-14);
             }
+            assert!((eta[i] - st.eta()[i]).abs() < 1e-10, "{} vs {}", eta[i], st.eta()[i]);
         }
-        assert!((total - 1.0).abs() < 1e-3, "{total}");
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let draws: Vec<[f64; 2]> = (0..4000).map(|_| lap.sample(&mut rng)).collect();
-        let mean0 = draws.iter().map(|b| b[0]).sum::<f64>() / 4000.0;
-        let var0 = draws.iter().map(|b| (b[0] - mean0).powi(2)).sum::<f64>() / 4000.0;
-        // marginal variance of b0 = (H⁻¹)_00
-        let hdet = lap.chol[0].powi(2) * lap.chol[3].powi(2);
-        let hinv00 = (lap.chol[2].powi(2) + lap.chol[3].powi(2)) / hdet;
-        assert!((mean0 - m[0]).abs() < 5.0 * (hinv00 / 4000.0).sqrt());
-        assert!((var0 / hinv00 - 1.0).abs() < 5.0 * (2.0f64 / 4000.0).sqrt());
+        let e = st.sweep(&[0.0; 3], &mut rng).unwrap_err();
+        assert!(e.to_string().contains("proposals"), "{e}");
     }
 }

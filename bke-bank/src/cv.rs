@@ -1,15 +1,19 @@
 //! K-fold cross-validation of BaNK and the baselines (seed 001 §4.2, 4.3): regression is scored by the
 //! mean squared error on **standardised** targets (the whole target column is standardised once, as in
-//! the seed's tables), classification by the error rate (threshold ½ on the predictive probability).
+//! the seed's tables), classification by the error rate (threshold ½ on the predictive probability)
+//! and, from the same held-out probabilities, the log-loss, Brier score and expected calibration
+//! error with a reliability diagram ([`crate::calibration`]).
 //! Folds come from a seeded shuffle; the standard error is `sd(fold scores)/√K`. Every method sees
 //! the same folds, so two results can be compared with paired tests ([`crate::compare`]).
 
 use crate::alac::AlacParams;
 use crate::baselines::{Baseline, BaselineParams};
+use crate::calibration::ProbabilisticScores;
 use crate::error::{BankError, check_labels, invalid};
 use crate::features::target_moments;
 use crate::gbdt::GbdtParams;
 use crate::gp::GpArdParams;
+use crate::gp_classify::GpClassParams;
 use crate::params::{BankParams, Task};
 use crate::rfo::RfoParams;
 use bke_core::{Dataset, Estimator, Params, Points, Predict, Progress, Valid};
@@ -37,18 +41,28 @@ pub enum Method {
     Gbdt,
     /// Exact GP with ARD (regression only).
     Gp,
+    /// GP classification, Laplace approximation, RBF kernel on a grid (classification only).
+    Gpc,
 }
 
 impl Method {
     /// Every method, in table order.
-    pub const ALL: [Method; 7] =
-        [Method::Rks, Method::Mkl, Method::Alac, Method::Rfo, Method::Gbdt, Method::Gp, Method::Bank];
+    pub const ALL: [Method; 8] = [
+        Method::Rks,
+        Method::Mkl,
+        Method::Alac,
+        Method::Rfo,
+        Method::Gbdt,
+        Method::Gp,
+        Method::Gpc,
+        Method::Bank,
+    ];
 
     /// Whether the method handles `task`.
     pub fn supports(self, task: Task) -> bool {
         match self {
             Method::Alac | Method::Gp => task == Task::Regression,
-            Method::Rfo => task == Task::Classification,
+            Method::Rfo | Method::Gpc => task == Task::Classification,
             _ => true,
         }
     }
@@ -75,6 +89,7 @@ impl Method {
             Method::Rfo => "rfo",
             Method::Gbdt => "gbdt",
             Method::Gp => "gp",
+            Method::Gpc => "gpc",
         }
     }
 }
@@ -96,6 +111,10 @@ pub struct CvResult {
     pub task: Task,
     /// The method's number of frequencies (0 for methods without random features).
     pub frequencies: usize,
+    /// Classification: log-loss, Brier score and ECE per fold and the reliability diagram of the
+    /// held-out probabilities (absent for regression).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probabilistic: Option<ProbabilisticScores>,
     /// The held-out prediction of every row (standardised target or probability), in row order.
     #[serde(skip)]
     pub predictions: Vec<f64>,
@@ -128,6 +147,8 @@ pub struct CvParams {
     pub gbdt: GbdtParams,
     /// GP-ARD parameters.
     pub gp: GpArdParams,
+    /// GP classification parameters.
+    pub gpc: GpClassParams,
 }
 
 impl CvParams {
@@ -146,7 +167,7 @@ impl CvParams {
             Method::Rks | Method::Mkl => self.baseline.frequencies,
             Method::Alac => self.alac.frequencies,
             Method::Rfo => self.rfo.frequencies,
-            Method::Gbdt | Method::Gp => 0,
+            Method::Gbdt | Method::Gp | Method::Gpc => 0,
         }
     }
 
@@ -184,6 +205,9 @@ impl CvParams {
                 p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
             }
             Method::Gp => self.gp.check()?.fit::<B>(train)?.predict::<B>(test)?.mean,
+            Method::Gpc => {
+                self.gpc.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+            }
         })
     }
 }
@@ -199,7 +223,7 @@ impl Params for CvParams {
         if !m.supports(self.task) {
             return Err(bke_core::CoreError::InvalidChoice {
                 what: format!("method '{}' for {:?}", m.name(), self.task),
-                reason: "alac and gp are regression methods, rfo is a classification method".into(),
+                reason: "alac and gp are regression methods, rfo and gpc are classification methods".into(),
             }
             .into());
         }
@@ -210,6 +234,7 @@ impl Params for CvParams {
             Method::Rfo => self.rfo.validate(),
             Method::Gbdt => self.gbdt.validate(),
             Method::Gp => self.gp.validate(),
+            Method::Gpc => self.gpc.validate(),
         }
     }
 }
@@ -277,6 +302,7 @@ fn cross_validate<B: Backend>(
     let all = Dataset::new(x.clone(), ys.clone())?;
     let mut predictions = vec![0.0; x.len()];
     let mut scores = Vec::with_capacity(folds);
+    let mut held_out = Vec::with_capacity(folds);
     for (f, test) in fold_indices(x.len(), folds, params.seed).iter().enumerate() {
         progress.checkpoint()?;
         let mut is_test = vec![false; x.len()];
@@ -292,6 +318,7 @@ fn cross_validate<B: Backend>(
         }
         let yte: Vec<f64> = test.iter().map(|&i| ys[i]).collect();
         scores.push(score(task, &pred, &yte));
+        held_out.push((pred, yte));
     }
     let k = scores.len() as f64;
     let mean = scores.iter().sum::<f64>() / k;
@@ -304,6 +331,7 @@ fn cross_validate<B: Backend>(
         method: params.method(),
         task,
         frequencies: params.frequencies(),
+        probabilistic: (task == Task::Classification).then(|| ProbabilisticScores::of(&held_out)),
         predictions,
         targets: ys,
     })
@@ -352,5 +380,33 @@ mod tests {
         let e = p.check().unwrap().fit::<DefaultBackend>(&small).unwrap_err();
         assert!(e.to_string().contains("5-fold") && e.to_string().contains("needs at least 10"), "{e}");
         assert!(Method::parse("nope").unwrap_err().to_string().contains("bank"));
+        assert!(r.probabilistic.is_none());
+        assert!(serde_json::to_value(&r).unwrap().get("probabilistic").is_none());
+    }
+
+    /// Classification CV reports the probabilistic scores of each fold's held-out probabilities.
+    #[test]
+    fn classification_cv_reports_probabilistic_scores() {
+        use crate::calibration::{ECE_BINS, brier_score, expected_calibration_error, log_loss};
+        let xs: Vec<f64> = (0..80).map(|i| i as f64 / 8.0).collect();
+        let y: Vec<f64> = xs.iter().map(|x| if (1.3 * x).sin() > 0.0 { 1.0 } else { 0.0 }).collect();
+        let data = Dataset::new(Points::from_1d("x", &xs).unwrap(), y).unwrap();
+        let mut p = CvParams::new(Method::Gbdt, Task::Classification);
+        p.seed = 3;
+        let r = p.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
+        let ps = r.probabilistic.as_ref().expect("classification has probabilistic scores");
+        for (f, test) in fold_indices(80, 5, 3).iter().enumerate() {
+            let pr: Vec<f64> = test.iter().map(|&i| r.predictions[i]).collect();
+            let yt: Vec<f64> = test.iter().map(|&i| r.targets[i]).collect();
+            assert!((ps.log_loss.folds[f] - log_loss(&pr, &yt)).abs() < 1e-12);
+            assert!((ps.brier.folds[f] - brier_score(&pr, &yt)).abs() < 1e-12);
+            assert!((ps.ece.folds[f] - expected_calibration_error(&pr, &yt, ECE_BINS)).abs() < 1e-12);
+        }
+        assert_eq!(ps.reliability.iter().map(|b| b.count).sum::<usize>(), 80);
+        let json = serde_json::to_value(&r).unwrap();
+        for key in ["metric", "mean", "stderr", "folds", "method"] {
+            assert!(json.get(key).is_some(), "{key}");
+        }
+        assert!(json["probabilistic"]["log_loss"]["stderr"].is_number());
     }
 }

@@ -35,6 +35,7 @@
 //!   Cholesky update + downdate on acceptance, drift-checked refactorisation) and its refactorising
 //!   reference;
 //! * [`classification`]: the logistic model and its Laplace-proposal moves;
+//! * [`pair_laplace`]: the 2-D Laplace approximation of one frequency's weights (fused, chunk-parallel passes);
 //! * [`logistic`]: the posterior mode and Laplace approximation of logistic regression on fixed
 //!   features (the baselines' MAP fit, BaNK's joint weight move);
 //! * [`params`]: the parameters, which hyperparameters are learned, their data-driven defaults, and
@@ -44,7 +45,9 @@
 //! * [`sampler`]: the fitting driver and one sweep of each task;
 //! * [`model`]: the fitted model, prediction (Student-t mixture), the learned kernel, the model file;
 //! * [`baselines`]: RKS and MKL with random features (§4.2);
-//! * [`cv`]: K-fold cross-validation.
+//! * [`gp_classify`]: GP classification with the Laplace approximation (a baseline);
+//! * [`cv`]: K-fold cross-validation;
+//! * [`calibration`]: log-loss, Brier score, expected calibration error and the reliability diagram.
 //!
 //! Everything is generic over [`bke_linalg::Backend`] and seeded.
 
@@ -53,6 +56,7 @@ mod small;
 
 pub mod alac;
 pub mod baselines;
+pub mod calibration;
 pub mod classification;
 pub mod compare;
 pub mod cv;
@@ -61,8 +65,10 @@ pub mod evidence;
 pub mod features;
 pub mod gbdt;
 pub mod gp;
+pub mod gp_classify;
 pub mod logistic;
 pub mod model;
+pub mod pair_laplace;
 pub mod params;
 pub mod priors;
 pub mod regression;

@@ -37,6 +37,8 @@ pub struct WeightLaplace {
     pub chol: Mat,
     /// The log posterior `L(b̂)` at the mode (without the normalising constants of the priors).
     pub log_posterior: f64,
+    /// Negative Hessians evaluated (one `O(N F²)` symmetric product each).
+    pub hessians: usize,
 }
 
 /// `L(b)` (module docs) given `η`.
@@ -56,7 +58,8 @@ pub fn linear_predictor<B: Backend>(phi: &Mat, b: &[f64], eta: &mut [f64]) -> Re
     Ok(())
 }
 
-/// The negative Hessian's Cholesky factor and the gradient of `L` at `b` (with `η` given).
+/// The negative Hessian's Cholesky factor and the gradient of `L` at `b` (with `η` given); the
+/// product `Φ̃ᵀDΦ̃` is formed as a symmetric product (lower triangle only).
 fn newton_terms<B: Backend>(
     phi: &Mat,
     y: &[f64],
@@ -84,7 +87,7 @@ fn newton_terms<B: Backend>(
     B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f])?;
     grad[f] = r.iter().sum();
     let mut h = Mat::zeros(f + 1, f + 1);
-    B::gemm(1.0, design.as_ref(), Trans::Yes, design.as_ref(), Trans::No, 0.0, h.as_mut())?;
+    B::gemm_symmetric(1.0, design.as_ref(), Trans::Yes, design.as_ref(), Trans::No, 0.0, h.as_mut())?;
     for c in 0..=f {
         let precision = if c < f { 1.0 / prior.0 } else { 1.0 / prior.1 };
         grad[c] -= b[c] * precision;
@@ -114,13 +117,15 @@ pub fn weight_laplace<B: Backend>(
     let mut design = Mat::zeros(n, f + 1);
     let mut cand_eta = vec![0.0; n];
     let mut it = 0;
+    let mut hessians = 0;
     loop {
         let (l, grad) = newton_terms::<B>(phi, y, &eta, &b, (s2, v0), &mut design)?;
+        hessians += 1;
         let mut step = grad.clone();
         B::cholesky_solve_vec_in_place(l.as_ref(), &mut step)?;
         let decrement: f64 = step.iter().zip(&grad).map(|(s, g)| s * g).sum();
         if it == iters || decrement < 1e-20 * obj.abs().max(1.0) {
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj });
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians });
         }
         it += 1;
         let mut t = 1.0;
@@ -141,7 +146,7 @@ pub fn weight_laplace<B: Backend>(
         if !moved {
             // round-off level: H at the current b is the answer
             let (l, _) = newton_terms::<B>(phi, y, &eta, &b, (s2, v0), &mut design)?;
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj });
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians: hessians + 1 });
         }
     }
 }

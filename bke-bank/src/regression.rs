@@ -65,6 +65,10 @@ pub struct SweepStats {
     /// Classification: joint weight moves accepted (one proposed per sweep).
     #[serde(default)]
     pub weight_moves_accepted: usize,
+    /// Classification: negative Hessians `Φ̃ᵀDΦ̃` formed by the joint weight moves (one symmetric
+    /// `O(N(2M)²)` product each).
+    #[serde(default)]
+    pub weight_hessians: usize,
 }
 
 /// The eigenvalues of `ΦᵀΦ` (or of `ΦΦᵀ` when `N < 2M`, `dual`) and the weights that make the

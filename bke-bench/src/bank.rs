@@ -1,5 +1,6 @@
 //! `cargo xtask bench bank`: one BaNK regression sweep (seed 001 Fig. 4) against `N` and `M`, per
-//! backend, beside the refactorising reference sweep.
+//! backend, beside the refactorising reference sweep (the classification sweep's rows are
+//! [`crate::bank_classification`]).
 //!
 //! Flop count of one low-rank sweep with block size `P` (leading terms): the bulk Gram rows
 //! `ΦᵀΦ_new` cost `2·N·2M·2M = 8NM²`, the in-block products `Φ_newᵀΦ_new` `8NMP`, `Φ_newᵀy` `4NM`,
@@ -138,20 +139,20 @@ struct Measured {
     drift: f64,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
 }
 
 /// A DGEMM rate in GFLOP per wall second and per CPU second (all threads).
 #[derive(Debug, Clone, Copy)]
-struct Rate {
-    wall: f64,
-    cpu: Option<f64>,
+pub(crate) struct Rate {
+    pub(crate) wall: f64,
+    pub(crate) cpu: Option<f64>,
 }
 
 /// DGEMM rate (GFLOP/s) of the sweep's own product shape `(2M × N)·(N × 2P)`.
-fn gemm_rate<B: Backend>(n: usize, m: usize) -> Rate {
+pub(crate) fn gemm_rate<B: Backend>(n: usize, m: usize) -> Rate {
     let a = Mat::from_fn(n, 2 * m, |i, j| ((i * 31 + j * 17) % 97) as f64 / 97.0);
     let b = Mat::from_fn(n, 2 * BLOCK, |i, j| ((i * 13 + j * 7) % 89) as f64 / 89.0);
     let mut c = Mat::zeros(2 * m, 2 * BLOCK);

@@ -10,6 +10,7 @@
 //! The demo, the reproductions and the HTML report are in `bke-report`.
 
 pub mod bank;
+pub mod bank_classification;
 pub mod bkl;
 pub mod dme;
 pub mod hypothesis;

@@ -123,7 +123,7 @@ pub struct CvArgs {
     #[arg(long, default_value_t = CvParams::new(Method::Bank, Task::default()).folds)]
     folds: usize,
     /// The method (see `bke_bank::cv::Method`): bank, rks, mkl, alac (regression), rfo
-    /// (classification), gbdt or gp (regression).
+    /// (classification), gbdt, gp (regression) or gpc (GP classification, Laplace).
     #[arg(long, default_value = Method::Bank.name())]
     method: String,
 }

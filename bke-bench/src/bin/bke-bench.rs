@@ -52,6 +52,10 @@ fn main() -> anyhow::Result<()> {
             let ms = list(&args, "--m", &[24, 48, 96, 192, 384])?;
             let (table, rows) = bke_bench::bank::bench(&ns, &ms, &backends_flag(&args)?, 3.0, 30.0)?;
             table.emit(&out, "bank")?;
+            let cn = list(&args, "--classification-n", &[1000, 4000, 16000])?;
+            let cm = list(&args, "--classification-m", &[64, 128])?;
+            bke_bench::bank_classification::bench(&cn, &cm, &backends_flag(&args)?, 30.0)?
+                .emit(&out, "bank_classification")?;
             bke_bench::bank::plot(&rows, &out)
         }
         "bkl" => {

@@ -63,6 +63,7 @@ fn fit_predict_cv_regression_and_classification() {
         assert_eq!(v["metric"], "mse");
         assert_eq!(v["folds"].as_array().unwrap().len(), 3);
         assert!(v["mean"].as_f64().unwrap() >= 0.0 && v["stderr"].as_f64().unwrap() >= 0.0);
+        assert!(v.get("probabilistic").is_none());
     }
     let cdata = write("cls.csv", &dataset(true));
     let fit = ["--task", "classification", "--frequencies", "6", "--iterations", "4", "--model-out", m];
@@ -77,6 +78,18 @@ fn fit_predict_cv_regression_and_classification() {
         bank("cv", &cdata, &["--task", "classification", "--method", "rks", "--frequencies", "6"]);
     assert!(ok, "{err}");
     assert!(out.contains("\"error\""));
+    // classification CV adds log-loss, Brier score and ECE (mean ± SE over folds) and the reliability
+    // diagram; regression CV has none of them
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let prob = &v["probabilistic"];
+    for key in ["log_loss", "brier", "ece"] {
+        assert_eq!(prob[key]["folds"].as_array().unwrap().len(), 5, "{key}");
+        assert!(prob[key]["mean"].as_f64().unwrap() >= 0.0 && prob[key]["stderr"].as_f64().unwrap() >= 0.0);
+    }
+    assert_eq!(prob["bins"], 15);
+    let rows: u64 =
+        prob["reliability"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(rows, 60);
 }
 
 #[test]

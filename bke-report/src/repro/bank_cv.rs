@@ -23,7 +23,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     if s.methods.is_empty() {
         s.methods = vec![Method::Rks, Method::Mkl, Method::Bank];
     }
-    let tables = run_with(ctx, &s, "bank-cv")?;
+    let (tables, _) = run_with(ctx, &s, "bank-cv")?;
     let mut section = ctx
         .section("tables", "BaNK (seed 001 Tables 1–2): cross-validated error of RKS, MKL and BaNK")
         .intro(format!(

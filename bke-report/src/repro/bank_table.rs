@@ -5,8 +5,11 @@
 //!
 //! Methods: RKS and MKL (seed §4.2), A la Carte (regression) or RFO (classification), BaNK with
 //! default parameters (learned hyperparameters), and two practical anchors: gradient boosting with
-//! scikit-learn's defaults and an exact GP with ARD (regression; on at most 1000 training rows, a
-//! subset-of-data GP above that). Every cell is `mean ± standard error over folds`; `*` marks the
+//! scikit-learn's defaults and an exact GP — with ARD for regression, with the Laplace approximation
+//! for classification ([`bke_bank::gp_classify`]) — on at most 1000 training rows (a subset-of-data
+//! GP above that). For classification a further table gives every classifier's log-loss, Brier score
+//! and expected calibration error, and the report shows each dataset's reliability diagram
+//! ([`crate::repro::bank_calibration`]). Every cell is `mean ± standard error over folds`; `*` marks the
 //! lowest and each other cell gives the p-value of the paired test against it (paired t on the
 //! fold MSEs, McNemar mid-p on the rows), as the seed's bold marks `p ≥ 0.05`. The `BaNK ≤ RKS/MKL`
 //! column checks issue 14's target: BaNK's mean within one standard error of the better of RKS and
@@ -17,7 +20,9 @@
 //! every method on 300-row subsamples with `M = 16` and 20 sweeps (the CI check that the
 //! reproduction runs).
 
+use crate::plot::Figure;
 use crate::repro::Ctx;
+use crate::repro::bank_calibration;
 use crate::repro::bank_data::{CLASSIFICATION, REGRESSION, Spec, find};
 use crate::table::Table;
 use bke_bank::compare::paired_p_value;
@@ -81,6 +86,7 @@ impl Settings {
         p.alac.frequencies = self.frequencies;
         p.rfo.frequencies = self.frequencies;
         p.gp.max_rows = self.gp_rows;
+        p.gpc.max_rows = self.gp_rows;
         if self.rows.is_some_and(|r| r <= 1000) {
             p.alac.max_iterations = 30;
             p.gp.max_iter = 30;
@@ -181,7 +187,7 @@ pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
                 "MKL",
                 if task == Task::Regression { "AlaC" } else { "RFO" },
                 "GBDT",
-                "GP-ARD",
+                if task == Task::Regression { "GP-ARD" } else { "GP (Laplace)" },
                 "BaNK",
                 "seed RKS/MKL/AlaC-RFO/BaNK",
                 "BaNK <= RKS/MKL + 1 se",
@@ -204,7 +210,7 @@ pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
                 cell(row, Method::Mkl),
                 cell(row, fourth),
                 cell(row, Method::Gbdt),
-                cell(row, Method::Gp),
+                cell(row, if task == Task::Regression { Method::Gp } else { Method::Gpc }),
                 cell(row, Method::Bank),
                 seed,
                 target_check(row),
@@ -212,7 +218,7 @@ pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
             ]);
         }
         t.notes.push(format!(
-            "BaNK: {} sweeps, defaults (learned lambda0 / psi0 / s2); GP-ARD on <= {} training rows; \
+            "BaNK: {} sweeps, defaults (learned lambda0 / psi0 / s2); GP-ARD and GP classification on <= {} training rows; \
              * = lowest, p = paired t (MSE) or McNemar mid-p (error) against it; wall times on a shared machine",
             s.iterations, s.gp_rows
         ));
@@ -220,18 +226,21 @@ pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
             out.push((stem, t));
         }
     }
+    if let Some(t) = crate::repro::bank_calibration::table(rows) {
+        out.push(("table2b_classification_probabilities", t));
+    }
     out
 }
 
 /// Runs the reproduction (one report section with both tables).
 pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let s = Settings::from_args(ctx.smoke)?;
-    let tables = run_with(ctx, &s, "bank-table")?;
+    let (tables, figures) = run_with(ctx, &s, "bank-table")?;
     let mut section = ctx
         .section("tables", "BaNK (seed 001 Tables 1–2): every baseline on every bundled dataset")
         .intro(format!(
             "5-fold cross-validation on the same folds for RKS, MKL, A la Carte (regression) or RFO \
-             (classification), gradient boosting, an exact GP with ARD and BaNK, at M = {} frequencies \
+             (classification), gradient boosting, an exact GP (ARD for regression, Laplace for classification) and BaNK, at M = {} frequencies \
              and {} BaNK sweeps. Each cell is the mean ± standard error over folds; * marks the lowest, \
              p the paired test against it.",
             s.frequencies, s.iterations
@@ -239,6 +248,9 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         .seed(SEED_NUMBERS);
     for (_, t) in &tables {
         section.push_table(t);
+    }
+    for f in &figures {
+        section.push_figure(f, "Points on the dashed diagonal are calibrated probabilities.")?;
     }
     ctx.publish(section)
 }
@@ -248,9 +260,13 @@ pub const SEED_NUMBERS: &str = "Tables 1–2 (M = 384): concrete RKS 0.1313, MKL
      0.1195; bike 0.1832 / 0.1509 / 0.0467 / 0.0496; pima (error) 0.332 / 0.4455 / RFO 0.2592 / 0.263 \
      (the seed's bike is the full 17,379-row hourly data, ours the 2011 half).";
 
-/// Runs the tables with settings `s` into `out/<dir>` (`folds.csv`, one CSV and markdown file per
-/// table); returns the tables with their file stems.
-pub fn run_with(ctx: &Ctx, s: &Settings, dir: &str) -> anyhow::Result<Vec<(&'static str, Table)>> {
+/// Tables with their file stems.
+pub type NamedTables = Vec<(&'static str, Table)>;
+
+/// Runs the tables with settings `s` into `out/<dir>` (`folds.csv`, `reliability.csv`, one CSV and
+/// markdown file per table); returns the tables with their file stems and the reliability diagram
+/// of every classification dataset.
+pub fn run_with(ctx: &Ctx, s: &Settings, dir: &str) -> anyhow::Result<(NamedTables, Vec<Figure>)> {
     let dir = ctx.dir(dir)?;
     let specs: Vec<Spec> = if s.datasets.is_empty() {
         REGRESSION.iter().chain(CLASSIFICATION).copied().collect()
@@ -279,7 +295,16 @@ pub fn run_with(ctx: &Ctx, s: &Settings, dir: &str) -> anyhow::Result<Vec<(&'sta
     for (stem, t) in &tables {
         t.write_files(&dir, stem)?;
     }
-    Ok(tables)
+    bke_core::model_file::write_atomic(
+        dir.join("reliability.csv"),
+        bank_calibration::reliability_csv(&rows),
+    )?;
+    let figures = rows
+        .iter()
+        .filter(|r| r.spec.task == Task::Classification)
+        .map(bank_calibration::reliability_figure)
+        .collect();
+    Ok((tables, figures))
 }
 
 #[cfg(test)]
@@ -308,14 +333,20 @@ mod tests {
             .collect();
         let _ = std::fs::remove_dir_all(&tmp);
         let tables = tables(&rows, &s);
-        assert_eq!(tables.len(), 2);
-        for (stem, t) in &tables {
+        assert_eq!(tables.len(), 3);
+        // the probabilities table: one line per classifier on breast_cancer
+        let (stem, probs) = &tables[2];
+        assert_eq!(*stem, "table2b_classification_probabilities");
+        assert_eq!(probs.rows.len(), bank_calibration::METHODS.len(), "{:?}", probs.rows);
+        assert!(probs.rows.iter().all(|r| r.len() == 6 && r[3].contains('±')));
+        assert!(bank_calibration::reliability_csv(&rows).lines().count() > 1);
+        for (stem, t) in &tables[..2] {
             assert_eq!(t.rows.len(), 1, "{stem}");
             let row = &t.rows[0];
             assert_eq!(row.len(), t.headers.len());
             let methods = &row[3..9];
             let filled: Vec<&String> = methods.iter().filter(|c| c.as_str() != "-").collect();
-            let expected = if *stem == "table1_regression" { 6 } else { 5 };
+            let expected = 6;
             assert_eq!(filled.len(), expected, "{stem}: {row:?}");
             assert_eq!(filled.iter().filter(|c| c.ends_with('*')).count(), 1, "{row:?}");
             assert!(filled.iter().filter(|c| !c.ends_with('*')).all(|c| c.contains("(p=")), "{row:?}");
