@@ -46,6 +46,25 @@ pub fn switch(name: &str) -> bool {
     std::env::args().any(|a| a == name)
 }
 
+/// Runs the benchmark script `scripts/bench/<script>` with `args` in the venv that
+/// `scripts/<venv_script>` creates (or refreshes; it prints the venv's python).
+pub fn run_in_venv(venv_script: &str, script: &str, args: &[&std::ffi::OsStr]) -> anyhow::Result<()> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let venv = std::process::Command::new("bash").arg(root.join("scripts").join(venv_script)).output()?;
+    anyhow::ensure!(
+        venv.status.success(),
+        "scripts/{venv_script} failed: {}",
+        String::from_utf8_lossy(&venv.stderr)
+    );
+    let python = String::from_utf8(venv.stdout)?.trim().to_string();
+    let status = std::process::Command::new(root.join(python))
+        .arg(root.join("scripts/bench").join(script))
+        .args(args)
+        .status()?;
+    anyhow::ensure!(status.success(), "scripts/bench/{script} failed ({status})");
+    Ok(())
+}
+
 /// Prints progress lines `[  12.3 s] message` measured from its creation.
 #[derive(Debug, Clone)]
 pub struct Progress {

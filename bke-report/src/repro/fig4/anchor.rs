@@ -5,8 +5,7 @@
 
 use bke_core::Points;
 use bke_core::causal::Pdag;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 /// The folder of data sets handed to causal-learn.
 pub(super) struct Anchor {
@@ -52,20 +51,9 @@ impl Anchor {
     /// Runs causal-learn on every written data set (each at most `timeout` s) and reads its results,
     /// one per graph `0..graphs`.
     pub fn run(&self, graphs: usize, timeout: u64) -> anyhow::Result<Vec<AnchorGraph>> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let venv = Command::new("bash").arg(root.join("scripts/bench-venv.sh")).output()?;
-        anyhow::ensure!(
-            venv.status.success(),
-            "scripts/bench-venv.sh failed: {}",
-            String::from_utf8_lossy(&venv.stderr)
-        );
-        let python = String::from_utf8(venv.stdout)?.trim().to_string();
-        let status = Command::new(root.join(python))
-            .arg(root.join("scripts/bench/causallearn_pc.py"))
-            .arg(&self.dir)
-            .args(["--timeout", &timeout.to_string()])
-            .status()?;
-        anyhow::ensure!(status.success(), "scripts/bench/causallearn_pc.py failed ({status})");
+        let timeout = timeout.to_string();
+        let args = [self.dir.as_os_str(), "--timeout".as_ref(), timeout.as_ref()];
+        crate::repro::run_in_venv("bench-venv.sh", "causallearn_pc.py", &args)?;
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(self.dir.join("causallearn.json"))?)?;
         let list = json["graphs"].as_array().cloned().unwrap_or_default();

@@ -6,8 +6,7 @@
 use bke_dme::abc::{Marginal, ProductPrior};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 /// One problem handed to sbi.
 pub struct NpeProblem<'a> {
@@ -91,20 +90,12 @@ pub fn write(dir: &Path, p: &NpeProblem<'_>) -> anyhow::Result<()> {
 /// Creates the sbi venv if needed and runs the script on every problem written to `dir` (each at
 /// most `timeout` s); returns the parsed `sbi.json`.
 pub fn run(dir: &Path, timeout: u64) -> anyhow::Result<Value> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let venv = Command::new("bash").arg(root.join("scripts/sbi-venv.sh")).output()?;
-    anyhow::ensure!(
-        venv.status.success(),
-        "scripts/sbi-venv.sh failed: {}",
-        String::from_utf8_lossy(&venv.stderr)
-    );
-    let python = PathBuf::from(String::from_utf8(venv.stdout)?.trim());
-    let status = Command::new(root.join(python))
-        .arg(root.join("scripts/bench/sbi_npe.py"))
-        .arg(dir)
-        .args(["--timeout", &timeout.to_string()])
-        .status()?;
-    anyhow::ensure!(status.success(), "scripts/bench/sbi_npe.py failed ({status})");
+    let timeout = timeout.to_string();
+    crate::repro::run_in_venv(
+        "sbi-venv.sh",
+        "sbi_npe.py",
+        &[dir.as_os_str(), "--timeout".as_ref(), timeout.as_ref()],
+    )?;
     Ok(serde_json::from_str(&std::fs::read_to_string(dir.join("sbi.json"))?)?)
 }
 
