@@ -305,6 +305,8 @@ impl KernelStudentTParams {
 #[cfg(test)]
 mod degenerate_tests;
 #[cfg(test)]
+mod file_tests;
+#[cfg(test)]
 mod resolution_tests;
 #[cfg(test)]
 mod tail_tests;
