@@ -9,7 +9,7 @@
 //! proposal `2N(2M)² + (2M)³/3 + …`, i.e. `O(NM³)` a sweep: it is timed on a few proposals and
 //! scaled by `M / count` (the table says how many).
 
-use crate::timing::{median_seconds, process_cpu_seconds};
+use crate::timing::{median, median_seconds, median_sweep, process_cpu_seconds};
 use bke_bank::evidence::NigParams;
 use bke_bank::regression::RegressionState;
 use bke_linalg::{Backend, BackendKind, Mat, Trans, with_backend};
@@ -91,26 +91,10 @@ fn measure<B: Backend>(p: &Problem, reference_budget: f64, rate: f64) -> anyhow:
     let base = RegressionState::<B>::new(p.x.clone(), p.y.clone(), p.w.clone(), NigParams::default())?;
     let reps = if n * m >= 4_000_000 { 1 } else { 3 };
     let mut accepted = 0;
-    let mut drift = 0.0;
-    let mut state = None;
-    let mut cpu = Vec::new();
-    let t = median_seconds(
-        &mut state,
-        reps,
-        0.2,
-        |s| *s = Some(base.clone()),
-        |s| {
-            let st = s.as_mut().expect("prepared");
-            let c0 = process_cpu_seconds();
-            accepted = st.sweep(&p.props, &p.log_u, BLOCK).expect("sweep");
-            cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
-            0.0
-        },
-    );
-    if let Some(st) = state.as_mut() {
-        drift = st.refactorise()?.0;
-    }
-    drop(state);
+    let (t, sweep_cpu, mut last) =
+        median_sweep(&base, reps, |st| accepted = st.sweep(&p.props, &p.log_u, BLOCK).expect("sweep"));
+    let drift = last.refactorise()?.0;
+    drop(last);
     // reference: as many proposals as fit the time budget (at least 1, at most 4)
     let per = refactor_flops(n, m) / (rate * 1e9);
     let count = ((reference_budget / per) as usize).clamp(1, 4.min(m));
@@ -122,7 +106,7 @@ fn measure<B: Backend>(p: &Problem, reference_budget: f64, rate: f64) -> anyhow:
     } else {
         None
     };
-    Ok(Measured { sweep: t, sweep_cpu: median(cpu), reference, accepted, drift })
+    Ok(Measured { sweep: t, sweep_cpu, reference, accepted, drift })
 }
 
 /// What [`measure`] measured.
@@ -137,11 +121,6 @@ struct Measured {
     accepted: usize,
     /// Factor drift after the sweep.
     drift: f64,
-}
-
-pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
 }
 
 /// A DGEMM rate in GFLOP per wall second and per CPU second (all threads).

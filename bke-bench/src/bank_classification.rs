@@ -10,7 +10,7 @@
 //! exponential per row) and `O(NMd)` plus `NM` sine–cosine pairs on the proposals' features: work
 //! linear in `M`, so the ratio falls as `M` grows.
 
-use crate::timing::{median_seconds, process_cpu_seconds};
+use crate::timing::median_sweep;
 use bke_bank::classification::ClassificationState;
 use bke_linalg::{Backend, BackendKind, Mat, with_backend};
 use bke_report::table::{Table, fmt_seconds};
@@ -53,26 +53,15 @@ fn measure<B: Backend>(n: usize, m: usize) -> anyhow::Result<Measured> {
     // start from the weights' posterior given W, as inside a chain
     base.joint_weight_move::<B, _>(&mut rng)?;
     let reps = if n * m >= 2_000_000 { 1 } else { 3 };
-    let (mut cpu, mut hessians, mut accepted) = (Vec::new(), Vec::new(), 0);
-    let mut state = None;
-    let t = median_seconds(
-        &mut state,
-        reps,
-        0.2,
-        |s| *s = Some(base.clone()),
-        |s| {
-            let st = s.as_mut().expect("prepared");
-            let h0 = st.stats.weight_hessians;
-            let c0 = process_cpu_seconds();
-            accepted = st.sweep(&props, &mut rng).expect("sweep");
-            st.joint_weight_move::<B, _>(&mut rng).expect("joint weight move");
-            cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
-            hessians.push((st.stats.weight_hessians - h0) as f64);
-            0.0
-        },
-    );
+    let (mut hessians, mut accepted) = (Vec::new(), 0);
+    let (t, sweep_cpu, _) = median_sweep(&base, reps, |st| {
+        let h0 = st.stats.weight_hessians;
+        accepted = st.sweep(&props, &mut rng).expect("sweep");
+        st.joint_weight_move::<B, _>(&mut rng).expect("joint weight move");
+        hessians.push((st.stats.weight_hessians - h0) as f64);
+    });
     let hessians = hessians.iter().sum::<f64>() / hessians.len().max(1) as f64;
-    Ok(Measured { sweep: t, sweep_cpu: crate::bank::median(cpu), hessians, accepted })
+    Ok(Measured { sweep: t, sweep_cpu, hessians, accepted })
 }
 
 /// Times the classification sweep for every `(N, M)` and backend (all compiled ones when

@@ -107,6 +107,37 @@ pub fn median_seconds<S>(
     times[times.len() / 2]
 }
 
+/// [`median_seconds`] of `sweep` on a fresh clone of `base` per repetition (at least `min_reps`),
+/// with the median CPU seconds (all threads) of the same runs where the platform reports CPU time,
+/// and the state the last repetition left.
+pub fn median_sweep<S: Clone>(
+    base: &S,
+    min_reps: usize,
+    mut sweep: impl FnMut(&mut S),
+) -> (f64, Option<f64>, S) {
+    let (mut cpu, mut state) = (Vec::new(), None);
+    let t = median_seconds(
+        &mut state,
+        min_reps,
+        0.2,
+        |s| *s = Some(base.clone()),
+        |s| {
+            let st = s.as_mut().expect("prepared");
+            let c0 = process_cpu_seconds();
+            sweep(st);
+            cpu.extend(c0.zip(process_cpu_seconds()).map(|(a, b)| b - a));
+            0.0
+        },
+    );
+    (t, median(cpu), state.expect("at least one repetition"))
+}
+
+/// The median of `v` (`None` when empty).
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
 /// The machine-readable timing columns ([`TIMING_HEADERS`]) of a benchmark table, stated against the
 /// run's [`GemmReference`].
 pub trait TimingColumns {

@@ -30,26 +30,25 @@
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::prelude::*;
-use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::sync::Once;
 
 mod clip;
 mod heat;
 mod legend;
 mod log_ticks;
+mod style;
+mod text;
 use clip::{annotate, clip_polyline};
 use heat::cell_edges;
 pub use heat::{ColorScale, grid_points};
 use legend::draw_legend;
 use log_ticks::{log_grid, log_ticks};
-
-/// The bundled font (DejaVu Sans, subset; licence in `assets/DejaVu-LICENSE.txt`).
-pub const FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
-/// The family name text is measured and drawn with.
-pub const FONT_FAMILY: &str = "DejaVu Sans";
-/// What the SVG asks the viewer for: the bundled face first, then look-alikes.
-const FONT_STACK: &str = "DejaVu Sans, Verdana, Geneva, sans-serif";
+pub use style::Style;
+pub use text::{FONT_FAMILY, FONT_TTF, text_width};
+use text::{
+    FONT_STACK, LABEL_SIZE, LEGEND_ROW, LEGEND_SIZE, SIDE, TICK_SIZE, TITLE_MAX, TITLE_MIN, draw_err, font,
+    wrap_title,
+};
 
 /// Okabe & Ito's colour-blind-safe palette (black last: reference curves use it explicitly).
 pub const PALETTE: [RGBColor; 7] = [
@@ -66,61 +65,8 @@ pub const PALETTE: [RGBColor; 7] = [
 pub const WIDTH: u32 = 760;
 /// Height of the plotting part (title and legend come on top of it).
 pub const PLOT_HEIGHT: u32 = 380;
-const TITLE_MAX: f64 = 19.0;
-const TITLE_MIN: f64 = 14.0;
-const LABEL_SIZE: f64 = 16.0;
-const TICK_SIZE: f64 = 14.0;
-const LEGEND_SIZE: f64 = 14.0;
-const LEGEND_ROW: u32 = 22;
-const SIDE: u32 = 16;
 /// Height of one rug row, as a fraction of the y range.
 const RUG_ROW: f64 = 0.07;
-
-/// How a series is drawn.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Style {
-    /// A solid line through the points.
-    Line,
-    /// A dashed line.
-    Dashed,
-    /// A dotted line (a third line style, for curves that run close together).
-    Dotted,
-    /// A marker at each point.
-    Markers,
-    /// A shaded band between `lower` and `upper` (same x as the points, whose y is ignored).
-    Band {
-        /// Lower edge.
-        lower: Vec<f64>,
-        /// Upper edge.
-        upper: Vec<f64>,
-    },
-    /// A marker at each point with a vertical bar from `lower` to `upper`.
-    ErrorBars {
-        /// Lower ends.
-        lower: Vec<f64>,
-        /// Upper ends.
-        upper: Vec<f64>,
-    },
-    /// A dashed vertical line across the plot at the x of the first point.
-    VLine,
-    /// A dotted horizontal line across the plot at the y of the first point.
-    HLine,
-    /// A short vertical tick at the bottom of the plot at the x of each point (a sample's
-    /// locations); each rug gets its own row, and the y range grows downwards to make room.
-    Rug,
-    /// Cells of a regular grid coloured by value: `values[iy * xs.len() + ix]` at `(xs[ix], ys[iy])`;
-    /// each cell reaches halfway to its neighbours. Non-finite values are left blank.
-    HeatMap {
-        /// Cell centres along x (increasing).
-        xs: Vec<f64>,
-        /// Cell centres along y (increasing).
-        ys: Vec<f64>,
-        /// The values, row by row (y outer).
-        values: Vec<f64>,
-        /// How values map to colours.
-        scale: ColorScale,
-    },
-}
 
 /// One named series.
 #[derive(Debug, Clone)]
@@ -243,48 +189,6 @@ pub struct Figure {
 
 /// The former name of [`Figure`].
 pub type Plot = Figure;
-
-/// An error while drawing (the backend's message).
-fn draw_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow::anyhow!("drawing the figure failed: {e}")
-}
-
-fn register_font() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        if plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT_TTF).is_err() {
-            panic!("the bundled font assets/DejaVuSans-subset.ttf is not a valid TrueType font");
-        }
-    });
-}
-
-fn font(size: f64) -> TextStyle<'static> {
-    register_font();
-    (FONT_FAMILY, size).into_font().color(&BLACK)
-}
-
-/// Width in pixels of `text` at `size` as the report will show it.
-pub fn text_width(text: &str, size: f64) -> u32 {
-    register_font();
-    FontDesc::new(FontFamily::Name(FONT_FAMILY), size, FontStyle::Normal).box_size(text).map_or(0, |b| b.0)
-}
-
-/// Splits `title` into at most two lines that each fit `width` at `size` (at a space near the middle).
-fn wrap_title(title: &str, size: f64, width: u32) -> Vec<String> {
-    if text_width(title, size) <= width {
-        return vec![title.to_string()];
-    }
-    let words: Vec<&str> = title.split(' ').collect();
-    let mut best = (u32::MAX, vec![title.to_string()]);
-    for k in 1..words.len() {
-        let (a, b) = (words[..k].join(" "), words[k..].join(" "));
-        let widest = text_width(&a, size).max(text_width(&b, size));
-        if widest < best.0 {
-            best = (widest, vec![a, b]);
-        }
-    }
-    best.1
-}
 
 /// `v` rounded to 3 significant digits (the heat-map legend's range).
 fn sig3(v: f64) -> f64 {
@@ -498,7 +402,8 @@ impl Figure {
         }
         let svg =
             svg.replace(&format!("font-family=\"{FONT_FAMILY}\""), &format!("font-family=\"{FONT_STACK}\""));
-        Ok(annotate(svg, self))
+        let bands = self.series.iter().filter(|s| matches!(s.style, Style::Band { .. }));
+        Ok(annotate(svg, self.focus_y, &bands.map(|b| b.support).collect::<Vec<_>>()))
     }
 
     fn draw_chart<X, Y>(&self, area: &DrawingArea<SVGBackend, Shift>, xr: X, yr: Y) -> anyhow::Result<()>

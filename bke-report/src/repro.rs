@@ -8,7 +8,6 @@
 //! reduced ("smoke") size: the smoke size runs in seconds and is what CI runs, to check the pipeline;
 //! only the full size reproduces the seed's numbers. [`Ctx::progress`] prints one timed line.
 
-pub mod bank_calibration;
 pub mod bank_cv;
 pub mod bank_data;
 pub mod bank_fig3;

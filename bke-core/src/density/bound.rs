@@ -23,7 +23,7 @@
 //! missed the peak of the density at `x`: the rule's nodes are farther apart than the peak is wide.
 //! The bound is largest at the point of smallest `Q`, the densest point.
 
-use super::normalise::Domain;
+use super::domain::Domain;
 use crate::numeric::log_sum_exp;
 use crate::{Kernel, KernelFamily};
 

@@ -99,6 +99,7 @@
 //! ```
 
 mod bound;
+mod domain;
 mod kde;
 mod model;
 mod niw;
@@ -109,10 +110,12 @@ mod tails;
 pub use kde::{Bandwidth, GaussianKde, KdeBandwidth, KdeParams};
 // The density kernels live with the other kernel families; re-exported for the paths.
 pub use crate::kernel::{DensityKernel, Polynomial};
+pub use domain::Domain;
 pub use model::{DensitySummary, KernelStudentT};
 pub use niw::NiwParams;
-pub use normalise::{Domain, Normalisation, NormaliseOptions, Sample, Tail, TailWeight, gauss_legendre};
+pub use normalise::{Normalisation, NormaliseOptions, Sample, Tail, TailWeight};
 pub use select::{Candidate, MAX_WIDENINGS, SelectOptions, Selection, select_hyperparameters};
+pub use tails::gauss_legendre;
 
 use crate::estimator::{Estimator, Params, Progress, Valid};
 use crate::{CoreError, Kernel, KernelFamily, Points, check_positive};

@@ -3,8 +3,9 @@
 //! [module docs](super) for the formulas.
 
 use super::bound::LowerBound;
+use super::domain::Domain;
 use super::niw::NiwParams;
-use super::normalise::{self, BoundCheck, Domain, Normalisation, NormaliseOptions, Sample, Tail, TailWeight};
+use super::normalise::{self, BoundCheck, Normalisation, NormaliseOptions, Sample, Tail, TailWeight};
 use super::tails::core_of;
 use crate::estimator::LogDensity;
 use crate::kernel::DensityKernel;

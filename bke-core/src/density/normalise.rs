@@ -46,6 +46,7 @@
 //! are counted in [`Sample::envelope_violations`].
 
 use super::bound::LowerBound;
+use super::domain::Domain;
 use super::tails::Grid;
 pub use super::tails::TailWeight;
 use crate::numeric::log_sum_exp;
@@ -53,82 +54,6 @@ use crate::{CoreError, Points};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::f64::consts::LN_2;
-
-/// A box `Π_d [lower_d, upper_d]`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Domain {
-    /// Lower corner.
-    pub lower: Vec<f64>,
-    /// Upper corner.
-    pub upper: Vec<f64>,
-}
-
-impl Domain {
-    /// A box; errors unless the corners are finite, of equal length ≥ 1, and `lower < upper`.
-    pub fn new(lower: Vec<f64>, upper: Vec<f64>) -> Result<Self, CoreError> {
-        if lower.is_empty() || lower.len() != upper.len() {
-            return Err(CoreError::DimensionMismatch {
-                what: "domain upper corner".into(),
-                expected: lower.len().max(1),
-                found: upper.len(),
-            });
-        }
-        for (d, (&a, &b)) in lower.iter().zip(&upper).enumerate() {
-            if !(a.is_finite() && b.is_finite() && a < b) {
-                return Err(CoreError::InvalidParameter {
-                    name: format!("domain interval of dimension {d} (lower bound)"),
-                    value: a,
-                    reason: format!("need finite lower < upper, got [{a}, {b}]"),
-                });
-            }
-        }
-        Ok(Self { lower, upper })
-    }
-
-    /// The bounding box of `x` widened by `margin × range` on each side (a zero range counts as 1).
-    pub fn around(x: &Points, margin: f64) -> Result<Self, CoreError> {
-        x.check_len("data for the domain", 1)?;
-        if !(margin.is_finite() && margin >= 0.0) {
-            return Err(CoreError::InvalidParameter {
-                name: "margin".into(),
-                value: margin,
-                reason: "must be finite and non-negative".into(),
-            });
-        }
-        let d = x.dim();
-        let (mut lo, mut hi) = (vec![f64::INFINITY; d], vec![f64::NEG_INFINITY; d]);
-        for p in x.iter() {
-            for k in 0..d {
-                lo[k] = lo[k].min(p[k]);
-                hi[k] = hi[k].max(p[k]);
-            }
-        }
-        for k in 0..d {
-            let range = if hi[k] > lo[k] { hi[k] - lo[k] } else { 1.0 };
-            lo[k] -= margin * range;
-            hi[k] += margin * range;
-            if hi[k] <= lo[k] {
-                hi[k] = lo[k] + 1.0;
-            }
-        }
-        Self::new(lo, hi)
-    }
-
-    /// Dimension.
-    pub fn dim(&self) -> usize {
-        self.lower.len()
-    }
-
-    /// Whether `p` lies in the closed box.
-    pub fn contains(&self, p: &[f64]) -> bool {
-        p.iter().zip(self.lower.iter().zip(&self.upper)).all(|(&v, (&a, &b))| v >= a && v <= b)
-    }
-
-    /// `log` of the volume.
-    pub fn log_volume(&self) -> f64 {
-        self.lower.iter().zip(&self.upper).map(|(a, b)| (b - a).ln()).sum()
-    }
-}
 
 /// The quadrature of [`KernelStudentT::normalise`](super::KernelStudentT::normalise) (inner knobs; see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -326,45 +251,6 @@ impl Normalisation {
 
 /// The most nodes a rule read from a model file may have (16 × the default node budget).
 const MAX_FILE_NODES: usize = 1 << 22;
-
-/// Gauss–Legendre nodes and weights on `[−1, 1]` (Newton iteration on `P_n`, to machine precision).
-pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
-    let mut x = vec![0.0; n];
-    let mut w = vec![0.0; n];
-    for i in 0..n.div_ceil(2) {
-        let mut z = (std::f64::consts::PI * (i as f64 + 0.75) / (n as f64 + 0.5)).cos();
-        let mut dp = 1.0;
-        for _ in 0..100 {
-            let (mut p0, mut p1) = (1.0, 0.0);
-            for j in 0..n {
-                let p2 = p1;
-                p1 = p0;
-                p0 = ((2 * j + 1) as f64 * z * p1 - j as f64 * p2) / (j + 1) as f64;
-            }
-            dp = n as f64 * (z * p0 - p1) / (z * z - 1.0);
-            let dz = p0 / dp;
-            z -= dz;
-            if dz.abs() < 1e-16 {
-                break;
-            }
-        }
-        // Recompute the derivative at the converged node.
-        let (mut p0, mut p1) = (1.0, 0.0);
-        for j in 0..n {
-            let p2 = p1;
-            p1 = p0;
-            p0 = ((2 * j + 1) as f64 * z * p1 - j as f64 * p2) / (j + 1) as f64;
-        }
-        if n > 0 {
-            dp = n as f64 * (z * p0 - p1) / (z * z - 1.0);
-        }
-        x[i] = -z;
-        x[n - 1 - i] = z;
-        w[i] = 2.0 / ((1.0 - z * z) * dp * dp);
-        w[n - 1 - i] = w[i];
-    }
-    (x, w)
-}
 
 /// Draws from [`KernelStudentT::sample`](super::KernelStudentT::sample).
 #[derive(Debug, Clone)]

@@ -27,8 +27,8 @@
 //! [`Selection::unresolved`], and noted).
 
 use super::bound::LowerBound;
+use super::domain::Domain;
 use super::niw::NiwParams;
-use super::normalise::Domain;
 use super::tails::{Grid, TailWeight, core_of};
 use crate::budget::Bytes;
 use crate::estimator::Progress;

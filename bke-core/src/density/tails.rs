@@ -34,7 +34,7 @@
 //! bounded and the infinite half-line becomes a finite interval for the composite Gauss–Legendre rule.
 //! The complement is the tensor product of the segments minus the box cell (2 cells in 1-D, 8 in 2-D).
 
-use super::normalise::Domain;
+use super::domain::Domain;
 use crate::{CoreError, Points};
 use std::f64::consts::FRAC_PI_2;
 
@@ -299,7 +299,7 @@ impl Grid {
         weight: TailWeight,
     ) -> Result<Grid, CoreError> {
         let d = domain.dim();
-        let (gx, gw) = super::normalise::gauss_legendre(order);
+        let (gx, gw) = gauss_legendre(order);
         let per_panel = order.pow(d as u32);
         let (mut data, mut lw, mut lj, mut panels) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // Per axis piece: the nodes' (x, log Jacobian, log GL weight).
@@ -378,4 +378,43 @@ pub(crate) fn check_dim(domain: &Domain) -> Result<usize, CoreError> {
             reason: "normalisation by quadrature is available in 1 and 2 dimensions only".into(),
         }),
     }
+}
+
+/// Gauss–Legendre nodes and weights on `[−1, 1]` (Newton iteration on `P_n`, to machine precision).
+pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut x = vec![0.0; n];
+    let mut w = vec![0.0; n];
+    for i in 0..n.div_ceil(2) {
+        let mut z = (std::f64::consts::PI * (i as f64 + 0.75) / (n as f64 + 0.5)).cos();
+        let mut dp = 1.0;
+        for _ in 0..100 {
+            let (mut p0, mut p1) = (1.0, 0.0);
+            for j in 0..n {
+                let p2 = p1;
+                p1 = p0;
+                p0 = ((2 * j + 1) as f64 * z * p1 - j as f64 * p2) / (j + 1) as f64;
+            }
+            dp = n as f64 * (z * p0 - p1) / (z * z - 1.0);
+            let dz = p0 / dp;
+            z -= dz;
+            if dz.abs() < 1e-16 {
+                break;
+            }
+        }
+        // Recompute the derivative at the converged node.
+        let (mut p0, mut p1) = (1.0, 0.0);
+        for j in 0..n {
+            let p2 = p1;
+            p1 = p0;
+            p0 = ((2 * j + 1) as f64 * z * p1 - j as f64 * p2) / (j + 1) as f64;
+        }
+        if n > 0 {
+            dp = n as f64 * (z * p0 - p1) / (z * z - 1.0);
+        }
+        x[i] = -z;
+        x[n - 1 - i] = z;
+        w[i] = 2.0 / ((1.0 - z * z) * dp * dp);
+        w[n - 1 - i] = w[i];
+    }
+    (x, w)
 }

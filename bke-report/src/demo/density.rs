@@ -10,7 +10,7 @@
 //! (a second, cheap search with the selected lengthscale and `α − (d − 1) = 1` fixed) and says so as
 //! a result. Grid notes about any other hyperparameter stay warnings.
 
-use super::{Demo, args, command, f64s, linspace, num, pairs, sig, write_csv};
+use super::session::{Demo, args, command, f64s, linspace, num, pairs, sig, write_csv};
 use crate::html::Section;
 use crate::plot::{Figure, Series};
 use crate::repro::density::read_columns;

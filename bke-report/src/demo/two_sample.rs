@@ -1,7 +1,7 @@
 //! Step 2 of the demo: an MMD two-sample test on banana At1, class 0 against class 1, and its witness
 //! function with a BKE posterior band, drawn where the data inform it ([`supported_range`]).
 
-use super::{Demo, args, command, f64s, linspace, num, pairs, sig, write_csv};
+use super::session::{Demo, args, command, f64s, linspace, num, pairs, sig, write_csv};
 use crate::html::Section;
 use crate::plot::{Figure, Series};
 use crate::repro::density::read_columns;

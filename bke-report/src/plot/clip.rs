@@ -1,7 +1,5 @@
 //! Clipping lines to a fixed y range (a zoomed figure) and the SVG attributes the report's check reads.
 
-use super::{Figure, Style};
-
 /// Splits the polyline `pts` into the runs that lie inside `[lo, hi]` in y, each cut where it crosses
 /// the range's edge (linear interpolation), so a curve that dives out of a zoomed range stops at the
 /// frame instead of being drawn outside the plot.
@@ -37,18 +35,22 @@ fn bound(v: f64) -> String {
     if v.is_infinite() { if v > 0.0 { "inf".into() } else { "-inf".into() } } else { format!("{v}") }
 }
 
-/// Adds the declarations of [`Figure::focus_y`] (on the `<svg>`) and [`super::Series::support`] (on
-/// each band's `<polygon>`; bands are the only series drawn as polygons, in series order).
-pub(super) fn annotate(mut svg: String, fig: &Figure) -> String {
-    if let (Some((lo, hi)), Some(at)) = (fig.focus_y, svg.find("<svg")) {
+/// Adds the declarations of a figure's focus range (`focus_y`, on the `<svg>`) and of its bands'
+/// supports (`supports`, one per band in series order, on each band's `<polygon>`; bands are the only
+/// series drawn as polygons).
+pub(super) fn annotate(
+    mut svg: String,
+    focus_y: Option<(f64, f64)>,
+    supports: &[Option<(f64, f64)>],
+) -> String {
+    if let (Some((lo, hi)), Some(at)) = (focus_y, svg.find("<svg")) {
         svg.insert_str(at + 4, &format!(" data-focus-y=\"{} {}\"", bound(lo), bound(hi)));
     }
-    let bands = fig.series.iter().filter(|s| matches!(s.style, Style::Band { .. }));
     let mut from = 0;
-    for band in bands {
+    for support in supports {
         let Some(at) = svg[from..].find("<polygon").map(|i| from + i + "<polygon".len()) else { break };
-        if let Some((lo, hi)) = band.support {
-            svg.insert_str(at, &format!(" data-support=\"{} {}\"", bound(lo), bound(hi)));
+        if let Some((lo, hi)) = support {
+            svg.insert_str(at, &format!(" data-support=\"{} {}\"", bound(*lo), bound(*hi)));
         }
         from = at;
     }
@@ -58,7 +60,6 @@ pub(super) fn annotate(mut svg: String, fig: &Figure) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plot::Series;
 
     #[test]
     fn lines_are_cut_at_the_range_edges() {
@@ -73,18 +74,14 @@ mod tests {
 
     #[test]
     fn supports_and_focus_are_declared_on_the_svg() {
-        let xs = [0.0, 1.0];
-        let svg = Figure::new("t", "x", "y")
-            .focus_y(0.0, 2.0)
-            .with(Series::band("free", &xs, vec![0.0, 1.0], vec![1.0, 2.0]))
-            .with(Series::band("counts", &xs, vec![0.0, 1.0], vec![1.0, 2.0]).support(0.0, f64::INFINITY))
-            .to_svg()
-            .unwrap();
-        assert!(svg.starts_with("<svg data-focus-y=\"0 2\""), "{}", &svg[..80]);
+        let svg = "<svg w=\"1\"><polygon p=\"a\"/><polygon p=\"b\"/></svg>".to_string();
+        let svg = annotate(svg, Some((0.0, 2.0)), &[None, Some((0.0, f64::INFINITY))]);
+        assert!(svg.starts_with("<svg data-focus-y=\"0 2\""), "{svg}");
         let polygons: Vec<&str> = svg.split("<polygon").skip(1).collect();
         assert_eq!(polygons.len(), 2);
         assert!(
-            !polygons[0].starts_with(" data-support") && polygons[1].starts_with(" data-support=\"0 inf\"")
+            !polygons[0].starts_with(" data-support") && polygons[1].starts_with(" data-support=\"0 inf\""),
+            "{svg}"
         );
     }
 }

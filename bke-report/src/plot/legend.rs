@@ -1,6 +1,7 @@
 //! The legend block under the plot: one swatch per series in its style, then its name.
 
-use super::{LEGEND_ROW, LEGEND_SIZE, SIDE, Style, draw_err, font, text_width};
+use super::style::Style;
+use super::text::{LEGEND_ROW, LEGEND_SIZE, SIDE, draw_err, font, text_width};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -9,7 +9,9 @@
 //! for classification ([`bke_bank::gp_classify`]) — on at most 1000 training rows (a subset-of-data
 //! GP above that). For classification a further table gives every classifier's log-loss, Brier score
 //! and expected calibration error, and the report shows each dataset's reliability diagram
-//! ([`crate::repro::bank_calibration`]). Every cell is `mean ± standard error over folds`; `*` marks the
+//! (held-out fraction of positives against mean predicted probability per bin; a calibrated
+//! classifier lies on the diagonal; [`bke_bank::calibration`] gives the definitions and the 15
+//! equal-width bins). Every cell is `mean ± standard error over folds`; `*` marks the
 //! lowest and each other cell gives the p-value of the paired test against it (paired t on the
 //! fold MSEs, McNemar mid-p on the rows), as the seed's bold marks `p ≥ 0.05`. The `BaNK ≤ RKS/MKL`
 //! column checks issue 14's target: BaNK's mean within one standard error of the better of RKS and
@@ -20,11 +22,11 @@
 //! every method on 300-row subsamples with `M = 16` and 20 sweeps (the CI check that the
 //! reproduction runs).
 
-use crate::plot::Figure;
+use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
-use crate::repro::bank_calibration;
 use crate::repro::bank_data::{CLASSIFICATION, REGRESSION, Spec, find};
 use crate::table::Table;
+use bke_bank::calibration::FoldScore;
 use bke_bank::compare::paired_p_value;
 use bke_bank::cv::{CvParams, CvResult, Method};
 use bke_bank::{BankParams, Task};
@@ -226,7 +228,7 @@ pub fn tables(rows: &[Row], s: &Settings) -> Vec<(&'static str, Table)> {
             out.push((stem, t));
         }
     }
-    if let Some(t) = crate::repro::bank_calibration::table(rows) {
+    if let Some(t) = calibration_table(rows) {
         out.push(("table2b_classification_probabilities", t));
     }
     out
@@ -295,16 +297,87 @@ pub fn run_with(ctx: &Ctx, s: &Settings, dir: &str) -> anyhow::Result<(NamedTabl
     for (stem, t) in &tables {
         t.write_files(&dir, stem)?;
     }
-    bke_core::model_file::write_atomic(
-        dir.join("reliability.csv"),
-        bank_calibration::reliability_csv(&rows),
-    )?;
-    let figures = rows
-        .iter()
-        .filter(|r| r.spec.task == Task::Classification)
-        .map(bank_calibration::reliability_figure)
-        .collect();
+    bke_core::model_file::write_atomic(dir.join("reliability.csv"), reliability_csv(&rows))?;
+    let figures =
+        rows.iter().filter(|r| r.spec.task == Task::Classification).map(reliability_figure).collect();
     Ok((tables, figures))
+}
+
+/// The classifiers of the table, in column order.
+pub const METHODS: [Method; 6] =
+    [Method::Rks, Method::Mkl, Method::Rfo, Method::Gbdt, Method::Gpc, Method::Bank];
+
+fn fmt(s: &FoldScore) -> String {
+    format!("{:.4} ± {:.4}", s.mean, s.stderr)
+}
+
+/// The table of error, log-loss, Brier score and ECE, one line per classification dataset and
+/// method (`None` when no classification dataset ran).
+pub fn calibration_table(rows: &[Row]) -> Option<Table> {
+    let mut t = Table::new(
+        "Table 2b: classification probabilities (5-fold CV, mean ± SE over folds)",
+        &["dataset", "method", "error", "log-loss", "Brier", "ECE (15 bins)"],
+    );
+    for row in rows.iter().filter(|r| r.spec.task == Task::Classification) {
+        for m in METHODS {
+            let Some((_, r, _)) = row.results.iter().find(|(k, ..)| *k == m) else { continue };
+            let Some(p) = &r.probabilistic else { continue };
+            t.push(vec![
+                row.spec.name.to_string(),
+                m.name().to_string(),
+                format!("{:.4} ± {:.4}", r.mean, r.stderr),
+                fmt(&p.log_loss),
+                fmt(&p.brier),
+                fmt(&p.ece),
+            ]);
+        }
+    }
+    t.notes.push(
+        "log-loss in nats per row (probabilities clipped to [1e-15, 1 - 1e-15]); ECE on P(y = 1) with 15 \
+         equal-width bins; see bke_bank::calibration"
+            .into(),
+    );
+    (!t.rows.is_empty()).then_some(t)
+}
+
+/// The reliability diagram of one classification dataset: every method's non-empty bins.
+pub fn reliability_figure(row: &Row) -> Figure {
+    let mut fig = Figure::new(
+        &format!("Reliability on {} (held-out, 5-fold)", row.spec.name),
+        "mean predicted P(y = 1) in the bin",
+        "fraction of positives",
+    )
+    .with(Series::dashed("calibrated", vec![(0.0, 0.0), (1.0, 1.0)]).color(6));
+    for (i, m) in METHODS.iter().enumerate() {
+        let Some((_, r, _)) = row.results.iter().find(|(k, ..)| k == m) else { continue };
+        let Some(p) = &r.probabilistic else { continue };
+        let pts = p.reliability.iter().filter(|b| b.count > 0).map(|b| (b.mean_probability, b.frequency));
+        fig = fig.with(Series::line(m.name(), pts.collect()).color(i));
+    }
+    fig
+}
+
+/// `reliability.csv`: dataset, method, bin edges, count, mean probability, fraction of positives.
+pub fn reliability_csv(rows: &[Row]) -> String {
+    let mut csv = String::from("dataset,method,lower,upper,count,mean_probability,frequency\n");
+    for row in rows {
+        for (m, r, _) in &row.results {
+            for b in r.probabilistic.iter().flat_map(|p| &p.reliability) {
+                let _ = writeln!(
+                    csv,
+                    "{},{},{},{},{},{},{}",
+                    row.spec.name,
+                    m.name(),
+                    b.lower,
+                    b.upper,
+                    b.count,
+                    b.mean_probability,
+                    b.frequency
+                );
+            }
+        }
+    }
+    csv
 }
 
 #[cfg(test)]
@@ -337,9 +410,9 @@ mod tests {
         // the probabilities table: one line per classifier on breast_cancer
         let (stem, probs) = &tables[2];
         assert_eq!(*stem, "table2b_classification_probabilities");
-        assert_eq!(probs.rows.len(), bank_calibration::METHODS.len(), "{:?}", probs.rows);
+        assert_eq!(probs.rows.len(), METHODS.len(), "{:?}", probs.rows);
         assert!(probs.rows.iter().all(|r| r.len() == 6 && r[3].contains('±')));
-        assert!(bank_calibration::reliability_csv(&rows).lines().count() > 1);
+        assert!(reliability_csv(&rows).lines().count() > 1);
         for (stem, t) in &tables[..2] {
             assert_eq!(t.rows.len(), 1, "{stem}");
             let row = &t.rows[0];

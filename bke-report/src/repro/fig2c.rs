@@ -38,23 +38,29 @@ use std::time::Instant;
 /// The ε values of the seed's Fig. 2C.
 pub const EPSILONS: [f64; 7] = [0.5, 1.0, 2.0, 4.0, 6.0, 10.0, 15.0];
 
-/// One sample of the blobs: `per_component` points from each of the 9 components, unit isotropic
-/// covariance (`eps = None`, P) or `R diag(ε, 1) Rᵀ` with a 45° rotation (Q).
+/// One component's offset from its centre: unit isotropic (`eps = None`, P) or with covariance
+/// `R diag(ε, 1) Rᵀ`, `R` the 45° rotation (Q).
+fn blob_offset(eps: Option<f64>, rng: &mut ChaCha8Rng) -> (f64, f64) {
+    let a: f64 = StandardNormal.sample(rng);
+    let b: f64 = StandardNormal.sample(rng);
+    match eps {
+        Some(e) => {
+            let (c, s) = (std::f64::consts::FRAC_PI_4.cos(), std::f64::consts::FRAC_PI_4.sin());
+            let a = a * e.sqrt();
+            (c * a - s * b, s * a + c * b)
+        }
+        None => (a, b),
+    }
+}
+
+/// One sample of the blobs: `per_component` points from each of the 9 components (centres on the
+/// grid `10 {0, 1, 2}²`, offsets of [`blob_offset`]).
 pub fn blobs(eps: Option<f64>, per_component: usize, rng: &mut ChaCha8Rng) -> Points {
-    let (c, s) = (std::f64::consts::FRAC_PI_4.cos(), std::f64::consts::FRAC_PI_4.sin());
     let mut data = Vec::with_capacity(2 * 9 * per_component);
     for i in 0..3 {
         for j in 0..3 {
             for _ in 0..per_component {
-                let a: f64 = StandardNormal.sample(rng);
-                let b: f64 = StandardNormal.sample(rng);
-                let (dx, dy) = match eps {
-                    Some(e) => {
-                        let a = a * e.sqrt();
-                        (c * a - s * b, s * a + c * b)
-                    }
-                    None => (a, b),
-                };
+                let (dx, dy) = blob_offset(eps, rng);
                 data.push(10.0 * i as f64 + dx);
                 data.push(10.0 * j as f64 + dy);
             }
@@ -66,19 +72,10 @@ pub fn blobs(eps: Option<f64>, per_component: usize, rng: &mut ChaCha8Rng) -> Po
 /// `n` points drawn i.i.d. from the mixture of [`blobs`] (each point picks one of the 9 components
 /// uniformly at random): the sampling under which the permutation test's null is exact.
 pub fn blobs_iid(eps: Option<f64>, n: usize, rng: &mut ChaCha8Rng) -> Points {
-    let (c, s) = (std::f64::consts::FRAC_PI_4.cos(), std::f64::consts::FRAC_PI_4.sin());
     let mut data = Vec::with_capacity(2 * n);
     for _ in 0..n {
         let comp = rand::Rng::random_range(rng, 0..9usize);
-        let a: f64 = StandardNormal.sample(rng);
-        let b: f64 = StandardNormal.sample(rng);
-        let (dx, dy) = match eps {
-            Some(e) => {
-                let a = a * e.sqrt();
-                (c * a - s * b, s * a + c * b)
-            }
-            None => (a, b),
-        };
+        let (dx, dy) = blob_offset(eps, rng);
         data.push(10.0 * (comp / 3) as f64 + dx);
         data.push(10.0 * (comp % 3) as f64 + dy);
     }
