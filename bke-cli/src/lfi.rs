@@ -68,7 +68,8 @@ pub struct LfiArgs {
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     lengthscale_herding: Option<Vec<f64>>,
     /// Width(s) ε of the ε-kernel κ_ε(y, x) = N(y; x, diag ε²) of q̄: one, or one per statistic
-    /// [default: half of Silverman's rule on the simulated statistics].
+    /// [default: half of Silverman's rule on the simulated statistics, widened until √n of them (at
+    /// least 10) carry weight at the observation].
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     epsilon: Option<Vec<f64>>,
     /// CME regulariser λ [default: 1e-3].

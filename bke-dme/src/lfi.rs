@@ -29,7 +29,8 @@
 //! Hence the defaults: `δ = 1`; `k` of the ε-kernel's shape (SE with lengthscales ε), so that the
 //! posterior is the ε-approximate posterior whose evidence `q̄` measures; `ℓ` by Silverman's rule on
 //! the simulation parameters ([`rule_of_thumb`]), ε by half of it on the statistics
-//! ([`default_epsilon`]); `λ = 10⁻³`.
+//! ([`default_epsilon`]), widened at an observation where fewer than `√n` simulations would carry
+//! weight ([`adaptive_epsilon`]); `λ = 10⁻³`.
 //!
 //! `q̄` estimates `p_ε(y)`, a quantity that does not depend on `ℓ` or `λ`: maximising it over them
 //! fits estimation error (ridge shrinkage is smallest for `ℓ → ∞`, which is where the bke 0.1
@@ -111,16 +112,58 @@ pub fn default_epsilon(stats: &Points) -> Vec<f64> {
     rule_of_thumb(stats).iter().map(|w| 0.5 * w).collect()
 }
 
+/// The effective number of simulations the default ε-kernel must weight at the observation:
+/// `√n`, at least 10, at most `n/2` (a `k`-nearest-neighbour rate: `k → ∞` and `k/n → 0`).
+pub fn min_effective_simulations(n: usize) -> f64 {
+    (n as f64).sqrt().max(10.0).min(0.5 * n as f64)
+}
+
+/// The default widths at the observation `y`: [`default_epsilon`] widened by the smallest factor
+/// `s ≥ 1` at which the ε-kernel weights `κ_i ∝ exp(−½ Σ_k ((y_k − x_ik)/(s ε_k))²)` of the
+/// simulations have an effective sample size `(Σ κ_i)² / Σ κ_i²` of at least
+/// [`min_effective_simulations`]. An observation in a sparse region of the simulations (a tail, or
+/// many statistics) otherwise leaves the DME's weights on a handful of simulations: a posterior far
+/// narrower than the data support, or none (every weight underflows). The effective sample size
+/// grows with `s` (its log-derivative in `1/s²` is `E_{2t}[a] − E_t[a] ≤ 0`, with `a_i` the squared
+/// scaled distances and `E_t` the mean under weights `e^{−t a_i}`), so bisection finds `s`.
+pub fn adaptive_epsilon(stats: &Points, y: &[f64]) -> Vec<f64> {
+    let eps = default_epsilon(stats);
+    let width = |d: usize| if eps.len() == 1 { eps[0] } else { eps[d] };
+    let a: Vec<f64> =
+        stats.iter().map(|x| (0..y.len()).map(|d| ((y[d] - x[d]) / width(d)).powi(2)).sum()).collect();
+    let a_min = a.iter().copied().fold(f64::INFINITY, f64::min);
+    let ess = |s: f64| {
+        let w: Vec<f64> = a.iter().map(|ai| (-(ai - a_min) / (2.0 * s * s)).exp()).collect();
+        let (sum, sq) = w.iter().fold((0.0, 0.0), |(t, q), wi| (t + wi, q + wi * wi));
+        sum * sum / sq
+    };
+    let target = min_effective_simulations(stats.len());
+    if !a_min.is_finite() || ess(1.0) >= target {
+        return eps;
+    }
+    // ESS(s) ≥ target at s = hi; bisect on log s.
+    let (mut lo, mut hi) = (1.0f64, 2.0f64);
+    while ess(hi) < target && hi < 1e8 {
+        lo = hi;
+        hi *= 2.0;
+    }
+    for _ in 0..40 {
+        let mid = (lo * hi).sqrt();
+        if ess(mid) >= target { hi = mid } else { lo = mid }
+    }
+    eps.iter().map(|e| e * hi).collect()
+}
+
 /// The DME posterior of seed 004 Algorithm 8.1. Unset kernels and widths are chosen from the data (see the
 /// module docs): `ℓ` squared exponential with [`rule_of_thumb`] lengthscales of the simulation
-/// parameters, ε by [`default_epsilon`], `k` the ε-kernel's shape.
+/// parameters, ε by [`adaptive_epsilon`], `k` the ε-kernel's shape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LfiParams {
     /// Kernel `ℓ` on parameters [default: SE, rule-of-thumb lengthscales].
     pub kernel_theta: Option<Kernel>,
     /// Kernel `k` on statistics [default: SE with lengthscales ε, following ε when it is learned].
     pub kernel_stats: Option<Kernel>,
-    /// Widths ε of the ε-kernel: one, or one per statistic [default: rule of thumb].
+    /// Widths ε of the ε-kernel: one, or one per statistic [default: [`adaptive_epsilon`]].
     pub epsilon: Option<Vec<f64>>,
     /// CME regulariser `λ > 0`. Default `10⁻³`.
     pub lambda: f64,
@@ -356,7 +399,7 @@ impl LfiPosterior {
 
 /// The hyperparameters of `p` with the unset ones chosen from `data`; whether `k` follows ε.
 fn resolve(p: &LfiParams, data: &LfiData) -> Result<(LfiHyperparameters, bool), DmeError> {
-    let eps = p.epsilon.clone().unwrap_or_else(|| default_epsilon(&data.stats));
+    let eps = p.epsilon.clone().unwrap_or_else(|| adaptive_epsilon(&data.stats, &data.observed));
     check_epsilon_len(&eps, data)?;
     let theta = match &p.kernel_theta {
         Some(k) => k.clone(),

@@ -378,7 +378,7 @@ fn build_directories_are_not_walked_whatever_their_name() {
 /// report's binaries). Each shared dependency must have one feature set across them, or cargo
 /// compiles it — and everything above it — once per selection.
 const BUILD_SELECTIONS: [&[&str]; 5] = [
-    &["--workspace", "--exclude", "bke-py", "-e", "normal,build,dev"],
+    &["--workspace", "--exclude", "bke-py", "--exclude", "bke-fuzz", "-e", "normal,build,dev"],
     &["-p", "bke-py", "-e", "normal,build"],
     &["-p", "bke-cli", "-p", "bke-report", "-e", "normal,build"],
     &["-p", "bke-report", "-e", "normal,build"],

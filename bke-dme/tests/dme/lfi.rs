@@ -326,3 +326,40 @@ fn bad_input_gives_clear_errors() {
     assert!(e.contains("epsilon (one, or one per statistic)"), "{e}");
     let _ = Mat::zeros(1, 1);
 }
+
+/// `(Σκ)²/Σκ²` of the ε-kernel weights of the simulations at `y` (the oracle of the widening).
+fn effective_simulations(data: &LfiData, eps: &[f64]) -> f64 {
+    let logk: Vec<f64> = data
+        .stats
+        .iter()
+        .map(|x| {
+            -0.5 * x.iter().zip(&data.observed).zip(eps).map(|((a, b), e)| ((a - b) / e).powi(2)).sum::<f64>()
+        })
+        .collect();
+    let top = logk.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let w: Vec<f64> = logk.iter().map(|l| (l - top).exp()).collect();
+    w.iter().sum::<f64>().powi(2) / w.iter().map(|v| v * v).sum::<f64>()
+}
+
+/// The default ε is the rule of thumb where enough simulations lie near the observation, and is
+/// widened by the least factor that gives `√n` effective simulations where they do not (an
+/// observation 4.5 prior sds out, 2-D); oracle: the effective sample size computed here.
+#[test]
+fn the_default_epsilon_widens_only_where_too_few_simulations_carry_weight() {
+    use bke_dme::lfi::{adaptive_epsilon, default_epsilon, min_effective_simulations};
+    let central = conjugate(400, 200, &[0.3, -0.2], 5);
+    let target = min_effective_simulations(400);
+    assert_eq!(target, 20.0);
+    let rule = default_epsilon(&central.stats);
+    assert!(effective_simulations(&central, &rule) >= target);
+    assert_eq!(adaptive_epsilon(&central.stats, &central.observed), rule);
+
+    let far = conjugate(400, 200, &[4.5, 4.5], 5);
+    let rule = default_epsilon(&far.stats);
+    let wide = adaptive_epsilon(&far.stats, &far.observed);
+    let s = wide[0] / rule[0];
+    assert!(s > 1.0 && (wide[1] / rule[1] - s).abs() < 1e-12, "{wide:?} {rule:?}");
+    let narrower: Vec<f64> = wide.iter().map(|e| e / 1.001).collect();
+    let ess = effective_simulations(&far, &wide);
+    assert!(ess >= target * (1.0 - 1e-9) && effective_simulations(&far, &narrower) < target, "ess {ess}");
+}
