@@ -17,6 +17,7 @@ use crate::features::{Standardizer, feature_matrix};
 use crate::logistic::sigmoid;
 use crate::params::{BankParams, Resolved, Task};
 use crate::regression::SweepStats;
+use bke_core::model_file::fields::{bounded, finite, positive, positive_diagonal};
 use bke_core::model_file::{ModelFile, Saved};
 use bke_core::{CoreError, Points, Predict, Prediction};
 use bke_linalg::{Backend, Mat, Trans};
@@ -354,37 +355,13 @@ impl Predict for BankModel {
     }
 }
 
-fn finite(what: &str, v: &[f64]) -> Result<(), CoreError> {
-    match v.iter().position(|x| !x.is_finite()) {
-        Some(i) => Err(bad_model(format!("{what} has a non-finite value at index {i}"))),
-        None => Ok(()),
-    }
-}
-
-/// Largest magnitude of a stored posterior value: squares and products of larger values overflow
-/// in a prediction (a fitted model on standardised data never comes near it).
-const MAX_STORED: f64 = 1e150;
-
-/// [`finite`], and every value within ±[`MAX_STORED`].
-fn bounded(what: &str, v: &[f64]) -> Result<(), CoreError> {
-    finite(what, v)?;
-    match v.iter().position(|x| x.abs() > MAX_STORED) {
-        Some(i) => Err(bad_model(format!(
-            "{what} holds {:e} at index {i}, beyond ±{MAX_STORED:e}: its products overflow, so the file \
-             is corrupt; refit the model",
-            v[i]
-        ))),
-        None => Ok(()),
-    }
-}
-
 impl BankModel {
     fn validate_spectral(&self, s: &SpectralSample) -> Result<(), CoreError> {
         let (d, m) = (self.dim, self.frequencies);
         if s.w.len() != m * d || s.mixture.dim != d || s.mixture.assignments.len() != m {
             return Err(bad_model("a sample's frequencies do not match M × d"));
         }
-        finite("frequencies", &s.w)?;
+        finite("samples.spectral.w", &s.w)?;
         s.mixture.validate()
     }
 
@@ -397,18 +374,18 @@ impl BankModel {
                     if s.mean.len() != f || s.factor.len() != f * (f + 1) / 2 {
                         return Err(bad_model("a regression sample has the wrong size"));
                     }
-                    bounded("posterior mean", &s.mean)?;
-                    bounded("posterior factor", &s.factor)?;
+                    bounded("samples.mean", &s.mean)?;
+                    bounded("samples.factor", &s.factor)?;
                     if !(s.an > 1.0 && s.bn > 0.0 && s.bn.is_finite()) {
                         return Err(bad_model("a regression sample needs a_n > 1 and b_n > 0"));
                     }
-                    let mut k = 0;
-                    for c in 0..f {
-                        if !(s.factor[k] > 0.0) {
-                            return Err(bad_model("a posterior factor has a non-positive diagonal"));
-                        }
-                        k += f - c;
-                    }
+                    // packed by columns: column c starts at Σ_{c'<c} (f − c')
+                    let starts = (0..f).scan(0, |k, c| {
+                        let at = *k;
+                        *k += f - c;
+                        Some(at)
+                    });
+                    positive_diagonal("samples.factor", starts.map(|k| s.factor[k]))?;
                 }
                 Ok(v.len())
             }
@@ -418,7 +395,7 @@ impl BankModel {
                     if s.beta.len() != f + 1 {
                         return Err(bad_model("a classification sample has the wrong size"));
                     }
-                    finite("weights", &s.beta)?;
+                    finite("samples.beta", &s.beta)?;
                 }
                 Ok(v.len())
             }
@@ -445,13 +422,12 @@ impl ModelFile for BankModel {
         if self.inputs.shift.len() != d || self.inputs.scale.len() != d {
             return Err(bad_model("input standardisation does not match the dimension"));
         }
-        finite("input shift", &self.inputs.shift)?;
-        if self.inputs.scale.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
-            return Err(bad_model("input scales must be finite and positive"));
+        finite("inputs.shift", &self.inputs.shift)?;
+        for (i, &s) in self.inputs.scale.iter().enumerate() {
+            positive(&format!("inputs.scale[{i}]"), s)?;
         }
-        if !(self.y_mean.is_finite() && self.y_scale.is_finite() && self.y_scale > 0.0) {
-            return Err(bad_model("the target mean and scale must be finite, the scale positive"));
-        }
+        finite("y_mean", &[self.y_mean])?;
+        positive("y_scale", self.y_scale)?;
         if self.params.task != self.task() {
             return Err(bad_model("the parameters' task differs from the samples' task"));
         }

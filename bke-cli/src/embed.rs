@@ -140,10 +140,33 @@ pub struct PosteriorArgs {
     #[arg(long, default_value_t = EmbeddingParams::default().tau2)]
     tau2: f64,
     /// Condition on μ̂ at these points instead of at the data (O(p³) instead of O(n³)).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["num_landmarks", "exact"])]
     landmarks: Option<PathBuf>,
+    /// Condition on μ̂ at K rows of the data drawn with --seed (cost O(nK + K³), then O(K²) per
+    /// query) [default: every row up to 2000 rows, else 1000 rows]
+    #[arg(long, value_name = "K", conflicts_with = "exact")]
+    num_landmarks: Option<usize>,
+    /// Condition on μ̂ at every row of the data whatever their number (cost O(n³), memory O(n²))
+    #[arg(long)]
+    exact: bool,
+    /// Seed of the rows drawn for --num-landmarks.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     #[command(flatten)]
     out: OutArgs,
+}
+
+/// Rows up to which `bke embed posterior` conditions at every row by default.
+const EXACT_POSTERIOR_ROWS: usize = 2000;
+/// Rows drawn from larger data by default (`--num-landmarks`).
+const DEFAULT_POSTERIOR_LANDMARKS: usize = 1000;
+
+/// Where `bke embed posterior` conditions.
+enum Conditioning {
+    /// At the points of `--landmarks`.
+    File(Points),
+    /// At `m` rows of the data drawn with `seed` (every row when `m ≥ n`).
+    Rows { m: usize, seed: u64 },
 }
 
 /// The numbers of a `--lengthscale` list (their validity is the library's to check).
@@ -167,19 +190,24 @@ fn fit_json<B: Backend>(x: &Points, params: &EmbeddingParams) -> anyhow::Result<
     io::merge(&fitted, json!({"backend": B::NAME}))
 }
 
-/// `bke embed posterior` with backend `B`: conditioned at the data, or at `w` when given.
+/// `bke embed posterior` with backend `B`: conditioned at the data, at some of its rows, or at
+/// the points of `--landmarks`.
 fn posterior_json<B: Backend>(
     x: &Points,
     q: &Points,
-    w: Option<&Points>,
+    at: &Conditioning,
     params: &BkeParams,
     out: &OutArgs,
 ) -> anyhow::Result<Value> {
-    let post = match w {
-        Some(w) => BkePosterior::conditioned_at::<B>(params, x, w)?,
-        None => params.check()?.fit::<B>(x)?,
+    let (post, conditioned_at) = match at {
+        Conditioning::File(w) => (BkePosterior::conditioned_at::<B>(params, x, w)?, "landmarks"),
+        Conditioning::Rows { m, .. } if *m >= x.len() => (params.check()?.fit::<B>(x)?, "data"),
+        Conditioning::Rows { m, seed } => {
+            (BkePosterior::conditioned_at_rows::<B>(params, x, *m, *seed)?, "sampled rows")
+        }
     };
     let extra = json!({"conditioning_points": post.conditioning_points().len(),
+                       "conditioned_at": conditioned_at,
                        "jitter": post.jitter(), "prior": params.prior, "backend": B::NAME});
     let mut v = io::merge(&post.predict::<B>(q)?, extra)?;
     out.divert(&mut v, q.len(), &["mean", "variance"])?;
@@ -252,7 +280,25 @@ pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
             let params = BkeParams::new(parse_lengthscale(&a.lengthscale)?, a.tau2).with_prior(c.prior()?);
             let w = a.landmarks.as_ref().map(|p| c.read(p)).transpose()?;
             let (x, q) = (c.read_data()?, c.read(&a.at)?);
-            run_with_backend!(c.exec, B => posterior_json::<B>(&x, &q, w.as_ref(), &params, &a.out))?
+            let at = match (w, a.num_landmarks) {
+                (Some(w), _) => Conditioning::File(w),
+                (None, Some(0)) => bail!("--num-landmarks 0: at least one row is needed"),
+                (None, Some(m)) => Conditioning::Rows { m, seed: a.seed },
+                (None, None) if a.exact || x.len() <= EXACT_POSTERIOR_ROWS => {
+                    Conditioning::Rows { m: x.len(), seed: a.seed }
+                }
+                (None, None) => {
+                    eprintln!(
+                        "note: {} rows: conditioning on μ̂ at {DEFAULT_POSTERIOR_LANDMARKS} of them drawn with \
+                         --seed {} (cost O(n m²)); --exact conditions at every row (O(n³)), --num-landmarks \
+                         sets the number",
+                        x.len(),
+                        a.seed
+                    );
+                    Conditioning::Rows { m: DEFAULT_POSTERIOR_LANDMARKS, seed: a.seed }
+                }
+            };
+            run_with_backend!(c.exec, B => posterior_json::<B>(&x, &q, &at, &params, &a.out))?
         }
     };
     io::emit(&out)

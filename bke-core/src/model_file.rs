@@ -12,7 +12,8 @@
 //! - `columns` and `target` record what the model was fitted on, so a later prediction can pick the
 //!   same columns from a table.
 //! - Every model is validated in full on load ([`ModelFile::validate`]): finite values, positive
-//!   scales, consistent shapes — a hand-edited file fails with a message, not with `null`s later.
+//!   scales, consistent shapes — a hand-edited file fails with a message naming the field, not with
+//!   `null`s later. The checks every kind shares are in [`fields`].
 //! - [`save`] writes a temporary file in the target's directory and renames it over the target, so
 //!   an interrupted or failed write leaves the old file (or none), never half of one
 //!   ([`write_atomic`], also used for every other output file of the CLI).
@@ -24,6 +25,8 @@ use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+pub mod fields;
 
 /// The value of the `format` field.
 pub const FORMAT: &str = "bke-model";

@@ -6,7 +6,8 @@
 //! `(n,)` (one column) or `(n, d)`. Columns are named `0`, `1`, … (their numpy indices), so
 //! `--columns 0,2` selects as `a[:, [0, 2]]` would. Every value must be finite; errors name the row
 //! and column (0-based, as in numpy). Anything else (big-endian, other dtypes, object arrays, more
-//! dimensions, a truncated file) is an error that says what was found and what to write instead.
+//! dimensions, a truncated file, an array without rows of more than [`MAX_EMPTY_COLUMNS`] columns)
+//! is an error that says what was found and what to write instead.
 
 use crate::table::CsvTable;
 use anyhow::{Context, bail};
@@ -53,6 +54,9 @@ pub struct Header {
     /// Columns (1 for a 1-D array).
     pub cols: usize,
 }
+
+/// The most columns of an array without rows (module docs).
+pub const MAX_EMPTY_COLUMNS: usize = 1 << 16;
 
 const ADVICE: &str = "save a 1-D or 2-D float64, float32 or int64 array with numpy.save";
 
@@ -143,6 +147,13 @@ fn parse_dict(dict: &str) -> anyhow::Result<Header> {
     if cols == 0 {
         bail!("the array has no columns (shape ({inner})); {ADVICE}");
     }
+    // With rows, the data's size bounds the columns; an empty array's column count is bounded by
+    // nothing but this (each column gets a name).
+    if rows == 0 && cols > MAX_EMPTY_COLUMNS {
+        bail!(
+            "the array has no rows but {cols} columns (shape ({inner})), more than the {MAX_EMPTY_COLUMNS}              an empty table may have; {ADVICE}"
+        );
+    }
     Ok(Header { dtype, fortran, rows, cols })
 }
 
@@ -188,5 +199,10 @@ pub(crate) mod tests {
         assert!(err(b"a,b\n1,2\n".to_vec()).contains("magic"));
         assert!(err(b"\x93NUMPY\x01\x00\xff\x00{".to_vec()).contains("not a readable .npy file"));
         assert!(err(npy("<f8", false, "()", &f8(&[1.0]))).contains("shape ()"));
+        // no rows: nothing bounds the columns but the limit (a name each would exhaust memory)
+        assert!(
+            err(npy("<f8", false, "(0, 1000000000000)", &[])).contains("no rows but 1000000000000 columns")
+        );
+        assert_eq!(parse(&npy("<f8", false, "(0, 65536)", &[]), "e".into()).unwrap().names.len(), 65536);
     }
 }

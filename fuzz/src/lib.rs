@@ -2,10 +2,13 @@
 //! (`bke-cli/tests/cli/fuzz_corpus.rs`) share: each takes arbitrary bytes and must return without a
 //! panic, an abort or a hang; errors are the expected answer to bad input.
 //!
-//! The CSV reader fuzzed is the one the CLI uses (`bke_io::CsvTable`). This
+//! The CSV and `.npy` readers fuzzed are the ones the CLI uses (`bke_io::CsvTable`,
+//! `bke_io::npy`); the model files are those of every kind bke writes (BaNK, the RKS/MKL
+//! baselines, the kernel student-t density, the TTGP and the TTBLR of bke-dme). This
 //! library needs no libFuzzer: the targets need the `libfuzzer` feature (on by default), and the
 //! replay test uses the library with default features off.
 
+use bke_bank::baselines::BaselineModel;
 use bke_bank::{BankModel, BankParams};
 use bke_core::density::KernelStudentT;
 use bke_core::embedding::EmbeddingParams;
@@ -13,15 +16,31 @@ use bke_core::hypothesis::mmd::MmdParams;
 use bke_core::model_file::from_str;
 use bke_core::nuts::NutsParams;
 use bke_core::{LogDensity, Params, Points, Predict};
+use bke_dme::ttblr::Ttblr;
+use bke_dme::ttgp::Ttgp;
 use bke_linalg::Faer;
+
+/// Selects every column of a table that was read, and the first one by name.
+fn select(table: &bke_io::CsvTable) {
+    let _ = table.points(None);
+    if let Some(first) = table.names.first() {
+        let _ = table.points(Some(std::slice::from_ref(first)));
+    }
+}
 
 /// The CSV reader: parse, select every column and the first one by name.
 pub fn csv_reader(data: &[u8]) {
     if let Ok(table) = bke_io::CsvTable::from_bytes(data, "fuzz.csv".into()) {
-        let _ = table.points(None);
-        if let Some(first) = table.names.first() {
-            let _ = table.points(Some(std::slice::from_ref(first)));
-        }
+        select(&table);
+    }
+}
+
+/// The `.npy` reader (the whole-file one, `bke_io::npy::parse`; the chunked reader of the
+/// streaming commands is replayed through the CLI): parse the header and the data, select every
+/// column and the first one by name.
+pub fn npy_reader(data: &[u8]) {
+    if let Ok(table) = bke_io::npy::parse(data, "fuzz.npy".into()) {
+        select(&table);
     }
 }
 
@@ -38,6 +57,22 @@ pub fn model_files(data: &[u8]) {
     if let Ok(saved) = from_str::<KernelStudentT>(text, "fuzz.json") {
         if let Ok(q) = probe(saved.model.dim()) {
             let _ = saved.model.log_density::<Faer>(&q);
+        }
+    }
+    if let Ok(saved) = from_str::<BaselineModel>(text, "fuzz.json") {
+        if let Ok(q) = probe(saved.model.inputs.shift.len()) {
+            let _ = saved.model.predict_mean::<Faer>(&q);
+        }
+    }
+    if let Ok(saved) = from_str::<Ttgp>(text, "fuzz.json") {
+        if let Ok(q) = probe(saved.model.data().x.dim()) {
+            let _ = saved.model.predict::<Faer>(&q);
+            let _ = saved.model.log_marginal::<Faer>();
+        }
+    }
+    if let Ok(saved) = from_str::<Ttblr>(text, "fuzz.json") {
+        if let Ok(q) = probe(saved.model.features().dim()) {
+            let _ = saved.model.predict::<Faer>(&q);
         }
     }
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
-pub const TARGETS: &[&str] = &["csv_reader", "model_files", "params"];
+pub const TARGETS: &[&str] = &["csv_reader", "npy_reader", "model_files", "params"];
 
 /// Runs the targets named in `args` (all by default) for `--seconds` each.
 pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {

@@ -235,3 +235,58 @@ fn bke_read(path: &std::path::Path) -> Vec<f64> {
             .collect()
     }
 }
+
+/// Where `bke embed posterior` conditions: at every row up to 2000 rows (or with `--exact`), at
+/// 1000 rows drawn with `--seed` above (a note on stderr), at `--num-landmarks K` rows, which is
+/// conditioning at those rows given as `--landmarks` (the same numbers).
+#[test]
+fn posterior_conditions_at_sampled_rows_on_large_data() {
+    let rows = |n: usize| -> String {
+        let mut t = String::from("a,b\n");
+        for i in 0..n {
+            let (s, c) = ((i as f64 * 0.37).sin(), (i as f64 * 0.11).cos());
+            t.push_str(&format!("{s},{c}\n"));
+        }
+        t
+    };
+    let big = write("big.csv", &rows(2500));
+    let q = write("big_q.csv", "a,b\n0.1,0.2\n-0.5,0.4\n");
+    let (big, q) = (big.to_str().unwrap(), q.to_str().unwrap());
+    let base = ["embed", "posterior", "--data", big, "--at", q, "--lengthscale", "0.7", "--tau2", "1"];
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bke"))
+            .args([&base[..], extra].concat())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        (serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap(), stderr)
+    };
+    let (j, err) = run(&[]);
+    assert_eq!(
+        (j["conditioned_at"].as_str(), j["conditioning_points"].as_u64()),
+        (Some("sampled rows"), Some(1000))
+    );
+    assert!(err.contains("note: 2500 rows") && err.contains("--exact"), "{err}");
+    let (j, err) = run(&["--num-landmarks", "40", "--seed", "5"]);
+    assert_eq!(j["conditioning_points"].as_u64(), Some(40));
+    assert!(!err.contains("note"), "{err}");
+    // the same rows, given as a file
+    let idx = bke_core::embedding::BkePosterior::sampled_rows(2500, 40, 5);
+    let text = rows(2500);
+    let all: Vec<&str> = text.lines().skip(1).collect();
+    let lm: String = std::iter::once("a,b").chain(idx.iter().map(|&i| all[i])).collect::<Vec<_>>().join("\n");
+    let lm = write("big_lm.csv", &(lm + "\n"));
+    let (f, _) = run(&["--landmarks", lm.to_str().unwrap()]);
+    assert_eq!((f["mean"].clone(), f["variance"].clone()), (j["mean"].clone(), j["variance"].clone()));
+    assert_eq!(f["conditioned_at"], "landmarks");
+    let (e, _) = run(&["--exact"]);
+    assert_eq!((e["conditioned_at"].as_str(), e["conditioning_points"].as_u64()), (Some("data"), Some(2500)));
+    let small = write("small.csv", &rows(50));
+    let (ok, j, err) =
+        bke(&["embed", "posterior", "--data", small.to_str().unwrap(), "--at", q, "--lengthscale", "0.7"]);
+    assert!(ok, "{err}");
+    assert_eq!((j["conditioned_at"].as_str(), j["conditioning_points"].as_u64()), (Some("data"), Some(50)));
+    let (ok, _, err) = bke(&[&base[..], &["--num-landmarks", "0"]].concat());
+    assert!(!ok && err.contains("--num-landmarks 0"), "{err}");
+}

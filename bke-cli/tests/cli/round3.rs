@@ -100,7 +100,7 @@ fn corrupt_model_files_are_refused_naming_the_field() {
     let mut j: serde_json::Value = serde_json::from_str(&text).unwrap();
     set_factors(&mut j, 1e308);
     let huge = w("huge.json", &j.to_string());
-    fails_with(&["bank", "predict", "--model", &huge, "--data", &data], &["posterior factor", "1e308"]);
+    fails_with(&["bank", "predict", "--model", &huge, "--data", &data], &["`samples.factor`", "1e308"]);
     // A density model whose normaliser is 1e308.
     let dens = w("dens.json", "");
     let fit = ["density", "fit", "--data", &data, "--columns", "u", "--model-out", &dens];

@@ -63,6 +63,40 @@ impl BkePosterior {
         Ok(Self { at: w.clone(), ls, prior: params.prior, chol, mu_hat, beta, jitter })
     }
 
+    /// Conditions on `μ̂_θ` at `m` rows of `x` ([`BkePosterior::sampled_rows`]): [`BkePosterior::conditioned_at`]
+    /// with `w = x[rows]`, the exact posterior of `μ` given the empirical embedding at those rows
+    /// (seed 000 eq. (7)–(8) with the rows as conditioning points; `μ̂` still averages over all
+    /// `n` points). Cost `O(n m d + m³)`, then `O(m d + m²)` per query: `O(n m²)` for `n` queries,
+    /// instead of the `O(n³)` of conditioning at every point. With `m ≥ n`, conditions at every
+    /// row (seed 000 eq. (7)), the same as [`BkePosterior::conditioned_at`]`(params, x, x)`.
+    pub fn conditioned_at_rows<B: Backend>(
+        params: &BkeParams,
+        x: &Points,
+        m: usize,
+        seed: u64,
+    ) -> Result<Self, CoreError> {
+        if m == 0 {
+            return Err(CoreError::InvalidParameter {
+                name: "number of conditioning rows".into(),
+                value: 0.0,
+                reason: "at least one row is needed".into(),
+            });
+        }
+        if m >= x.len() {
+            return Self::conditioned_at::<B>(params, x, x);
+        }
+        Self::conditioned_at::<B>(params, x, &x.select(&Self::sampled_rows(x.len(), m, seed)))
+    }
+
+    /// The rows of [`BkePosterior::conditioned_at_rows`]: `min(m, n)` of `0..n` drawn uniformly
+    /// without replacement (ChaCha8 seeded with `seed`), ascending.
+    pub fn sampled_rows(n: usize, m: usize, seed: u64) -> Vec<usize> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut idx = rand::seq::index::sample(&mut rng, n, m.min(n)).into_vec();
+        idx.sort_unstable();
+        idx
+    }
+
     /// The S-KMSE weights `β = (R_ww + (τ²/n) I)⁻¹ μ̂(w)` (§4.2): `E[μ(x*)] = Σ_j β_j r_θ(x*, w_j)`.
     pub fn weights(&self) -> &[f64] {
         &self.beta

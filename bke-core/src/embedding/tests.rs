@@ -353,6 +353,30 @@ fn streamed_chunks_equal_the_whole_data_bit_for_bit() {
     }
 }
 
+/// Conditioning at `m` sampled rows is conditioning at those points (whose oracle is
+/// `posterior_equals_direct_gp_conditioning`); `m ≥ n` is conditioning at the data; the rows are
+/// distinct, ascending and fixed by the seed.
+#[test]
+fn conditioning_at_sampled_rows_is_conditioning_at_those_points() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let x = random_points(&mut rng, 40, 2, 2.0);
+    let q = random_points(&mut rng, 5, 2, 2.5);
+    let p = BkeParams::new(vec![0.7], 0.5);
+    let rows = BkePosterior::sampled_rows(40, 12, 3);
+    assert_eq!(rows.len(), 12);
+    assert!(rows.windows(2).all(|w| w[0] < w[1]) && rows[11] < 40);
+    assert_eq!(rows, BkePosterior::sampled_rows(40, 12, 3));
+    assert_ne!(rows, BkePosterior::sampled_rows(40, 12, 4));
+    let sub = BkePosterior::conditioned_at_rows::<DefaultBackend>(&p, &x, 12, 3).unwrap();
+    let direct = BkePosterior::conditioned_at::<DefaultBackend>(&p, &x, &x.select(&rows)).unwrap();
+    assert_eq!(sub.conditioning_points(), direct.conditioning_points());
+    assert_eq!(sub.predict::<DefaultBackend>(&q).unwrap(), direct.predict::<DefaultBackend>(&q).unwrap());
+    let all = BkePosterior::conditioned_at_rows::<DefaultBackend>(&p, &x, 40, 3).unwrap();
+    let exact = BkePosterior::conditioned_at::<DefaultBackend>(&p, &x, &x).unwrap();
+    assert_eq!(all.predict::<DefaultBackend>(&q).unwrap(), exact.predict::<DefaultBackend>(&q).unwrap());
+    assert!(BkePosterior::conditioned_at_rows::<DefaultBackend>(&p, &x, 0, 3).is_err());
+}
+
 /// Posterior mean and variance against Gaussian conditioning of the joint `(μ(q), μ̂(w))` computed by
 /// an eigendecomposition of the joint covariance's noisy block; S-KMSE weights; sampling moments.
 #[test]

@@ -15,11 +15,10 @@ use crate::learn::{MultiStartOptions, best_start, multi_start};
 use crate::ops::mv;
 use crate::ttgp::fitted::to_core;
 use bke_core::budget::Bytes;
-use bke_core::model_file::ModelFile;
+use bke_core::model_file::{ModelFile, fields};
 use bke_core::rff::FourierFeatures;
 use bke_core::{
     CoreError, Estimator, Kernel, KernelFamily, Params, Points, Predict, Prediction, Progress, Valid,
-    check_positive,
 };
 use bke_linalg::{Backend, Mat, Trans};
 use serde::{Deserialize, Serialize};
@@ -435,29 +434,30 @@ impl ModelFile for Ttblr {
         "ttblr"
     }
 
+    /// Every field ([`fields`]): `σ, β, γ` and the lengthscales are [`fields::scale`]s, the
+    /// lengthscales of `k` one or one per column of the frequencies, `features` frequencies of
+    /// [`fields::bounded`] values, `2 × features` weights with a bounded mean and a
+    /// [`fields::covariance`], a finite `log_marginal`.
     fn validate(&self) -> Result<(), CoreError> {
-        self.params.validate().map_err(to_core)?;
-        let p = 2 * self.features.len();
-        let c = &self.posterior.covariance;
-        if self.posterior.mean.len() != p || c.nrows() != p || c.ncols() != p {
-            return Err(CoreError::DimensionMismatch {
-                what: "TTBLR weights (2 per frequency)".into(),
-                expected: p,
-                found: self.posterior.mean.len(),
-            });
+        let p = &self.params;
+        fields::scale("sigma", p.sigma)?;
+        fields::scale("beta", p.beta)?;
+        fields::scale("gamma", p.gamma)?;
+        fields::scales("lengthscale_x", p.kernel_x.lengthscales())?;
+        fields::scales("lengthscale_y", p.kernel_y.lengthscales())?;
+        p.kernel_x.check_dim(self.features.dim()).map_err(|e| fields::refuse("lengthscale_x", e))?;
+        if p.features == 0 {
+            return Err(fields::refuse("features", "at least one random Fourier frequency is needed"));
         }
-        for (what, v) in [("weights_mean", &self.posterior.mean[..]), ("weights_covariance", c.as_slice())] {
-            if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-                return Err(CoreError::NonFinite { what: what.into(), row: i, col: 0, value: v[i] });
-            }
-        }
-        if let Some(i) = (0..p).find(|&i| !(c[(i, i)] >= 0.0)) {
-            return Err(CoreError::InvalidParameter {
-                name: "weights_covariance diagonal".into(),
-                value: c[(i, i)],
-                reason: "must be non-negative".into(),
-            });
-        }
-        check_positive("features", self.features.len() as f64)
+        fields::same_len("frequencies", self.features.len(), p.features, "the field `features`")?;
+        fields::bounded("frequencies", self.features.frequencies())?;
+        let width = 2 * self.features.len();
+        let two = "two weights per frequency";
+        fields::same_len("weights_mean", self.posterior.mean.len(), width, two)?;
+        fields::bounded("weights_mean", &self.posterior.mean)?;
+        fields::same_len("weights_covariance", self.posterior.covariance.nrows(), width, two)?;
+        fields::covariance("weights_covariance", &self.posterior.covariance)?;
+        fields::bounded("log_marginal", &[self.log_marginal])?;
+        self.params.validate().map_err(to_core)
     }
 }

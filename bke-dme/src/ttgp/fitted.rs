@@ -8,7 +8,7 @@ use crate::DmeError;
 use crate::data::TaskData;
 use crate::learn::{Report, best_start, multi_start, tie_lambda_grad, tie_lambda_map};
 use crate::ops::{mm, mv};
-use bke_core::model_file::{ModelFile, Saved};
+use bke_core::model_file::{ModelFile, Saved, fields};
 use bke_core::numeric::dot;
 use bke_core::{CoreError, Estimator, Points, Predict, Prediction, Progress, Valid};
 use bke_linalg::{Backend, Mat, Trans};
@@ -242,6 +242,18 @@ impl TryFrom<TtgpRecord> for Ttgp {
     }
 }
 
+/// Errors unless the prior amplitude `value` (named `what`, set by `field`) is a normal number:
+/// an amplitude that overflows or underflows makes the covariance `∞` or `0`.
+fn amplitude(field: &str, what: &str, value: f64) -> Result<(), CoreError> {
+    if !value.is_normal() {
+        return Err(fields::refuse(
+            field,
+            format_args!("it makes the prior amplitude {what} = {value:e}, which over- or underflows"),
+        ));
+    }
+    Ok(())
+}
+
 /// A model-file error from a crate error.
 pub(crate) fn to_core(e: DmeError) -> CoreError {
     match e {
@@ -258,8 +270,29 @@ impl ModelFile for Ttgp {
         "ttgp"
     }
 
+    /// Every field ([`fields`]): the hyperparameters `σ, λ, ε` and the lengthscales are
+    /// [`fields::scale`]s, the prior amplitudes `β² = σ²/(nλ)` and `γ² = σ²/(mε)` normal numbers,
+    /// the lengthscales one or one per column of their kernel's inputs, the data `x, y, ỹ, z̃`
+    /// [`fields::bounded`] (their shapes are checked as the file is read).
     fn validate(&self) -> Result<(), CoreError> {
-        validate(&self.data, &self.params).map_err(to_core)
+        let (h, d) = (&self.params, &self.data);
+        fields::scale("hyperparameters.sigma", h.sigma)?;
+        fields::scale("hyperparameters.lambda", h.lambda)?;
+        fields::scale("hyperparameters.epsilon", h.epsilon)?;
+        amplitude("hyperparameters.lambda", "β² = σ²/(nλ)", h.beta2(d.n()))?;
+        amplitude("hyperparameters.epsilon", "γ² = σ²/(mε)", h.gamma2(d.m()))?;
+        for (field, k, dim) in [
+            ("hyperparameters.lengthscale_x", &h.kernel_x, d.x.dim()),
+            ("hyperparameters.lengthscale_y", &h.kernel_y, d.y.dim()),
+        ] {
+            fields::scales(field, k.lengthscales())?;
+            k.check_dim(dim).map_err(|e| fields::refuse(field, e))?;
+        }
+        fields::bounded("x", d.x.as_slice())?;
+        fields::bounded("y", d.y.as_slice())?;
+        fields::bounded("y_tilde", d.y_tilde.as_slice())?;
+        fields::bounded("z_tilde", &d.z_tilde)?;
+        validate(d, h).map_err(to_core)
     }
 
     /// Reads `{"format": "bke-dme-ttgp-1", "form", "hyperparameters", "x", "y", "y_tilde",

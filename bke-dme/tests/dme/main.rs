@@ -5,6 +5,7 @@ mod common;
 mod dme;
 mod kbr;
 mod lfi;
+mod model_fields;
 mod sparse;
 mod ttblr;
 mod ttgp;
