@@ -156,11 +156,6 @@ pub struct PosteriorArgs {
     out: OutArgs,
 }
 
-/// Rows up to which `bke embed posterior` conditions at every row by default.
-const EXACT_POSTERIOR_ROWS: usize = 2000;
-/// Rows drawn from larger data by default (`--num-landmarks`).
-const DEFAULT_POSTERIOR_LANDMARKS: usize = 1000;
-
 /// Where `bke embed posterior` conditions.
 enum Conditioning {
     /// At the points of `--landmarks`.
@@ -284,18 +279,19 @@ pub fn run(cmd: EmbedCommand) -> anyhow::Result<()> {
                 (Some(w), _) => Conditioning::File(w),
                 (None, Some(0)) => bail!("--num-landmarks 0: at least one row is needed"),
                 (None, Some(m)) => Conditioning::Rows { m, seed: a.seed },
-                (None, None) if a.exact || x.len() <= EXACT_POSTERIOR_ROWS => {
+                (None, None) if a.exact || x.len() <= BkePosterior::EXACT_ROWS => {
                     Conditioning::Rows { m: x.len(), seed: a.seed }
                 }
                 (None, None) => {
                     eprintln!(
-                        "note: {} rows: conditioning on μ̂ at {DEFAULT_POSTERIOR_LANDMARKS} of them drawn with \
+                        "note: {} rows: conditioning on μ̂ at {} of them drawn with \
                          --seed {} (cost O(n m²)); --exact conditions at every row (O(n³)), --num-landmarks \
                          sets the number",
                         x.len(),
+                        BkePosterior::DEFAULT_ROWS,
                         a.seed
                     );
-                    Conditioning::Rows { m: DEFAULT_POSTERIOR_LANDMARKS, seed: a.seed }
+                    Conditioning::Rows { m: BkePosterior::DEFAULT_ROWS, seed: a.seed }
                 }
             };
             run_with_backend!(c.exec, B => posterior_json::<B>(&x, &q, &at, &params, &a.out))?

@@ -33,7 +33,7 @@
 use crate::DmeError;
 use crate::error::{invalid, name_of, parse_named};
 use crate::herding::PosteriorEmbedding;
-use crate::lfi::{LfiData, default_epsilon, rule_of_thumb};
+use crate::lfi::{LfiData, adaptive_epsilon, rule_of_thumb};
 use crate::ops::{add_diag, mm, mv, symmetrize};
 use crate::ttgp::transform;
 use bke_core::{Estimator, Kernel, Params, Points, Progress, Valid, check_positive};
@@ -79,7 +79,7 @@ pub enum EvidenceInverse {
 
 /// Kernel Bayes' rule for one observation. Unset kernels are chosen from the data as in
 /// [`crate::lfi::LfiParams`]: `ℓ` SE with [`rule_of_thumb`] lengthscales of the simulation
-/// parameters, `k` SE with lengthscales [`default_epsilon`].
+/// parameters, `k` SE with lengthscales [`adaptive_epsilon`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct KbrParams {
     /// Kernel `ℓ` on parameters [default: rule of thumb].
@@ -162,10 +162,10 @@ impl KbrPosterior {
     }
 }
 
-/// The default kernel `k` on statistics: SE with the default ε of [`crate::lfi::LfiParams`] as
-/// lengthscales.
-pub(crate) fn default_stats_kernel(stats: &Points) -> Result<Kernel, DmeError> {
-    Ok(Kernel::se_ard(default_epsilon(stats))?)
+/// The default kernel `k` on statistics at the observation `y`: SE with the default ε of
+/// [`crate::lfi::LfiParams`] ([`adaptive_epsilon`]) as lengthscales.
+fn default_stats_kernel(stats: &Points, y: &[f64]) -> Result<Kernel, DmeError> {
+    Ok(Kernel::se_ard(adaptive_epsilon(stats, y))?)
 }
 
 impl Estimator for KbrParams {
@@ -183,7 +183,7 @@ impl Estimator for KbrParams {
         };
         let kernel_stats = match &params.kernel_stats {
             Some(k) => k.clone(),
-            None => default_stats_kernel(&data.stats)?,
+            None => default_stats_kernel(&data.stats, &data.observed)?,
         };
         kernel_theta.check_dim(data.theta.dim())?;
         kernel_stats.check_dim(data.stats.dim())?;

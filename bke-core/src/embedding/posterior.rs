@@ -63,6 +63,11 @@ impl BkePosterior {
         Ok(Self { at: w.clone(), ls, prior: params.prior, chol, mu_hat, beta, jitter })
     }
 
+    /// Rows up to which the front ends condition at every row by default (`bke embed posterior`).
+    pub const EXACT_ROWS: usize = 2000;
+    /// Rows the front ends draw from larger data by default ([`BkePosterior::conditioned_at_rows`]).
+    pub const DEFAULT_ROWS: usize = 1000;
+
     /// Conditions on `μ̂_θ` at `m` rows of `x` ([`BkePosterior::sampled_rows`]): [`BkePosterior::conditioned_at`]
     /// with `w = x[rows]`, the exact posterior of `μ` given the empirical embedding at those rows
     /// (seed 000 eq. (7)–(8) with the rows as conditioning points; `μ̂` still averages over all
