@@ -5,18 +5,11 @@
 //!
 //! `cargo run -p bke-bench --example mmd_call` prints one JSON line per size.
 
+use bke_bench::timing::process_cpu_seconds;
 use bke_core::hypothesis::MmdParams;
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::DefaultBackend;
 use std::time::Instant;
-
-/// User + system CPU seconds of this process (from /proc/self/stat; 0 where unavailable).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
 
 fn sample(n: usize, shift: f64) -> Points {
     let data =
@@ -40,11 +33,14 @@ fn main() {
             serde_json::to_string(&report).unwrap().len()
         };
         pool.install(run); // warm-up
-        let (c0, t0) = (cpu_seconds(), Instant::now());
+        let (c0, t0) = (process_cpu_seconds().unwrap_or(0.0), Instant::now());
         for _ in 0..reps {
             std::hint::black_box(pool.install(run));
         }
-        let (cpu, wall) = ((cpu_seconds() - c0) / reps as f64, t0.elapsed().as_secs_f64() / reps as f64);
+        let (cpu, wall) = (
+            (process_cpu_seconds().unwrap_or(0.0) - c0) / reps as f64,
+            t0.elapsed().as_secs_f64() / reps as f64,
+        );
         println!("{{\"n\": {n}, \"reps\": {reps}, \"cpu_s\": {cpu:.6}, \"wall_s\": {wall:.6}}}");
     }
 }

@@ -1,5 +1,3 @@
-// tidy: long because it is one suite instantiated per backend by one macro: every estimator of every crate
-// has its check here, next to the others, so a new backend is tested by adding one line.
 //! One model test suite instantiated for every compiled linear-algebra backend (as burn's
 //! `testgen` macros do for its backends): every estimator fits and predicts on faer, nalgebra and
 //! (with `--features openblas`) OpenBLAS, and its results equal faer's to 1e-8 (relative to the
@@ -9,7 +7,7 @@
 //! `cargo test -p bke-bench --features openblas --test backend_suite` (also OpenBLAS; CI runs it).
 //!
 //! **Adding an estimator**: write `fn check_x<B: Backend>()` in your section at the bottom (fit with
-//! `B` and with `Faer`, compare with [`close`]), and list `#[test] fn x() { check_x::<B>() }` in your
+//! `B` and with `Faer`, compare with [`close`]), and add the line `x: check_x::<B>(),` to your
 //! section of the macro. Both sections are append-only, one per area, to keep merges trivial.
 
 use bke_core::{LogDensity, Params, Points, Predict};
@@ -24,132 +22,56 @@ macro_rules! backend_suite {
             use super::*;
             type B = $backend;
 
-            // ==== embeddings, fully Bayesian hyperparameters, densities (api; append below) ====
-            #[test]
-            fn bke_posterior() {
-                check_bke_posterior::<B>()
-            }
-            #[test]
-            fn marginal_pseudolikelihood() {
-                check_marginal_pseudolikelihood::<B>()
-            }
-            #[test]
-            fn ml2_embedding() {
-                check_ml2_embedding::<B>()
-            }
-            #[test]
-            fn nuts_hyperparameters() {
-                check_nuts_hyperparameters::<B>()
-            }
-            #[test]
-            fn kernel_student_t() {
-                check_kernel_student_t::<B>()
-            }
-            #[test]
-            fn kernel_student_t_ard() {
-                check_kernel_student_t_ard::<B>()
-            }
-            #[test]
-            fn gaussian_kde() {
-                check_gaussian_kde::<B>()
-            }
-
-            // ==== kernel tests: MMD, HSIC, witness (tests; append below) ====
-            #[test]
-            fn mmd_permutation_null() {
-                check_mmd_permutation_null::<B>()
-            }
-            #[test]
-            fn mmd_tests_every_selection() {
-                check_mmd_tests::<B>()
-            }
-            #[test]
-            fn hsic_tests_and_witness() {
-                check_hsic_and_witness::<B>()
-            }
-
-            // ==== BaNK, RKS, MKL (bank; append below) ====
-            #[test]
-            fn bank_regression() {
-                check_bank::<B>(bke_bank::Task::Regression)
-            }
-            #[test]
-            fn bank_classification() {
-                check_bank::<B>(bke_bank::Task::Classification)
-            }
-            #[test]
-            fn rks_mkl_regression() {
-                check_baselines::<B>(bke_bank::Task::Regression)
-            }
-            #[test]
-            fn rks_mkl_classification() {
-                check_baselines::<B>(bke_bank::Task::Classification)
-            }
-            #[test]
-            fn gp_ard() {
-                check_gp_ard::<B>()
-            }
-            #[test]
-            fn a_la_carte() {
-                check_alac::<B>()
-            }
-            #[test]
-            fn rfo() {
-                check_rfo::<B>()
-            }
-            #[test]
-            fn gbdt() {
-                check_gbdt::<B>()
-            }
-            #[test]
-            fn cross_validation() {
-                check_cv::<B>()
-            }
-
-            // ==== CME, DME, TTGP, LFI (dme; append below) ====
-            #[test]
-            fn cme() {
-                check_cme::<B>()
-            }
-            #[test]
-            fn dme_both_forms_and_parametric() {
-                check_dme::<B>()
-            }
-            #[test]
-            fn ttgp_every_form() {
-                check_ttgp::<B>()
-            }
-            #[test]
-            fn ttgp_learned() {
-                check_ttgp_learned::<B>()
-            }
-            #[test]
-            fn sparse_ttgp() {
-                check_sparse_ttgp::<B>()
-            }
-            #[test]
-            fn ttblr() {
-                check_ttblr::<B>()
-            }
-            #[test]
-            fn lfi_posterior_embedding() {
-                check_lfi::<B>()
-            }
-            #[test]
-            fn kbr() {
-                check_kbr::<B>()
-            }
-            // ==== GP regression of bke-core (causal; append below) ====
-            #[test]
-            fn core_gp_regression() {
-                check_core_gp::<B>()
-            }
-            // ==== ABC baselines of bke-dme (lv; append below) ====
-            #[test]
-            fn abc_rejection_and_smc() {
-                check_abc::<B>()
+            suite_tests! {
+                // ==== embeddings, fully Bayesian hyperparameters, densities (api; append below) ====
+                bke_posterior: check_bke_posterior::<B>(),
+                marginal_pseudolikelihood: check_marginal_pseudolikelihood::<B>(),
+                ml2_embedding: check_ml2_embedding::<B>(),
+                nuts_hyperparameters: check_nuts_hyperparameters::<B>(),
+                kernel_student_t: check_kernel_student_t::<B>(),
+                kernel_student_t_ard: check_kernel_student_t_ard::<B>(),
+                gaussian_kde: check_gaussian_kde::<B>(),
+                // ==== kernel tests: MMD, HSIC, witness (tests; append below) ====
+                mmd_permutation_null: check_mmd_permutation_null::<B>(),
+                mmd_tests_every_selection: check_mmd_tests::<B>(),
+                hsic_tests_and_witness: check_hsic_and_witness::<B>(),
+                // ==== BaNK, RKS, MKL (bank; append below) ====
+                bank_regression: check_bank::<B>(bke_bank::Task::Regression),
+                bank_classification: check_bank::<B>(bke_bank::Task::Classification),
+                rks_mkl_regression: check_baselines::<B>(bke_bank::Task::Regression),
+                rks_mkl_classification: check_baselines::<B>(bke_bank::Task::Classification),
+                gp_ard: check_gp_ard::<B>(),
+                a_la_carte: check_alac::<B>(),
+                rfo: check_rfo::<B>(),
+                gbdt: check_gbdt::<B>(),
+                cross_validation: check_cv::<B>(),
+                // ==== CME, DME, TTGP, LFI (dme; append below) ====
+                cme: check_cme::<B>(),
+                dme_both_forms_and_parametric: check_dme::<B>(),
+                ttgp_every_form: check_ttgp::<B>(),
+                ttgp_learned: check_ttgp_learned::<B>(),
+                sparse_ttgp: check_sparse_ttgp::<B>(),
+                ttblr: check_ttblr::<B>(),
+                lfi_posterior_embedding: check_lfi::<B>(),
+                kbr: check_kbr::<B>(),
+                // ==== GP regression of bke-core (causal; append below) ====
+                core_gp_regression: check_core_gp::<B>(),
+                // ==== ABC baselines of bke-dme (lv; append below) ====
+                abc_rejection_and_smc: check_abc::<B>(),
             }
         }
+    };
+}
+
+/// `name: call,` → `#[test] fn name() { call }`: one line per test in [`backend_suite!`].
+macro_rules! suite_tests {
+    ($($test:ident: $call:expr,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                $call
+            }
+        )*
     };
 }
 

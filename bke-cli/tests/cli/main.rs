@@ -7,6 +7,7 @@ mod common;
 mod defaults;
 mod density;
 mod density_wide;
+mod dme;
 mod embed;
 mod fuzz_corpus;
 mod hypothesis;
