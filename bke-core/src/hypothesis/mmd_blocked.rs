@@ -103,6 +103,9 @@ fn check_finite(observed: f64, null: &[f64]) -> Result<(), CoreError> {
     }
 }
 
+/// A stage of progress: its name, and which pass over the tiles of how many.
+type Stage<'s> = (&'s str, usize, usize);
+
 /// `T = 1ᵀK1` and `D = tr K`.
 #[derive(Debug, Clone, Copy)]
 struct Sums {
@@ -189,13 +192,17 @@ impl<'a> BlockedMmd<'a> {
         let mut square_sum = 0.0;
         let mut null = Vec::with_capacity(range.len());
         let mut next = range.start;
+        let stage = match passes {
+            1 => self.stage.clone(),
+            _ => format!("{} ({passes} passes over the Gram matrix)", self.stage),
+        };
         for pass in 0..passes {
             let first = pass == 0;
             let count = if first { per_pass - 1 } else { per_pass }.min(range.end - next);
             let draws = next..next + count;
             let labels = self.labels(first, draws.clone(), seed);
-            let stage = format!("{}, pass {} of {passes}", self.stage, pass + 1);
-            let out = self.pass::<B>(&labels, usize::from(first) + count, first, &stage, progress)?;
+            let out =
+                self.pass::<B>(&labels, usize::from(first) + count, first, (&stage, pass, passes), progress)?;
             if let Some(r) = out.rowsum {
                 rowsum = r;
                 square_sum = out.square_sum;
@@ -231,13 +238,13 @@ impl<'a> BlockedMmd<'a> {
         statistic: MmdStatistic,
         progress: &dyn Progress,
     ) -> Result<f64, CoreError> {
-        Ok(self.observed_and_rowsum::<B>(statistic, "MMD statistic", progress)?.0)
+        Ok(self.observed_and_rowsum::<B>(statistic, ("MMD statistic", 0, 1), progress)?.0)
     }
 
     fn observed_and_rowsum<B: Backend>(
         &self,
         statistic: MmdStatistic,
-        stage: &str,
+        stage: Stage<'_>,
         progress: &dyn Progress,
     ) -> Result<(f64, Vec<f64>), CoreError> {
         if statistic == MmdStatistic::Linear {
@@ -263,14 +270,13 @@ impl<'a> BlockedMmd<'a> {
         progress: &dyn Progress,
     ) -> Result<(f64, f64, f64), CoreError> {
         let big_n = self.pooled.len();
-        let (observed, rowsum) =
-            self.observed_and_rowsum::<B>(statistic, "gamma null, pass 1 of 2", progress)?;
+        let (observed, rowsum) = self.observed_and_rowsum::<B>(statistic, ("gamma null", 0, 2), progress)?;
         let sums = Sums::new(&rowsum, &self.diagonal());
         let nf = big_n as f64;
         let Sums { total, trace } = sums;
         let g = total / (nf * nf);
         let mut fro2 = 0.0;
-        self.tiles("gamma null, pass 2 of 2", progress, |rows, cols, k| {
+        self.tiles(("gamma null", 1, 2), progress, |rows, cols, k| {
             let w = if rows.start == cols.start { 1.0 } else { 2.0 };
             let ci = rows.len();
             let tile: f64 = cols
@@ -329,7 +335,7 @@ impl<'a> BlockedMmd<'a> {
         labels: &[u8],
         count: usize,
         with_rowsum: bool,
-        stage: &str,
+        stage: Stage<'_>,
         progress: &dyn Progress,
     ) -> Result<Pass, CoreError> {
         let big_n = self.pooled.len();
@@ -375,18 +381,20 @@ impl<'a> BlockedMmd<'a> {
     }
 
     /// Calls `f(I, J, K_IJ)` for every tile `I ≤ J` (`K_IJ` column-major, `|I| × |J|`), column
-    /// blocks in order and within each the row blocks from the first, reporting one step per tile.
+    /// blocks in order and within each the row blocks from the first, reporting one step per tile
+    /// (pass `pass` of `passes` under the stage's name: one count over all passes).
     fn tiles(
         &self,
-        stage: &str,
+        (stage, pass, passes): Stage<'_>,
         progress: &dyn Progress,
         mut f: impl FnMut(Range<usize>, Range<usize>, &[f64]) -> Result<(), CoreError>,
     ) -> Result<(), CoreError> {
         let big_n = self.pooled.len();
         let c = self.blocking.tile.min(big_n);
         let blocks = big_n.div_ceil(c);
-        let total = (blocks * (blocks + 1) / 2) as u64;
-        let mut done = 0;
+        let per_pass = (blocks * (blocks + 1) / 2) as u64;
+        let total = per_pass * passes as u64;
+        let mut done = per_pass * pass as u64;
         let mut k = vec![0.0; c * c];
         for jb in 0..blocks {
             let cols = jb * c..((jb + 1) * c).min(big_n);
@@ -406,7 +414,7 @@ impl<'a> BlockedMmd<'a> {
                 f(rows, cols.clone(), tile)?;
             }
         }
-        progress.update(stage, total, total);
+        progress.update(stage, done, total);
         Ok(())
     }
 }

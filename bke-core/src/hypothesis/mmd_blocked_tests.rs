@@ -222,3 +222,25 @@ fn refuses_bad_settings() {
     assert_eq!(r.null.len(), 3);
     assert!(r.observed.is_finite());
 }
+
+/// Progress counts tiles over all passes under one stage name, from 0 to the total.
+#[test]
+fn progress_counts_every_pass_under_one_stage() {
+    struct Record(std::sync::Mutex<Vec<(String, u64, u64)>>);
+    impl crate::Progress for Record {
+        fn update(&self, stage: &str, done: u64, total: u64) {
+            self.0.lock().unwrap().push((stage.into(), done, total));
+        }
+    }
+    let z = sample(1, 23, 0.0).concat(&sample(2, 31, 0.2)).unwrap();
+    let b = BlockedMmd::new(&z, 23, WeightedKernel::gaussian(0.5), small_blocks()).unwrap();
+    let record = Record(Default::default());
+    b.permutation::<DefaultBackend>(MmdStatistic::Unbiased, 0..12, 1, &record).unwrap();
+    let seen = record.0.into_inner().unwrap();
+    // 54 points in tiles of 7: 8 blocks, 36 tiles a pass; 13 labellings, 5 a pass: 3 passes
+    assert!(
+        seen.iter().all(|(s, _, t)| s == "permutation null (3 passes over the Gram matrix)" && *t == 108)
+    );
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "{seen:?}");
+    assert_eq!((seen[0].1, seen[seen.len() - 1].1), (0, 108));
+}
