@@ -247,7 +247,7 @@ impl FittedMmd {
     /// Whether an exact Gram matrix of `pooled` points is taken in blocks: above
     /// [`Blocking::above`], or where the dense one would not fit the memory limit.
     fn blocks(&self, pooled: usize) -> bool {
-        self.blocking.applies(pooled) || check_dense_gram(pooled).is_err()
+        self.blocking.applies(pooled) || check_dense_gram(pooled, 0).is_err()
     }
 
     /// Runs the test with backend `B`.
@@ -272,7 +272,7 @@ impl FittedMmd {
             let blocked = BlockedMmd::new(&pooled, self.data.x.len(), kernel, self.blocking)?;
             return Ok(blocked.permutation::<B>(self.params.statistic, range, self.params.seed, &())?.null);
         }
-        check_dense_gram(pooled.len())?;
+        check_dense_gram(pooled.len(), 0)?;
         let k = Distances::new(&pooled).gram(&kernel);
         MmdPermutation::new(&k, self.data.x.len())?.null_range::<B>(
             self.params.statistic,
@@ -377,7 +377,7 @@ impl FittedMmd {
         if self.blocked() {
             return self.single_blocked::<B>(&pooled, null, progress);
         }
-        check_dense_gram(pooled.len())?;
+        check_dense_gram(pooled.len(), wild_pairs(p.null, x.len()))?;
         let k = Distances::new(&pooled).gram(kernel);
         match null {
             Some(draws) => {
@@ -434,7 +434,7 @@ impl FittedMmd {
         let blocked =
             landmarks.is_none() && p.null == NullDistribution::Permutation && self.blocks(pooled.len());
         if landmarks.is_none() && !blocked {
-            check_dense_gram(pooled.len())?;
+            check_dense_gram(pooled.len(), wild_pairs(p.null, n))?;
         }
         let kernels = &self.selected.kernels;
         let relabellings = (p.null == NullDistribution::Permutation && !blocked)
@@ -557,15 +557,22 @@ fn gamma_outcome(observed: f64, mean: f64, var: f64, params: &MmdParams) -> Resu
     Ok(Outcome::from_p(observed, p, params.alpha, params.null, null_mean, var.sqrt()))
 }
 
-/// Refuses a dense pooled Gram matrix (with its distances: `16 N²` bytes) beyond the memory limit
+/// Refuses a dense pooled Gram matrix (with its distances: `16 N²` bytes; with the wild bootstrap's
+/// `pairs × pairs` matrix `H`, `8 pairs²` more) beyond the memory limit
 /// ([`crate::budget`]), saying which settings avoid it: only the wild bootstrap gets there (the
 /// permutation and gamma nulls then take the blocked path).
-fn check_dense_gram(pooled: usize) -> Result<(), CoreError> {
+fn check_dense_gram(pooled: usize, pairs: usize) -> Result<(), CoreError> {
     let setting = format!(
         "pooled points = {pooled} with the wild bootstrap (its pairs need the dense Gram matrix; the \
          permutation and gamma nulls work in blocks at any size: use --null permutation)"
     );
-    crate::budget::check(&setting, crate::budget::Bytes::f64s(pooled).times(pooled).times(2))
+    let pairs = crate::budget::Bytes::f64s(pairs).times(pairs);
+    crate::budget::check(&setting, crate::budget::Bytes::f64s(pooled).times(pooled).times(2).plus(pairs))
+}
+
+/// The `n` pairs of the wild bootstrap's `n × n` matrix `H` (module docs), 0 for the other nulls.
+fn wild_pairs(null: NullDistribution, n: usize) -> usize {
+    if null == NullDistribution::WildBootstrap { n } else { 0 }
 }
 
 /// The linear-time test (module docs), `n = m`.
