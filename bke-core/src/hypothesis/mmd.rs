@@ -68,6 +68,17 @@
 //! kernel's null costs `2NrB` flops (`r ≤ N/6`) instead of `2N²B`; `MmdParams::dense` (`--dense`) keeps
 //! the dense Gram matrices at every size.
 //!
+//! # Large samples: the Gram matrix in tiles
+//! Above [`Blocking::above`] pooled points (default 4096), or where the dense `K` would not fit the
+//! memory limit ([`crate::budget`]), the exact Gram matrices are never held whole: the single-kernel
+//! test with the permutation or gamma null, and the aggregated tests' exact permutation null
+//! (`--dense`, or the sizes at or below [`super::nystrom::EXACT_MAX_POINTS`]), evaluate `K` tile by
+//! tile from the points, once per pass over a batch of relabellings ([`BlockedMmd`]: `q_b`, the row
+//! sums, the gamma moments and `N̂_k` from the same tiles). Memory is linear in `N`; the relabellings
+//! are the dense path's (draw `b` from stream `(seed, b)`), so the null sample and the p-value are
+//! the same up to rounding. The wild bootstrap keeps the dense matrices and is refused, with the
+//! reason, where they do not fit.
+//!
 //! # Linear time
 //! `(1/⌊n/2⌋) Σ_i h(z_{2i−1}, z_{2i})` never forms a Gram matrix. Its nulls: permutation (relabel,
 //! re-pair, `O(N)` kernel evaluations per draw), wild bootstrap `Σ ε_i h_i/⌊n/2⌋`, or the asymptotic
@@ -75,6 +86,7 @@
 
 use super::aggregate::{AggregateOutcome, KernelStatistics, min_p, soft_max_test};
 use super::kernels::{Distances, WeightedKernel};
+use super::mmd_blocked::{BlockedMmd, Blocking};
 use super::mmd_null::{
     MmdPermutation, Relabellings, gamma_moments, linear_normal, linear_permutation, linear_wild, wild_null,
 };
@@ -185,7 +197,7 @@ impl Estimator for MmdParams {
         let pooled = data.x.concat(&data.y)?;
         let selected = select_kernels::<B>(&pooled, &params.selection, TestKind::TwoSample, progress)?;
         progress.update("choosing kernels", 1, 1);
-        Ok(FittedMmd { params: params.clone(), selected, data: data.clone() })
+        Ok(FittedMmd { params: params.clone(), selected, data: data.clone(), blocking: Blocking::default() })
     }
 }
 
@@ -195,6 +207,7 @@ pub struct FittedMmd {
     params: Valid<MmdParams>,
     selected: SelectedKernels,
     data: TwoSamples,
+    blocking: Blocking,
 }
 
 impl FittedMmd {
@@ -206,6 +219,35 @@ impl FittedMmd {
     /// The chosen kernels.
     pub fn selected(&self) -> &SelectedKernels {
         &self.selected
+    }
+
+    /// The same test with other [`Blocking`] settings: when a single-kernel test with the unbiased or
+    /// biased statistic and the permutation or gamma null works on tiles of the Gram matrix
+    /// ([`BlockedMmd`]) instead of the whole of it. The results are the same up to rounding.
+    pub fn with_blocking(mut self, blocking: Blocking) -> Self {
+        self.blocking = blocking;
+        self
+    }
+
+    /// The [`Blocking`] settings (default: [`Blocking::default`]).
+    pub fn blocking(&self) -> Blocking {
+        self.blocking
+    }
+
+    /// Whether the single-kernel quadratic statistic takes the blocked path (above
+    /// [`Blocking::above`] pooled points, permutation or gamma null).
+    fn blocked(&self) -> bool {
+        let p = &self.params;
+        !p.selection.is_aggregated()
+            && p.statistic != MmdStatistic::Linear
+            && matches!(p.null, NullDistribution::Permutation | NullDistribution::Gamma)
+            && self.blocks(self.data.x.len() + self.data.y.len())
+    }
+
+    /// Whether an exact Gram matrix of `pooled` points is taken in blocks: above
+    /// [`Blocking::above`], or where the dense one would not fit the memory limit.
+    fn blocks(&self, pooled: usize) -> bool {
+        self.blocking.applies(pooled) || check_dense_gram(pooled, 0).is_err()
     }
 
     /// Runs the test with backend `B`.
@@ -225,7 +267,13 @@ impl FittedMmd {
     pub fn null_draws<B: Backend>(&self, range: std::ops::Range<usize>) -> Result<Vec<f64>, CoreError> {
         self.check_splittable()?;
         let pooled = self.data.x.concat(&self.data.y)?;
-        let k = Distances::new(&pooled).gram(&self.selected.kernels[0]);
+        let kernel = self.selected.kernels[0];
+        if self.blocked() {
+            let blocked = BlockedMmd::new(&pooled, self.data.x.len(), kernel, self.blocking)?;
+            return Ok(blocked.permutation::<B>(self.params.statistic, range, self.params.seed, &())?.null);
+        }
+        check_dense_gram(pooled.len(), 0)?;
+        let k = Distances::new(&pooled).gram(&kernel);
         MmdPermutation::new(&k, self.data.x.len())?.null_range::<B>(
             self.params.statistic,
             range,
@@ -274,7 +322,7 @@ impl FittedMmd {
             let kernels = self.kernel_reports(&stats.observed, &p_values);
             (outcome, kernels, agg.leading, agg.u_alpha)
         } else {
-            let o = self.single::<B>(null)?;
+            let o = self.single::<B>(null, progress)?;
             let kernels = self.kernel_reports(&[o.statistic], &[o.p_value]);
             (o, kernels, 0, None)
         };
@@ -315,13 +363,21 @@ impl FittedMmd {
 
     /// The single-kernel test with any statistic and null; with `null`, the permutation null's
     /// draws computed elsewhere ([`FittedMmd::null_draws`]).
-    fn single<B: Backend>(&self, null: Option<Vec<f64>>) -> Result<Outcome, CoreError> {
+    fn single<B: Backend>(
+        &self,
+        null: Option<Vec<f64>>,
+        progress: &dyn Progress,
+    ) -> Result<Outcome, CoreError> {
         let (x, y, p) = (&self.data.x, &self.data.y, &self.params);
         let kernel = &self.selected.kernels[0];
         if p.statistic == MmdStatistic::Linear {
             return linear_test(kernel, x, y, p);
         }
         let pooled = x.concat(y)?;
+        if self.blocked() {
+            return self.single_blocked::<B>(&pooled, null, progress);
+        }
+        check_dense_gram(pooled.len(), wild_pairs(p.null, x.len()))?;
         let k = Distances::new(&pooled).gram(kernel);
         match null {
             Some(draws) => {
@@ -329,6 +385,31 @@ impl FittedMmd {
                 Ok(Outcome::from_samples(observed, draws, p.alpha, p.null))
             }
             None => mmd_test_gram::<B>(&k, x.len(), p),
+        }
+    }
+
+    /// [`FittedMmd::single`] on tiles of the Gram matrix ([`BlockedMmd`]): permutation or gamma null.
+    fn single_blocked<B: Backend>(
+        &self,
+        pooled: &Points,
+        null: Option<Vec<f64>>,
+        progress: &dyn Progress,
+    ) -> Result<Outcome, CoreError> {
+        let p = &self.params;
+        let blocked = BlockedMmd::new(pooled, self.data.x.len(), self.selected.kernels[0], self.blocking)?;
+        match (p.null, null) {
+            (NullDistribution::Gamma, _) => {
+                let (observed, mean, var) = blocked.gamma::<B>(p.statistic, progress)?;
+                gamma_outcome(observed, mean, var, p)
+            }
+            (_, Some(draws)) => {
+                let observed = blocked.observed::<B>(p.statistic, progress)?;
+                Ok(Outcome::from_samples(observed, draws, p.alpha, p.null))
+            }
+            (_, None) => {
+                let r = blocked.permutation::<B>(p.statistic, 0..p.permutations, p.seed, progress)?;
+                Ok(Outcome::from_samples(r.observed, r.null, p.alpha, p.null))
+            }
         }
     }
 
@@ -349,31 +430,48 @@ impl FittedMmd {
             NullDistribution::Permutation if !p.dense => NystromLandmarks::new(&pooled),
             _ => None,
         };
+        // the exact permutation null on many points: tiles of each Gram matrix (BlockedMmd)
+        let blocked =
+            landmarks.is_none() && p.null == NullDistribution::Permutation && self.blocks(pooled.len());
+        if landmarks.is_none() && !blocked {
+            check_dense_gram(pooled.len(), wild_pairs(p.null, n))?;
+        }
         let kernels = &self.selected.kernels;
-        let relabellings = (p.null == NullDistribution::Permutation)
+        let relabellings = (p.null == NullDistribution::Permutation && !blocked)
             .then(|| Relabellings::draw(pooled.len(), n, 0..draws, p.seed));
         let mut stats = KernelStatistics { observed: Vec::new(), draws: Vec::new() };
         for (i, kernel) in kernels.iter().enumerate() {
             progress.checkpoint()?;
             progress.update("kernels", i as u64, kernels.len() as u64);
-            let gram = match &landmarks {
-                Some(l) => l.factor::<B>(kernel)?,
-                None => dist.gram(kernel),
-            };
-            let perm = match &landmarks {
-                Some(_) => MmdPermutation::from_factor(&gram, n)?,
-                None => MmdPermutation::new(&gram, n)?,
-            };
-            // the permutation null's relabellings are shared; otherwise the wild bootstrap
-            let (mut observed, mut null) = match &relabellings {
-                Some(r) => (
-                    perm.observed(MmdStatistic::Unbiased),
-                    perm.null_of::<B>(MmdStatistic::Unbiased, r, batch_size(pooled.len(), draws))?,
-                ),
-                None => wild_null::<B>(&gram, n, MmdStatistic::Unbiased, draws, p.seed)?,
-            };
+            let (mut observed, mut null, norm) =
+                if blocked {
+                    let stage = format!("kernel {} of {}: permutation null", i + 1, kernels.len());
+                    let r = BlockedMmd::new(&pooled, n, *kernel, self.blocking)?
+                        .named(&stage)
+                        .permutation::<B>(MmdStatistic::Unbiased, 0..draws, p.seed, progress)?;
+                    (r.observed, r.null, r.off_diagonal_norm)
+                } else {
+                    let gram = match &landmarks {
+                        Some(l) => l.factor::<B>(kernel)?,
+                        None => dist.gram(kernel),
+                    };
+                    let perm = match &landmarks {
+                        Some(_) => MmdPermutation::from_factor(&gram, n)?,
+                        None => MmdPermutation::new(&gram, n)?,
+                    };
+                    // the permutation null's relabellings are shared; otherwise the wild bootstrap
+                    let (observed, null) = match &relabellings {
+                        Some(r) => (
+                            perm.observed(MmdStatistic::Unbiased),
+                            perm.null_of::<B>(MmdStatistic::Unbiased, r, batch_size(pooled.len(), draws))?,
+                        ),
+                        None => wild_null::<B>(&gram, n, MmdStatistic::Unbiased, draws, p.seed)?,
+                    };
+                    let norm = if is_agg { 0.0 } else { perm.off_diagonal_norm::<B>()? };
+                    (observed, null, norm)
+                };
             if !is_agg {
-                let c = min_n * (min_n - 1.0) / fuse_normaliser::<B>(&perm)?;
+                let c = min_n * (min_n - 1.0) / fuse_normaliser(norm)?;
                 observed *= c;
                 null.iter_mut().for_each(|v| *v *= c);
             }
@@ -396,8 +494,7 @@ impl FittedMmd {
 }
 
 /// `√(Σ_{i≠j} K_ij²)`, MMD-FUSE's relabelling-invariant normaliser (module docs), or an error when it is 0.
-fn fuse_normaliser<B: Backend>(perm: &MmdPermutation<'_>) -> Result<f64, CoreError> {
-    let s = perm.off_diagonal_norm::<B>()?;
+fn fuse_normaliser(s: f64) -> Result<f64, CoreError> {
     if !(s > 0.0) {
         return Err(invalid(
             "normaliser of the MMD-FUSE statistic",
@@ -433,24 +530,49 @@ pub(crate) fn mmd_test_gram<B: Backend>(k: &Mat, n: usize, params: &MmdParams) -
         NullDistribution::Gamma => {
             let observed = mmd_from_gram(k, n, stat)?;
             let (mean, var) = gamma_moments(k, n);
-            if !(mean > 0.0 && var > 0.0) {
-                return Err(invalid(
-                    "null variance of the MMD statistic",
-                    var,
-                    "the pooled Gram matrix is (numerically) constant, so the gamma fit is undefined: the lengthscale is far too large or too small for the data; use the permutation null or another lengthscale",
-                ));
-            }
-            let (shape, scale) = (mean * mean / var, var / mean);
-            let shifted = if stat == MmdStatistic::Biased { observed } else { observed + mean };
-            let p = gamma_sf(shifted, shape, scale);
-            let null_mean = if stat == MmdStatistic::Biased { mean } else { 0.0 };
-            Ok(Outcome::from_p(observed, p, alpha, params.null, null_mean, var.sqrt()))
+            gamma_outcome(observed, mean, var, params)
         }
         NullDistribution::Normal => Err(choice(
             "null distribution 'normal' for a quadratic-time statistic",
             "the normal null is for the linear-time statistic",
         )),
     }
+}
+
+/// The gamma null's outcome (module docs) from the observed statistic and the biased statistic's
+/// permutation mean and variance.
+fn gamma_outcome(observed: f64, mean: f64, var: f64, params: &MmdParams) -> Result<Outcome, CoreError> {
+    if !(mean > 0.0 && var > 0.0) {
+        return Err(invalid(
+            "null variance of the MMD statistic",
+            var,
+            "the pooled Gram matrix is (numerically) constant, so the gamma fit is undefined: the lengthscale is far too large or too small for the data; use the permutation null or another lengthscale",
+        ));
+    }
+    let stat = params.statistic;
+    let (shape, scale) = (mean * mean / var, var / mean);
+    let shifted = if stat == MmdStatistic::Biased { observed } else { observed + mean };
+    let p = gamma_sf(shifted, shape, scale);
+    let null_mean = if stat == MmdStatistic::Biased { mean } else { 0.0 };
+    Ok(Outcome::from_p(observed, p, params.alpha, params.null, null_mean, var.sqrt()))
+}
+
+/// Refuses a dense pooled Gram matrix (with its distances: `16 N²` bytes; with the wild bootstrap's
+/// `pairs × pairs` matrix `H`, `8 pairs²` more) beyond the memory limit
+/// ([`crate::budget`]), saying which settings avoid it: only the wild bootstrap gets there (the
+/// permutation and gamma nulls then take the blocked path).
+fn check_dense_gram(pooled: usize, pairs: usize) -> Result<(), CoreError> {
+    let setting = format!(
+        "pooled points = {pooled} with the wild bootstrap (its pairs need the dense Gram matrix; the \
+         permutation and gamma nulls work in blocks at any size: use --null permutation)"
+    );
+    let pairs = crate::budget::Bytes::f64s(pairs).times(pairs);
+    crate::budget::check(&setting, crate::budget::Bytes::f64s(pooled).times(pooled).times(2).plus(pairs))
+}
+
+/// The `n` pairs of the wild bootstrap's `n × n` matrix `H` (module docs), 0 for the other nulls.
+fn wild_pairs(null: NullDistribution, n: usize) -> usize {
+    if null == NullDistribution::WildBootstrap { n } else { 0 }
 }
 
 /// The linear-time test (module docs), `n = m`.

@@ -7,7 +7,7 @@
 //! threads and any batch size.
 
 use super::kernels::WeightedKernel;
-use super::mmd_statistic::{MmdStatistic, block_sums_statistic, check_gram};
+use super::mmd_statistic::{MmdStatistic, block_sums_statistic, check_gram, from_sums};
 use super::resampling::{batch_size, check_draws, choice, draw_rng};
 use crate::special::normal_cdf;
 use crate::{CoreError, Points};
@@ -123,16 +123,7 @@ impl<'a> MmdPermutation<'a> {
     /// The statistic for a labelling with `q = uᵀKu`, `s = uᵀr`, `d_x = uᵀ diag K`.
     #[inline]
     fn statistic(&self, q: f64, s: f64, dx: f64, statistic: MmdStatistic) -> f64 {
-        let (nf, mf) = (self.n as f64, (self.pooled_len() - self.n) as f64);
-        let syy = self.total - 2.0 * s + q;
-        let sxy = s - q;
-        match statistic {
-            MmdStatistic::Biased => q / (nf * nf) + syy / (mf * mf) - 2.0 * sxy / (nf * mf),
-            _ => {
-                (q - dx) / (nf * (nf - 1.0)) + (syy - self.trace + dx) / (mf * (mf - 1.0))
-                    - 2.0 * sxy / (nf * mf)
-            }
-        }
+        from_sums(q, s, dx, self.n, self.pooled_len() - self.n, self.total, self.trace, statistic)
     }
 
     /// `draws` null statistics, draw `b` from stream `(seed, b)`, by one GEMM `K·U` per batch of

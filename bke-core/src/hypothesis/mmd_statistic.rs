@@ -149,6 +149,30 @@ pub(crate) fn block_sums_statistic(k: &Mat, member: &[bool], n: usize, statistic
     }
 }
 
+/// The quadratic statistic of a labelling with `n` points called `x` and `m` called `y` from
+/// `q = uᵀKu`, `s = uᵀr`, `d_x = uᵀ diag K`, `T = 1ᵀK1` and `D = tr K` ([`super::mmd`]'s module
+/// docs): `Σ_xx = q`, `Σ_yy = T − 2s + q`, `Σ_xy = s − q`, diagonals `d_x` and `D − d_x`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn from_sums(
+    q: f64,
+    s: f64,
+    dx: f64,
+    n: usize,
+    m: usize,
+    total: f64,
+    trace: f64,
+    statistic: MmdStatistic,
+) -> f64 {
+    let (nf, mf) = (n as f64, m as f64);
+    let syy = total - 2.0 * s + q;
+    let sxy = s - q;
+    match statistic {
+        MmdStatistic::Biased => q / (nf * nf) + syy / (mf * mf) - 2.0 * sxy / (nf * mf),
+        _ => (q - dx) / (nf * (nf - 1.0)) + (syy - trace + dx) / (mf * (mf - 1.0)) - 2.0 * sxy / (nf * mf),
+    }
+}
+
 /// MMD² between `x` and `y` under `kernel`. Quadratic statistics build the pooled Gram matrix; the
 /// linear-time statistic evaluates `2n` kernel values.
 pub fn mmd_statistic(

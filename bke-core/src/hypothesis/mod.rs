@@ -41,6 +41,9 @@ pub(crate) mod hsic_null;
 pub mod kernels;
 pub mod median;
 pub mod mmd;
+mod mmd_blocked;
+#[cfg(test)]
+mod mmd_blocked_tests;
 mod mmd_null;
 mod mmd_statistic;
 #[cfg(test)]
@@ -56,6 +59,7 @@ pub use hsic::{FittedHsic, HsicParams, HsicStatistic};
 pub use kernels::{BandwidthWeights, TestFamily, WeightedKernel};
 pub use median::{MedianConvention, median_distance, median_lengthscale};
 pub use mmd::{FittedMmd, MmdParams, MmdStatistic};
+pub use mmd_blocked::{BlockedMmd, BlockedNull, Blocking};
 pub use mmd_null::{MmdPermutation, Relabellings};
 pub use report::{HsicReport, KernelReport, MmdReport, Outcome};
 pub use resampling::{NullDistribution, check_alpha, check_draws, resampling_p_value};
