@@ -150,7 +150,7 @@ pub struct PosteriorArgs {
     #[arg(long)]
     exact: bool,
     /// Seed of the rows drawn for --num-landmarks.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = BkePosterior::DEFAULT_SEED)]
     seed: u64,
     #[command(flatten)]
     out: OutArgs,

@@ -6,7 +6,7 @@ use bke_bank::cv::{CvParams, Method};
 use bke_core::bayes::SampleParams;
 use bke_core::causal::PcParams;
 use bke_core::density::{KernelStudentTParams, SelectOptions};
-use bke_core::embedding::EmbeddingParams;
+use bke_core::embedding::{BkePosterior, EmbeddingParams};
 use bke_core::hypothesis::{AggParams, BklParams, HsicParams, MmdParams, WitnessParams};
 use bke_core::nuts::NutsParams;
 use bke_core::{Choice, MedianConvention};
@@ -104,6 +104,7 @@ fn per_command() -> Vec<(&'static str, &'static str, String)> {
         ("bke causal pc", "seed", s(pc.ci.hsic.seed)),
         ("bke embed fit", "grid_points", s(emb.grid_points)),
         ("bke embed fit", "seed", s(emb.seed)),
+        ("bke embed posterior", "seed", s(BkePosterior::DEFAULT_SEED)),
         ("bke embed sample", "chains", s(nuts.chains)),
         ("bke embed sample", "draws", s(nuts.draws)),
         ("bke embed sample", "warmup", s(nuts.warmup)),

@@ -67,6 +67,8 @@ impl BkePosterior {
     pub const EXACT_ROWS: usize = 2000;
     /// Rows the front ends draw from larger data by default ([`BkePosterior::conditioned_at_rows`]).
     pub const DEFAULT_ROWS: usize = 1000;
+    /// The default seed of the rows drawn ([`BkePosterior::conditioned_at_rows`]).
+    pub const DEFAULT_SEED: u64 = 0;
 
     /// Conditions on `μ̂_θ` at `m` rows of `x` ([`BkePosterior::sampled_rows`]): [`BkePosterior::conditioned_at`]
     /// with `w = x[rows]`, the exact posterior of `μ` given the empirical embedding at those rows
