@@ -35,9 +35,10 @@ pub fn bke(args: &[&str]) -> (bool, serde_json::Value, String) {
 /// Fields whose value is legitimately `null` (an absent option, not a number): a path not given, a
 /// setting left to its data-driven default (or a prior not used), R-hat of a single chain, the
 /// gradient of a fixed hyperparameter, R-hat/ESS of a fixed (unsampled) parameter, landmarks read
-/// from a file, a time column not given. Known gaps (issue 34, open): `epsilons` (SMC-ABC's first
-/// tolerance, ∞) is written as `null`; so is `log_density` (−∞) outside the box of a density model
-/// file written before the density had tails (a fitted density is finite everywhere now).
+/// from a file, a time column not given. Two values JSON cannot hold are `null` by contract: the
+/// tolerance of SMC-ABC's generation 0 in `epsilons` (the prior sample, accepted without one: ∞),
+/// and `log_density` outside the box of a density model file written before the density had tails
+/// (its density is 0 there: −∞; a density fitted now is finite everywhere).
 const OPTIONAL_FIELDS: &[&str] = &[
     "model",
     "out",
