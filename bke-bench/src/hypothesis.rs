@@ -18,7 +18,7 @@ use anyhow::Context;
 use bke_core::hypothesis::kernels::Distances;
 use bke_core::hypothesis::mmd::{MmdStatistic, mmd_statistic};
 use bke_core::hypothesis::{
-    AggParams, HsicParams, LengthscaleSelection, MmdParams, MmdPermutation, WeightedKernel,
+    AggParams, HsicParams, LengthscaleSelection, MmdParams, MmdPermutation, SelectRule, WeightedKernel,
 };
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::{Backend, BackendKind, with_backend};
@@ -55,7 +55,7 @@ fn aggregated_test() -> anyhow::Result<f64> {
     let data = TwoSamples { x: normal_points(6, 500, 2, 0.0), y: normal_points(7, 500, 2, 0.3) };
     let params = MmdParams {
         permutations: 2000,
-        selection: LengthscaleSelection::Agg(AggParams::default()),
+        selection: LengthscaleSelection::new(SelectRule::Mmdagg),
         ..MmdParams::default()
     }
     .check()?;
@@ -190,7 +190,7 @@ pub fn bench(n_per_sample: usize, draws: usize, gemm: GemmReference) -> anyhow::
     let hy = normal_points(5, hn, 1, 0.0);
     let hsic = HsicParams {
         permutations: draws,
-        selection: LengthscaleSelection::Fixed(1.0),
+        selection: LengthscaleSelection::fixed(1.0),
         ..HsicParams::default()
     }
     .check()?
@@ -242,11 +242,11 @@ pub fn bench(n_per_sample: usize, draws: usize, gemm: GemmReference) -> anyhow::
 pub fn selection_costs(ns: &[usize], draws: usize, gemm: GemmReference) -> anyhow::Result<Table> {
     use bke_core::hypothesis::{BklParams, Families, MedianConvention};
     let rules = [
-        ("median", LengthscaleSelection::Median(MedianConvention::default())),
+        ("median", LengthscaleSelection::median(MedianConvention::default())),
         ("bkl", LengthscaleSelection::bkl(0)),
-        ("mmdagg", LengthscaleSelection::Agg(AggParams::default())),
-        ("fuse", LengthscaleSelection::Fuse(Families::Both)),
-        ("bkl-bayes", LengthscaleSelection::BklBayes(BklParams::default())),
+        ("mmdagg", LengthscaleSelection::new(SelectRule::Mmdagg)),
+        ("fuse", LengthscaleSelection::new(SelectRule::Fuse)),
+        ("bkl-bayes", LengthscaleSelection::new(SelectRule::BklBayes)),
     ];
     let headers = ["selection", "n = m", "B", "CPU seconds", "x median test"];
     let mut table = Table::new("kernel tests: CPU s per MMD test", &headers).with_timing(gemm);

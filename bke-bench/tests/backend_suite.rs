@@ -283,9 +283,12 @@ fn check_mmd_tests<B: Backend>() {
     let data = TwoSamples { x: clusters(40, 2, 40), y: clusters(40, 2, 41) };
     for selection in [
         LengthscaleSelection::default(),
-        LengthscaleSelection::Agg(AggParams::default()),
-        LengthscaleSelection::Fuse(Families::Both),
-        LengthscaleSelection::BklBayes(BklParams { landmarks: 20, ..BklParams::default() }),
+        LengthscaleSelection::new(SelectRule::Mmdagg),
+        LengthscaleSelection::new(SelectRule::Fuse),
+        LengthscaleSelection::with_bkl(
+            SelectRule::BklBayes,
+            BklParams { landmarks: 20, ..BklParams::default() },
+        ),
     ] {
         let params = MmdParams { permutations: 100, selection, ..MmdParams::default() }.check().unwrap();
         let a = params.fit::<B>(&data).unwrap().test::<B>().unwrap();
@@ -303,7 +306,7 @@ fn check_hsic_and_witness<B: Backend>() {
     let data = TwoSamples { x: clusters(40, 2, 42), y: clusters(40, 1, 43) };
     for (selection, null) in [
         (LengthscaleSelection::default(), NullDistribution::Permutation),
-        (LengthscaleSelection::Agg(AggParams::default()), NullDistribution::WildBootstrap),
+        (LengthscaleSelection::new(SelectRule::Hsicagg), NullDistribution::WildBootstrap),
     ] {
         let params =
             HsicParams { permutations: 100, selection, null, ..HsicParams::default() }.check().unwrap();

@@ -128,7 +128,7 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     let mut params = PcParams { alpha: a.alpha, max_condition: a.max_condition, ..PcParams::default() };
     params.ci.method = CiMethod::parse(&a.ci)?;
     let mut selection = a.selection.clone();
-    let default_rule = params.ci.method.default_selection().rule(TestKind::Independence);
+    let default_rule = params.ci.method.default_selection().rule();
     selection.select = selection.select.or(default_rule);
     params.prewhiten = Prewhitening::parse(&a.prewhiten)?;
     params.orientation = Orientation::parse(&a.orientation)?;

@@ -17,7 +17,7 @@ use bke_core::hypothesis::report::SelectionFields;
 use bke_core::hypothesis::select::{SelectRule, TestKind};
 use bke_core::hypothesis::{
     AggParams, BandwidthWeights, BklParams, Families, HsicParams, HsicStatistic, LengthscaleSelection,
-    MedianConvention, MmdParams, MmdStatistic, NullDistribution, SelectionSpec, WitnessParams,
+    MedianConvention, MmdParams, MmdStatistic, NullDistribution, WitnessParams,
 };
 use bke_core::{Choice, Params, Points, TwoSamples};
 use bke_io as io;
@@ -72,10 +72,11 @@ impl Selection {
     ) -> anyhow::Result<LengthscaleSelection> {
         if let Some(l) = fixed {
             bke_core::check_positive("--lengthscale", l)?;
-            return Ok(LengthscaleSelection::Fixed(l));
+            return Ok(LengthscaleSelection::fixed(l));
         }
-        let spec = SelectionSpec {
-            select: self.select.unwrap_or_default(),
+        let selection = LengthscaleSelection {
+            rule: self.select.unwrap_or_default(),
+            fixed: None,
             median_convention: self.median_convention,
             bkl: BklParams {
                 landmarks: self.bkl_landmarks,
@@ -89,7 +90,8 @@ impl Selection {
             },
         };
         let test = if two_sample { TestKind::TwoSample } else { TestKind::Independence };
-        Ok(LengthscaleSelection::parse(spec, test)?)
+        selection.validate(test)?;
+        Ok(selection)
     }
 }
 

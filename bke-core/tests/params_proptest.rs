@@ -95,7 +95,7 @@ proptest! {
 
     #[test]
     fn test_params_never_panic(permutations in count(), alpha in real(), lengthscale in real()) {
-        let selection = LengthscaleSelection::Fixed(lengthscale);
+        let selection = LengthscaleSelection::fixed(lengthscale);
         let params = MmdParams { permutations, alpha, selection, ..MmdParams::default() };
         if let (true, Ok(valid)) = (permutations <= 50, params.check()) {
             let x = data();

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 /// `mmd`, `hsic`, `embedding`, `sample`, `bank`, `baseline`, `density`, `ttgp`, `lfi`).
 fn defaults_json() -> Value {
     let (mmd, hsic, bkl) = (MmdParams::default(), HsicParams::default(), BklParams::default());
-    let select = LengthscaleSelection::default().rule(TestKind::TwoSample).map(Choice::name);
+    let select = LengthscaleSelection::default().rule().map(Choice::name);
     let agg = AggParams::default();
     let emb = EmbeddingParams::default();
     let sample = SampleParams::default();

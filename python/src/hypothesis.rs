@@ -14,7 +14,7 @@ use bke_core::embedding::EmbeddingPrior;
 use bke_core::hypothesis::select::{SelectRule, TestKind};
 use bke_core::hypothesis::{
     AggParams, BklParams, HsicParams, HsicStatistic, LengthscaleSelection, MmdParams, MmdStatistic,
-    NullDistribution, SelectionSpec,
+    NullDistribution,
 };
 use bke_core::{Params, Progress, TwoSamples, check_positive};
 use bke_linalg::Backend;
@@ -45,10 +45,11 @@ impl Selection {
     fn rule(&self, fixed: Option<f64>, seed: u64, test: TestKind) -> Result<LengthscaleSelection, Failure> {
         if let Some(l) = fixed {
             check_positive("lengthscale", l)?;
-            return Ok(LengthscaleSelection::Fixed(l));
+            return Ok(LengthscaleSelection::fixed(l));
         }
         // Field order = evaluation order: the rule's name is checked last, as it always was.
-        let spec = SelectionSpec {
+        let selection = LengthscaleSelection {
+            fixed: None,
             median_convention: self.median_convention.parse()?,
             bkl: BklParams {
                 landmarks: self.bkl_landmarks,
@@ -57,9 +58,10 @@ impl Selection {
                 seed,
             },
             agg: AggParams { families: self.agg_kernels.parse()?, weights: self.agg_weights.parse()? },
-            select: SelectRule::parse(&self.select, test)?,
+            rule: SelectRule::parse(&self.select, test)?,
         };
-        Ok(LengthscaleSelection::parse(spec, test)?)
+        selection.validate(test)?;
+        Ok(selection)
     }
 }
 
@@ -148,7 +150,7 @@ fn mmd_null_draws<'py>(
         statistic: MmdStatistic::parse(statistic).map_err(Failure::from)?,
         permutations: stop.max(1),
         seed,
-        selection: LengthscaleSelection::Fixed(lengthscale),
+        selection: LengthscaleSelection::fixed(lengthscale),
         ..MmdParams::default()
     };
     let data = two_samples(&x, &y)?;

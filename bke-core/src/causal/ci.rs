@@ -53,7 +53,7 @@ use super::kci::{KciParams, Side, ZKernel, ZRule, kci, rcit};
 use crate::estimator::{Dataset, Estimator, Params, Progress, TwoSamples, Valid};
 use crate::gp::GpParams;
 use crate::hypothesis::select::{TestKind, select_kernels};
-use crate::hypothesis::{BklParams, HsicParams, LengthscaleSelection, WeightedKernel};
+use crate::hypothesis::{BklParams, HsicParams, LengthscaleSelection, SelectRule, WeightedKernel};
 use crate::{CoreError, Points};
 use bke_linalg::Backend;
 use rayon::prelude::*;
@@ -104,8 +104,8 @@ impl CiMethod {
     /// KCI rejected 0 of 500 times under CI; with the median heuristic 3.8 % and 4.4 %).
     pub fn default_selection(self) -> LengthscaleSelection {
         match self {
-            CiMethod::GpHsic => LengthscaleSelection::BklBayes(BklParams::default()),
-            _ => LengthscaleSelection::Median(Default::default()),
+            CiMethod::GpHsic => LengthscaleSelection::new(SelectRule::BklBayes),
+            _ => LengthscaleSelection::median(Default::default()),
         }
     }
 
@@ -153,7 +153,7 @@ impl Default for CiParams {
 impl CiParams {
     /// The selection's name in outputs: "bkl", "median", "fixed", "hsicagg" or "bkl-bayes".
     pub fn selection_name(&self) -> &'static str {
-        self.selection.name(TestKind::Independence)
+        self.selection.name()
     }
 
     /// The HSIC settings of the test `{a, b} | z`: [`CiParams::selection`] for both residuals and the
@@ -517,7 +517,7 @@ mod tests {
     fn params() -> CiParams {
         CiParams {
             method: CiMethod::GpHsic,
-            selection: LengthscaleSelection::Median(MedianConvention::Muandet),
+            selection: LengthscaleSelection::median(MedianConvention::Muandet),
             hsic: HsicParams { permutations: 200, ..Default::default() },
             ..Default::default()
         }
@@ -602,7 +602,7 @@ mod tests {
         assert!(t.test::<DefaultBackend>(0, 0, &[]).is_err());
         assert!(t.test::<DefaultBackend>(0, 1, &[1]).is_err());
         assert!(t.test::<DefaultBackend>(0, 9, &[]).unwrap_err().to_string().contains("number of variables"));
-        let bad = CiParams { selection: LengthscaleSelection::Fixed(-1.0), ..params() };
+        let bad = CiParams { selection: LengthscaleSelection::fixed(-1.0), ..params() };
         assert!(bad.check().is_err());
         assert!(params().check().unwrap().fit::<DefaultBackend>(&data(3, 3)).is_err());
     }

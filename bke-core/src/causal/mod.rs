@@ -38,7 +38,7 @@
 //! }
 //! let data = CausalData::new(vec!["x".into(), "y".into(), "z".into()], Points::new("v", v, 3)?, None)?;
 //! let mut params = PcParams::default();
-//! params.ci.selection = LengthscaleSelection::Median(Default::default()); // the fast single-kernel rule
+//! params.ci.selection = LengthscaleSelection::median(Default::default()); // the fast single-kernel rule
 //! params.ci.hsic.permutations = 200;
 //! let result = params.check()?.fit::<DefaultBackend>(&data)?;
 //! assert!(result.adjacent("x", "y") && result.adjacent("y", "z") && !result.adjacent("x", "z"));

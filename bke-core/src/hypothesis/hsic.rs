@@ -44,7 +44,7 @@ pub use super::hsic_null::HsicStatistic;
 use super::kernels::{Distances, WeightedKernel};
 use super::report::{HsicReport, KernelReport, Outcome, SelectionFields};
 use super::resampling::{NullDistribution, check_alpha, check_draws, choice, invalid};
-use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
+use super::select::{LengthscaleSelection, SelectRule, SelectedKernels, TestKind, select_kernels};
 use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
 use crate::special::gamma_sf;
 use crate::{CoreError, Points};
@@ -132,10 +132,7 @@ impl Params for HsicParams {
         }
         if self.selection.is_aggregated() && !self.null.is_resampling() {
             return Err(choice(
-                &format!(
-                    "null 'gamma' for the aggregated selection '{}'",
-                    self.selection.name(TestKind::Independence)
-                ),
+                &format!("null 'gamma' for the aggregated selection '{}'", self.selection.name()),
                 "aggregated tests (bkl-bayes, the default, hsicagg) need a resampled null: use permutation or \
                  wild, or choose one kernel (select median or bkl, or fixed lengthscales)",
             ));
@@ -241,7 +238,7 @@ impl FittedHsic {
             outcome,
             lengthscale_x: lx.lengthscale,
             lengthscale_y: ly.lengthscale,
-            selection: p.selection.name(TestKind::Independence),
+            selection: p.selection.name(),
             selection_x: SelectionFields::new(&self.x_kernels, "_x", true),
             selection_y: SelectionFields::new(&self.y_kernels, "_y", false),
             statistic_kind: if p.null == NullDistribution::WildBootstrap {
@@ -295,7 +292,7 @@ impl FittedHsic {
         ls: &[Mat],
     ) -> Result<(Outcome, KernelStatistics, Vec<f64>, usize, Option<f64>), CoreError> {
         let p = &self.params;
-        let is_agg = matches!(p.selection, LengthscaleSelection::Agg(_));
+        let is_agg = matches!(p.selection.rule(), Some(SelectRule::Mmdagg | SelectRule::Hsicagg));
         let draws = if is_agg { 2 * p.permutations } else { p.permutations };
         let mut stats = match p.null {
             NullDistribution::WildBootstrap => wild_stats::<B>(ks, ls, draws, p.seed)?,

@@ -96,7 +96,7 @@ use super::nystrom::NystromLandmarks;
 pub use super::mmd_statistic::{MmdStatistic, check_samples, mmd_from_gram, mmd_statistic};
 use super::report::{KernelReport, MmdReport, Outcome, SelectionFields};
 use super::resampling::{NullDistribution, batch_size, check_alpha, check_draws, choice, invalid};
-use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
+use super::select::{LengthscaleSelection, SelectRule, SelectedKernels, TestKind, select_kernels};
 use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
 use crate::special::gamma_sf;
 use crate::{CoreError, Points};
@@ -171,7 +171,7 @@ impl Params for MmdParams {
                     "statistic '{}' with null '{}' for the aggregated selection '{}'",
                     self.statistic.name(),
                     self.null.name(),
-                    self.selection.name(TestKind::TwoSample)
+                    self.selection.name()
                 ),
                 "aggregated tests (bkl-bayes, the default, mmdagg, fuse) use the unbiased statistic with the \
                  permutation or wild null; for another statistic or null choose one kernel: select median \
@@ -331,7 +331,7 @@ impl FittedMmd {
         Ok(MmdReport {
             outcome,
             lengthscale: lead.lengthscale,
-            selection: p.selection.name(TestKind::TwoSample),
+            selection: p.selection.name(),
             selection_fields: SelectionFields::new(&self.selected, "", true),
             statistic_kind: p.statistic.name(),
             kernel: lead.family.name(),
@@ -422,7 +422,7 @@ impl FittedMmd {
         let (x, y, p) = (&self.data.x, &self.data.y, &self.params);
         let n = x.len();
         let min_n = n.min(y.len()) as f64;
-        let is_agg = matches!(p.selection, LengthscaleSelection::Agg(_));
+        let is_agg = matches!(p.selection.rule(), Some(SelectRule::Mmdagg | SelectRule::Hsicagg));
         let draws = if is_agg { 2 * p.permutations } else { p.permutations };
         let pooled = x.concat(y)?;
         let mut dist = Distances::new(&pooled);

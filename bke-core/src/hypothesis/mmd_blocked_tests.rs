@@ -64,7 +64,7 @@ fn blocked_test_equals_dense_test() {
                 null,
                 permutations: 57,
                 seed: 9,
-                selection: LengthscaleSelection::Fixed(0.4),
+                selection: LengthscaleSelection::fixed(0.4),
                 ..MmdParams::default()
             };
             let f = fitted(params);
@@ -135,8 +135,8 @@ fn blocked_aggregated_tests_equal_dense_ones() {
     let data = TwoSamples { x: sample(1, 23, 0.0), y: sample(2, 31, 0.2) };
     for selection in [
         LengthscaleSelection::default(),
-        LengthscaleSelection::Fuse(Families::Both),
-        LengthscaleSelection::Agg(AggParams::default()),
+        LengthscaleSelection::new(SelectRule::Fuse),
+        LengthscaleSelection::new(SelectRule::Mmdagg),
     ] {
         let params = MmdParams { permutations: 40, seed: 5, selection, dense: true, ..MmdParams::default() };
         let f = params.check().unwrap().fit::<DefaultBackend>(&data).unwrap();
@@ -165,7 +165,7 @@ fn split_null_is_the_blocked_null() {
     let params = MmdParams {
         permutations: 30,
         seed: 4,
-        selection: LengthscaleSelection::Fixed(0.5),
+        selection: LengthscaleSelection::fixed(0.5),
         ..MmdParams::default()
     };
     let f = fitted(params).with_blocking(small_blocks());
@@ -188,7 +188,7 @@ fn blocked_results_do_not_depend_on_the_thread_count() {
     let params = MmdParams {
         permutations: 40,
         seed: 2,
-        selection: LengthscaleSelection::Fixed(0.5),
+        selection: LengthscaleSelection::fixed(0.5),
         ..MmdParams::default()
     };
     let f = fitted(params).with_blocking(small_blocks());

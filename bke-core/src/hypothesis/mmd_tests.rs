@@ -36,7 +36,7 @@ fn run(x: &Points, y: &Points, params: &MmdParams) -> Result<MmdReport, CoreErro
 }
 
 fn fixed(l: f64) -> LengthscaleSelection {
-    LengthscaleSelection::Fixed(l)
+    LengthscaleSelection::fixed(l)
 }
 
 /// Direct formulas from the definitions over point pairs (no Gram matrix, no algebra).
@@ -151,7 +151,7 @@ fn test_with_split_null_equals_test() {
     assert!((split.outcome.null_sd - whole.outcome.null_sd).abs() < 1e-12 * whole.outcome.null_sd);
     assert_eq!(split.lengthscale, whole.lengthscale);
     assert!(fitted.test_with_null::<DefaultBackend>(vec![0.0; 3]).is_err());
-    let agg = MmdParams { selection: LengthscaleSelection::Fuse(Families::Both), ..params };
+    let agg = MmdParams { selection: LengthscaleSelection::new(SelectRule::Fuse), ..params };
     let fitted = agg.check().unwrap().fit::<DefaultBackend>(&TwoSamples { x, y }).unwrap();
     assert!(fitted.null_draws::<DefaultBackend>(0..10).is_err());
 }
@@ -287,9 +287,9 @@ fn wild_bootstrap_and_normal_null_agree_with_definitions() {
 
 fn aggregated() -> Vec<LengthscaleSelection> {
     vec![
-        LengthscaleSelection::Agg(AggParams::default()),
-        LengthscaleSelection::Fuse(Families::Both),
-        LengthscaleSelection::BklBayes(BklParams::default()),
+        LengthscaleSelection::new(SelectRule::Mmdagg),
+        LengthscaleSelection::new(SelectRule::Fuse),
+        LengthscaleSelection::new(SelectRule::BklBayes),
     ]
 }
 
@@ -338,7 +338,7 @@ fn detects_a_shift() {
 #[test]
 fn soft_max_tests_match_their_definition_and_their_draws_are_relabelled_data() {
     for selection in
-        [LengthscaleSelection::Fuse(Families::Both), LengthscaleSelection::BklBayes(BklParams::default())]
+        [LengthscaleSelection::new(SelectRule::Fuse), LengthscaleSelection::new(SelectRule::BklBayes)]
     {
         soft_max_test_matches_its_definition(selection);
     }
@@ -392,7 +392,7 @@ fn mmdagg_reports_each_kernel_and_the_corrected_level() {
     let y = gaussian_points(23, 30, 1, 0.0, 1.6);
     let params = MmdParams {
         permutations: 100,
-        selection: LengthscaleSelection::Agg(AggParams::default()),
+        selection: LengthscaleSelection::new(SelectRule::Mmdagg),
         ..Default::default()
     };
     let out = run(&x, &y, &params).unwrap();
@@ -454,7 +454,7 @@ fn bad_input_is_rejected_with_clear_errors() {
     }
     let y8 = gaussian_points(17, 8, 2, 0.0, 1.0);
     let median =
-        MmdParams { selection: LengthscaleSelection::Median(Default::default()), ..Default::default() };
+        MmdParams { selection: LengthscaleSelection::median(Default::default()), ..Default::default() };
     for p in [
         MmdParams { null: NullDistribution::WildBootstrap, ..Default::default() },
         MmdParams { statistic: MmdStatistic::Linear, ..median.clone() },

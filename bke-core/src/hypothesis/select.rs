@@ -46,7 +46,7 @@
 //! uninformative. On uniform-like data the pseudolikelihood need have no optimum at the scales in
 //! between, where the differences a test looks for may live.
 //!
-//! The rule ([`LengthscaleSelection::Bkl`]): **only lengthscales the landmarks resolve and the data
+//! The rule ([`SelectRule::Bkl`]): **only lengthscales the landmarks resolve and the data
 //! resolve count**, `h ≤ θ ≤ t̃`, with `h` the [`landmark_spacing`] (the side of the cube per landmark,
 //! estimated from the landmarks' nearest-neighbour distances) and `t̃` the sample's median distance.
 //! Why `h`: on a lattice of spacing `h`, Poisson summation gives
@@ -65,7 +65,7 @@
 //! exact. The lengthscales chosen and the resulting power are measured by `cargo xtask repro power`
 //! and `cargo xtask repro fig2c`.
 //!
-//! **ML-II** ([`LengthscaleSelection::MlIi`], `--select ml-ii`) is the seed's rule as published: the
+//! **ML-II** ([`SelectRule::MlIi`], `--select ml-ii`) is the seed's rule as published: the
 //! global optimum over the whole scan, degenerate optimum included. It is there to reproduce the
 //! seed (`cargo xtask repro fig2c`); `bkl` is its guarded form, and BKL-Bayes (the default) the rule to
 //! use.
@@ -132,7 +132,7 @@ use serde::Serialize;
 mod params;
 mod rule;
 pub use params::{AggParams, BklParams, Families, LengthscaleSelection, TestKind};
-pub use rule::{SelectRule, SelectionSpec};
+pub use rule::SelectRule;
 
 /// What BKL found (for reports).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -168,7 +168,11 @@ pub struct SelectedKernels {
 
 impl SelectedKernels {
     fn single(kernel: WeightedKernel) -> Self {
-        Self { kernels: vec![kernel], median_convention: None, bkl: None }
+        Self::collection(vec![kernel])
+    }
+
+    fn collection(kernels: Vec<WeightedKernel>) -> Self {
+        Self { kernels, median_convention: None, bkl: None }
     }
 }
 
@@ -198,13 +202,16 @@ pub fn select_kernels<B: Backend>(
     selection.validate(test)?;
     progress.checkpoint()?;
     let z = canonical_order(points);
-    match selection {
-        LengthscaleSelection::Fixed(l) => Ok(SelectedKernels::single(WeightedKernel::gaussian(*l))),
-        LengthscaleSelection::Median(c) => Ok(SelectedKernels {
-            median_convention: Some(*c),
-            ..SelectedKernels::single(WeightedKernel::gaussian(median_lengthscale(&z, *c)?))
+    let Some(rule) = selection.rule() else {
+        return Ok(SelectedKernels::single(WeightedKernel::gaussian(selection.fixed.unwrap_or(f64::NAN))));
+    };
+    let (p, a, c) = (&selection.bkl, &selection.agg, selection.median_convention);
+    match rule {
+        SelectRule::Median => Ok(SelectedKernels {
+            median_convention: Some(c),
+            ..SelectedKernels::single(WeightedKernel::gaussian(median_lengthscale(&z, c)?))
         }),
-        LengthscaleSelection::Bkl(p) => {
+        SelectRule::Bkl => {
             let r = p.fit::<B>(&z, progress)?;
             let limits = scan_limits(&r);
             let (theta, log_marginal) = bkl_choice(&r, limits);
@@ -215,7 +222,7 @@ pub fn select_kernels<B: Backend>(
                 ..SelectedKernels::single(WeightedKernel::gaussian(theta))
             })
         }
-        LengthscaleSelection::MlIi(p) => {
+        SelectRule::MlIi => {
             let r = p.fit::<B>(&z, progress)?;
             let (theta, log_marginal) = global_optimum(&r);
             let mut summary = summarise(&r, p, scan_limits(&r));
@@ -225,26 +232,21 @@ pub fn select_kernels<B: Backend>(
                 ..SelectedKernels::single(WeightedKernel::gaussian(theta))
             })
         }
-        LengthscaleSelection::Agg(a) => {
-            let kernels = match test {
-                TestKind::TwoSample => mmdagg_collection(&z, &a.families.list(), 10, a.weights)?,
-                TestKind::Independence => {
-                    let w = a.weights.weights(5);
-                    let ls = hsicagg_lengthscales(&z)?;
-                    ls.iter()
-                        .zip(w)
-                        .map(|(&l, w)| WeightedKernel { weight: w, ..WeightedKernel::gaussian(l) })
-                        .collect()
-                }
-            };
-            Ok(SelectedKernels { kernels, median_convention: None, bkl: None })
+        SelectRule::Mmdagg => {
+            Ok(SelectedKernels::collection(mmdagg_collection(&z, &a.families.list(), 10, a.weights)?))
         }
-        LengthscaleSelection::Fuse(f) => Ok(SelectedKernels {
-            kernels: fuse_collection(&z, &f.list(), 10)?,
-            median_convention: None,
-            bkl: None,
-        }),
-        LengthscaleSelection::BklBayes(p) => {
+        SelectRule::Hsicagg => {
+            let w = a.weights.weights(5);
+            let ls = hsicagg_lengthscales(&z)?;
+            let kernels = ls
+                .iter()
+                .zip(w)
+                .map(|(&l, w)| WeightedKernel { weight: w, ..WeightedKernel::gaussian(l) })
+                .collect();
+            Ok(SelectedKernels::collection(kernels))
+        }
+        SelectRule::Fuse => Ok(SelectedKernels::collection(fuse_collection(&z, &a.families.list(), 10)?)),
+        SelectRule::BklBayes => {
             let r = p.fit::<B>(&z, progress)?;
             let posterior = posterior_collection(&r)?;
             let kernels = contaminate(&posterior, &prior_collection(&z, test)?, PRIOR_SHARE);

@@ -16,7 +16,7 @@
 //! use bke_linalg::DefaultBackend;
 //! let x = Points::from_1d("x", &[-1.0, -0.5, 0.0, 0.3, 0.8])?;
 //! let y = Points::from_1d("y", &[0.5, 1.0, 1.4, 2.0, 2.2])?;
-//! let params = WitnessParams { selection: LengthscaleSelection::Fixed(0.7), ..WitnessParams::default() };
+//! let params = WitnessParams { selection: LengthscaleSelection::fixed(0.7), ..WitnessParams::default() };
 //! let w = params.check()?.fit::<DefaultBackend>(&TwoSamples { x, y })?.witness::<DefaultBackend>(&Points::from_1d("g", &[-1.0, 2.0])?)?;
 //! assert!(w.mean[0] > 0.0 && w.mean[1] < 0.0);
 //! # Ok::<(), bke_core::CoreError>(())
@@ -24,7 +24,7 @@
 
 use super::kernels::WeightedKernel;
 use super::resampling::choice;
-use super::select::{LengthscaleSelection, SelectedKernels, TestKind, select_kernels};
+use super::select::{LengthscaleSelection, SelectRule, SelectedKernels, TestKind, select_kernels};
 use crate::embedding::{BkeParams, BkePosterior, EmbeddingPrior};
 use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, TwoSamples, Valid};
 use crate::special::normal_quantile;
@@ -74,9 +74,9 @@ impl Params for WitnessParams {
                 reason: "must lie strictly between 0 and 1, e.g. 0.8".into(),
             });
         }
-        if self.selection.is_aggregated() && !matches!(self.selection, LengthscaleSelection::BklBayes(_)) {
+        if self.selection.is_aggregated() && self.selection.rule() != Some(SelectRule::BklBayes) {
             return Err(choice(
-                &format!("selection '{}' for the witness", self.selection.name(TestKind::TwoSample)),
+                &format!("selection '{}' for the witness", self.selection.name()),
                 "the witness uses one kernel: use a fixed lengthscale, median, bkl or bkl-bayes",
             ));
         }
@@ -210,10 +210,7 @@ mod tests {
     }
 
     fn fixed(p: &WitnessParams) -> f64 {
-        match p.selection {
-            LengthscaleSelection::Fixed(l) => l,
-            _ => unreachable!(),
-        }
+        p.selection.fixed.expect("a fixed lengthscale")
     }
 
     fn sample(shift: f64, n: usize) -> Points {
@@ -278,7 +275,7 @@ mod tests {
         let y = sample(0.7, 17);
         let g = Points::from_1d("g", &[-2.0, -0.5, 0.0, 0.4, 1.1, 2.5]).unwrap();
         let p = WitnessParams {
-            selection: LengthscaleSelection::Fixed(0.6),
+            selection: LengthscaleSelection::fixed(0.6),
             tau2: 0.5,
             level: 0.8,
             ..Default::default()
@@ -326,11 +323,10 @@ mod tests {
         assert!(fitted(&x, &x.select(&[0]), &p).is_err());
         assert!(fitted(&x, &x, &WitnessParams { level: 1.0, ..p.clone() }).is_err());
         assert!(
-            fitted(&x, &x, &WitnessParams { selection: LengthscaleSelection::Fixed(0.0), ..p.clone() })
+            fitted(&x, &x, &WitnessParams { selection: LengthscaleSelection::fixed(0.0), ..p.clone() })
                 .is_err()
         );
-        let agg =
-            WitnessParams { selection: LengthscaleSelection::Fuse(crate::hypothesis::Families::Both), ..p };
+        let agg = WitnessParams { selection: LengthscaleSelection::new(SelectRule::Fuse), ..p };
         assert!(agg.check().unwrap_err().to_string().contains("one kernel"));
     }
 }

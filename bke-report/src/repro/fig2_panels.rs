@@ -92,7 +92,7 @@ fn witness(ctx: &mut Ctx, dir: &std::path::Path, per: usize) -> anyhow::Result<(
     let centres: Vec<(f64, f64)> = (0..9).map(|c| (10.0 * (c / 3) as f64, 10.0 * (c % 3) as f64)).collect();
     for (name, selection) in [
         ("BKL", LengthscaleSelection::bkl(0)),
-        ("median heuristic", LengthscaleSelection::Median(Default::default())),
+        ("median heuristic", LengthscaleSelection::median(Default::default())),
     ] {
         let fitted = WitnessParams { selection, ..WitnessParams::default() }.check()?.fit::<Faer>(&data)?;
         let w = fitted.witness::<Faer>(&grid)?;

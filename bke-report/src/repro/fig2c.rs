@@ -25,7 +25,7 @@ use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
 use crate::table::Table;
 use bke_core::Points;
-use bke_core::hypothesis::{BklParams, LengthscaleSelection, MedianConvention, MmdParams};
+use bke_core::hypothesis::{BklParams, LengthscaleSelection, MedianConvention, MmdParams, SelectRule};
 use bke_core::{Params, TwoSamples, check_positive};
 use bke_linalg::Faer;
 use rand::SeedableRng;
@@ -113,10 +113,10 @@ pub fn options_from_args(default_reps: usize, default_b: usize) -> anyhow::Resul
 fn selections(seed: u64) -> [(&'static str, LengthscaleSelection); 4] {
     let bkl = BklParams { seed, ..BklParams::default() };
     [
-        ("median heuristic", LengthscaleSelection::Median(MedianConvention::Muandet)),
-        ("BKL", LengthscaleSelection::Bkl(bkl.clone())),
-        ("BKL-Bayes (default)", LengthscaleSelection::BklBayes(bkl.clone())),
-        ("seed's ML-II", LengthscaleSelection::MlIi(bkl)),
+        ("median heuristic", LengthscaleSelection::median(MedianConvention::Muandet)),
+        ("BKL", LengthscaleSelection::with_bkl(SelectRule::Bkl, bkl.clone())),
+        ("BKL-Bayes (default)", LengthscaleSelection::with_bkl(SelectRule::BklBayes, bkl.clone())),
+        ("seed's ML-II", LengthscaleSelection::with_bkl(SelectRule::MlIi, bkl)),
     ]
 }
 

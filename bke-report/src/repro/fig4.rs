@@ -44,7 +44,7 @@ use bke_core::causal::{
     CausalData, CiMethod, CiParams, Orientation, PcParams, PcResult, Pdag, TripleRecord, ZRule,
 };
 use bke_core::hypothesis::select::TestKind;
-use bke_core::hypothesis::{AggParams, BklParams, LengthscaleSelection};
+use bke_core::hypothesis::{AggParams, BklParams, LengthscaleSelection, SelectRule};
 use bke_core::{Params, Points};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
@@ -57,9 +57,9 @@ use std::fmt::Write as _;
 fn selections() -> [(&'static str, LengthscaleSelection); 4] {
     [
         ("BKL", LengthscaleSelection::bkl(0)),
-        ("BKL-Bayes", LengthscaleSelection::BklBayes(BklParams::default())),
-        ("HSICAgg", LengthscaleSelection::Agg(AggParams::default())),
-        ("median heuristic", LengthscaleSelection::Median(Default::default())),
+        ("BKL-Bayes", LengthscaleSelection::new(SelectRule::BklBayes)),
+        ("HSICAgg", LengthscaleSelection::new(SelectRule::Hsicagg)),
+        ("median heuristic", LengthscaleSelection::median(Default::default())),
     ]
 }
 
@@ -98,9 +98,7 @@ fn chosen_selections() -> Vec<(&'static str, LengthscaleSelection)> {
     let only = flag("--selections");
     selections()
         .into_iter()
-        .filter(|(_, s)| {
-            only.as_deref().is_none_or(|o| o.split(',').any(|x| x == s.name(TestKind::Independence)))
-        })
+        .filter(|(_, s)| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == s.name())))
         .collect()
 }
 

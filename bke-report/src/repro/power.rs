@@ -32,7 +32,7 @@ use super::fig2c::{blobs_iid, options_from_args};
 use crate::plot::{Figure, Series};
 use crate::table::Table;
 use bke_core::hypothesis::{
-    AggParams, BklParams, Families, LengthscaleSelection, MedianConvention, MmdParams,
+    AggParams, BklParams, Families, LengthscaleSelection, MedianConvention, MmdParams, SelectRule,
 };
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;
@@ -52,12 +52,12 @@ const PERTURBATIONS: usize = 2;
 fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection, bool)> {
     let bkl = BklParams { seed, ..BklParams::default() };
     vec![
-        ("median", LengthscaleSelection::Median(MedianConvention::Muandet), false),
-        ("bkl", LengthscaleSelection::Bkl(bkl.clone()), false),
-        ("mmdagg", LengthscaleSelection::Agg(AggParams::default()), false),
-        ("fuse", LengthscaleSelection::Fuse(Families::Both), false),
-        ("bkl-bayes", LengthscaleSelection::BklBayes(bkl.clone()), false),
-        ("bkl-bayes-dense", LengthscaleSelection::BklBayes(bkl), true),
+        ("median", LengthscaleSelection::median(MedianConvention::Muandet), false),
+        ("bkl", LengthscaleSelection::with_bkl(SelectRule::Bkl, bkl.clone()), false),
+        ("mmdagg", LengthscaleSelection::new(SelectRule::Mmdagg), false),
+        ("fuse", LengthscaleSelection::new(SelectRule::Fuse), false),
+        ("bkl-bayes", LengthscaleSelection::with_bkl(SelectRule::BklBayes, bkl.clone()), false),
+        ("bkl-bayes-dense", LengthscaleSelection::with_bkl(SelectRule::BklBayes, bkl), true),
     ]
 }
 

@@ -103,7 +103,7 @@ fn collider_data(n: usize) -> CausalData {
 fn quick() -> PcParams {
     let mut p = PcParams::default();
     p.ci.method = CiMethod::GpHsic;
-    p.ci.selection = LengthscaleSelection::Median(MedianConvention::Muandet);
+    p.ci.selection = LengthscaleSelection::median(MedianConvention::Muandet);
     p.ci.hsic = HsicParams { permutations: 200, ..Default::default() };
     p
 }

@@ -39,7 +39,7 @@ fn run(x: &Points, y: &Points, params: &HsicParams) -> Result<HsicReport, CoreEr
 }
 
 fn fixed(l: f64) -> LengthscaleSelection {
-    LengthscaleSelection::Fixed(l)
+    LengthscaleSelection::fixed(l)
 }
 
 #[test]
@@ -222,10 +222,7 @@ fn gamma_moments_match_permutation_null() {
 }
 
 fn aggregated() -> Vec<LengthscaleSelection> {
-    vec![
-        LengthscaleSelection::Agg(AggParams::default()),
-        LengthscaleSelection::BklBayes(BklParams::default()),
-    ]
+    vec![LengthscaleSelection::new(SelectRule::Hsicagg), LengthscaleSelection::new(SelectRule::BklBayes)]
 }
 
 /// HSICAgg has 25 kernel pairs of uniform weight; both aggregated tests detect a dependence the
@@ -296,12 +293,9 @@ fn bad_input_is_rejected() {
     assert!(run(&x, &y, &HsicParams { alpha: 1.0, ..Default::default() }).is_err());
     let e = run(&x, &y, &HsicParams { null: NullDistribution::Normal, ..Default::default() }).unwrap_err();
     assert!(e.to_string().contains("permutation, wild and gamma"), "{e}");
-    let e = HsicParams {
-        selection: LengthscaleSelection::Fuse(crate::hypothesis::Families::Both),
-        ..Default::default()
-    }
-    .check()
-    .unwrap_err();
+    let e = HsicParams { selection: LengthscaleSelection::new(SelectRule::Fuse), ..Default::default() }
+        .check()
+        .unwrap_err();
     assert!(e.to_string().contains("two-sample"), "{e}");
     let e = HsicParams {
         null: NullDistribution::Gamma,

@@ -2,13 +2,14 @@
 //! aggregated tests' parameters, and which test a selection serves ([`TestKind`]). The rules
 //! themselves are in the [parent module](super).
 
+use super::rule::SelectRule;
 use crate::embedding::{EmbeddingParams, EmbeddingPrior, FittedEmbedding};
 use crate::estimator::Params;
 use crate::hypothesis::kernels::BandwidthWeights;
 use crate::hypothesis::kernels::TestFamily;
 use crate::hypothesis::median::MedianConvention;
 use crate::hypothesis::resampling::{choice, invalid};
-use crate::{CoreError, Points, Progress, check_positive};
+use crate::{Choice, CoreError, Points, Progress, check_positive};
 
 /// Settings of BKL (ML-II on the BKE marginal pseudolikelihood, isotropic).
 #[derive(Debug, Clone, PartialEq)]
@@ -101,34 +102,23 @@ pub struct AggParams {
     pub weights: BandwidthWeights,
 }
 
-/// How the kernel(s) of a test are chosen.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LengthscaleSelection {
-    /// A given lengthscale of the Gaussian kernel.
-    Fixed(f64),
-    /// The median heuristic with the given convention.
-    Median(MedianConvention),
-    /// BKL: one Gaussian kernel, ML-II (module docs for the rule among optima).
-    Bkl(BklParams),
-    /// The seed's ML-II: one Gaussian kernel at the global optimum of the pseudolikelihood over the
-    /// whole scan (module docs: it may be the degenerate optimum below the landmark spacing).
-    MlIi(BklParams),
-    /// MMDAgg (two-sample) / HSICAgg (independence): a collection, weighted min-p with a corrected level.
-    Agg(AggParams),
-    /// MMD-FUSE: a collection, soft maximum of normalised statistics (two-sample only).
-    Fuse(Families),
-    /// BKL-Bayes: Gaussian kernels weighted by the BKE posterior over the lengthscale, mixed half and
-    /// half with the union of the MMDAgg and MMD-FUSE collections (HSIC: the HSICAgg collection) under
-    /// uniform weights (module docs).
-    BklBayes(BklParams),
-}
-
-impl Default for LengthscaleSelection {
-    /// BKL-Bayes with the default [`BklParams`]: the most powerful rule measured by
-    /// `cargo xtask repro power`, at a few times the median heuristic's cost ([`crate::hypothesis::nystrom`]).
-    fn default() -> Self {
-        LengthscaleSelection::BklBayes(BklParams::default())
-    }
+/// How the kernel(s) of a test are chosen: a named rule ([`SelectRule`]) and the settings the rules
+/// read, or a given lengthscale. A rule reads only its own settings (median: `median_convention`;
+/// bkl, ml-ii, bkl-bayes: `bkl`; mmdagg, hsicagg: `agg`; fuse: `agg.families`); the others are
+/// carried unused, so a front end fills every setting from its options and names the rule.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LengthscaleSelection {
+    /// The rule (default BKL-Bayes: the most powerful rule measured by `cargo xtask repro power`,
+    /// at a few times the median heuristic's cost, [`crate::hypothesis::nystrom`]).
+    pub rule: SelectRule,
+    /// A given lengthscale of one Gaussian kernel; when set, it is used and `rule` is not.
+    pub fixed: Option<f64>,
+    /// The median heuristic's convention.
+    pub median_convention: MedianConvention,
+    /// BKL / ML-II / BKL-Bayes settings.
+    pub bkl: BklParams,
+    /// MMDAgg / HSICAgg settings (MMD-FUSE uses its families).
+    pub agg: AggParams,
 }
 
 /// Which test a selection serves (names and collections differ).
@@ -141,25 +131,54 @@ pub enum TestKind {
 }
 
 impl LengthscaleSelection {
+    /// The rule with default settings.
+    pub fn new(rule: SelectRule) -> Self {
+        Self { rule, ..Self::default() }
+    }
+
+    /// One Gaussian kernel of lengthscale `l`.
+    pub fn fixed(l: f64) -> Self {
+        Self { fixed: Some(l), ..Self::default() }
+    }
+
+    /// The median heuristic with convention `c`.
+    pub fn median(c: MedianConvention) -> Self {
+        Self { median_convention: c, ..Self::new(SelectRule::Median) }
+    }
+
+    /// A rule of the BKE pseudolikelihood (bkl, ml-ii or bkl-bayes) with settings `bkl`.
+    pub fn with_bkl(rule: SelectRule, bkl: BklParams) -> Self {
+        Self { bkl, ..Self::new(rule) }
+    }
+
     /// BKL with default settings and the given landmark seed.
     pub fn bkl(seed: u64) -> Self {
-        LengthscaleSelection::Bkl(BklParams { seed, ..BklParams::default() })
+        Self::with_bkl(SelectRule::Bkl, BklParams { seed, ..BklParams::default() })
+    }
+
+    /// The named rule this selection follows (`None` for a fixed lengthscale).
+    pub fn rule(&self) -> Option<SelectRule> {
+        if self.fixed.is_some() { None } else { Some(self.rule) }
+    }
+
+    /// The name in outputs: "fixed", or the rule's name.
+    pub fn name(&self) -> &'static str {
+        self.rule().map_or("fixed", Choice::name)
     }
 
     /// Whether the test aggregates a collection of kernels.
     pub fn is_aggregated(&self) -> bool {
-        matches!(self, Self::Agg(_) | Self::Fuse(_) | Self::BklBayes(_))
+        self.rule().is_some_and(SelectRule::is_aggregated)
     }
 
-    /// Errors on invalid settings, or a selection the test does not offer.
+    /// Errors on invalid settings of the rule, or a rule `test` does not offer (saying which to use).
     pub fn validate(&self, test: TestKind) -> Result<(), CoreError> {
-        match self {
-            Self::Fixed(l) => check_positive("lengthscale", *l),
-            Self::Bkl(p) | Self::MlIi(p) | Self::BklBayes(p) => p.validate(),
-            Self::Fuse(_) if test == TestKind::Independence => Err(choice(
-                "selection 'fuse' for the independence test",
-                "MMD-FUSE is a two-sample test; use hsicagg or bkl-bayes for HSIC",
-            )),
+        let Some(rule) = self.rule() else {
+            return check_positive("lengthscale", self.fixed.unwrap_or(f64::NAN));
+        };
+        rule.check_offered(test)?;
+        match rule {
+            SelectRule::Bkl | SelectRule::MlIi | SelectRule::BklBayes => self.bkl.validate(),
             _ => Ok(()),
         }
     }

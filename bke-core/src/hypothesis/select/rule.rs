@@ -1,18 +1,19 @@
 //! The kernel-choice rules by name ([`SelectRule`]: the CLI's `--select`, the Python `select=`
-//! keyword) and how a named rule with its settings ([`SelectionSpec`]) becomes a
-//! [`LengthscaleSelection`]. A new rule is a [`SelectRule`] variant with its entry in
-//! [`SelectRule`]'s [`Choice`] list, its arms in [`LengthscaleSelection::parse`] and
-//! [`LengthscaleSelection::rule`], and its [`LengthscaleSelection`] variant; the front ends list,
-//! parse and document it from here.
+//! keyword, [`LengthscaleSelection::rule`]). A new rule is a [`SelectRule`] variant with its entry in
+//! [`SelectRule`]'s [`Choice`] list (name and help, which the front ends list, parse and document
+//! from here) and its arm in [`super::select_kernels`] calling its function; a rule that serves one
+//! test only says so in [`SelectRule::check_offered`], one that aggregates kernels in
+//! [`SelectRule::is_aggregated`].
 
-use super::params::{AggParams, BklParams, LengthscaleSelection, TestKind};
-use crate::hypothesis::median::MedianConvention;
+#[cfg(doc)]
+use super::params::LengthscaleSelection;
+use super::params::TestKind;
 use crate::hypothesis::resampling::choice;
 use crate::{Choice, CoreError};
 
 /// A kernel-choice rule by name (the CLI's `--select`, the Python `select=` keyword); its names and
 /// help lines are its [`Choice`] list. A new rule is a variant here, its entry in that list, and
-/// its [`LengthscaleSelection`] variant.
+/// its arm in [`super::select_kernels`] (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SelectRule {
     /// The median heuristic.
@@ -28,7 +29,7 @@ pub enum SelectRule {
     Hsicagg,
     /// MMD-FUSE (two-sample only).
     Fuse,
-    /// BKL-Bayes (the default, as [`LengthscaleSelection::default`]).
+    /// BKL-Bayes (the default).
     #[default]
     BklBayes,
 }
@@ -36,11 +37,31 @@ pub enum SelectRule {
 impl SelectRule {
     /// Whether `test` offers this rule (`mmdagg` and `fuse` are two-sample, `hsicagg` independence).
     pub fn offered(self, test: TestKind) -> bool {
-        match self {
-            SelectRule::Mmdagg | SelectRule::Fuse => test == TestKind::TwoSample,
-            SelectRule::Hsicagg => test == TestKind::Independence,
-            _ => true,
+        self.check_offered(test).is_ok()
+    }
+
+    /// Errors unless `test` offers this rule, saying which rule to use instead.
+    pub fn check_offered(self, test: TestKind) -> Result<(), CoreError> {
+        match (self, test) {
+            (SelectRule::Mmdagg, TestKind::Independence) => Err(choice(
+                "selection 'mmdagg' for the independence test",
+                "mmdagg is the two-sample aggregate; for HSIC use hsicagg",
+            )),
+            (SelectRule::Hsicagg, TestKind::TwoSample) => Err(choice(
+                "selection 'hsicagg' for the two-sample test",
+                "hsicagg is the independence aggregate; for MMD use mmdagg",
+            )),
+            (SelectRule::Fuse, TestKind::Independence) => Err(choice(
+                "selection 'fuse' for the independence test",
+                "MMD-FUSE is a two-sample test; use hsicagg or bkl-bayes for HSIC",
+            )),
+            _ => Ok(()),
         }
+    }
+
+    /// Whether the rule aggregates a collection of kernels (the others choose one).
+    pub fn is_aggregated(self) -> bool {
+        matches!(self, SelectRule::Mmdagg | SelectRule::Hsicagg | SelectRule::Fuse | SelectRule::BklBayes)
     }
 
     /// Parses a rule's name; an unknown name errors with the rules `test` offers.
@@ -61,20 +82,6 @@ impl std::str::FromStr for SelectRule {
             choice(&format!("kernel selection '{name}'"), &format!("use {names}"))
         })
     }
-}
-
-/// A kernel-choice rule with the settings each rule may use: [`LengthscaleSelection::parse`] turns
-/// it into a [`LengthscaleSelection`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct SelectionSpec {
-    /// The rule.
-    pub select: SelectRule,
-    /// The median heuristic's convention.
-    pub median_convention: MedianConvention,
-    /// BKL / BKL-Bayes settings.
-    pub bkl: BklParams,
-    /// MMDAgg / HSICAgg settings (MMD-FUSE uses its families).
-    pub agg: AggParams,
 }
 
 impl Choice for SelectRule {
@@ -121,55 +128,4 @@ impl Choice for SelectRule {
              mixed half and half with the MMDAgg/HSICAgg collection under uniform weights, soft maximum",
         ),
     ];
-}
-
-impl LengthscaleSelection {
-    /// The rule `spec` names for `test`; errors on an aggregate of the other test (`mmdagg` or
-    /// `fuse` for HSIC, `hsicagg` for MMD), saying which to use.
-    pub fn parse(spec: SelectionSpec, test: TestKind) -> Result<Self, CoreError> {
-        let two_sample = test == TestKind::TwoSample;
-        let rule = match spec.select {
-            SelectRule::Median => Self::Median(spec.median_convention),
-            SelectRule::Bkl => Self::Bkl(spec.bkl),
-            SelectRule::MlIi => Self::MlIi(spec.bkl),
-            SelectRule::BklBayes => Self::BklBayes(spec.bkl),
-            SelectRule::Fuse => Self::Fuse(spec.agg.families),
-            SelectRule::Mmdagg if two_sample => Self::Agg(spec.agg),
-            SelectRule::Hsicagg if !two_sample => Self::Agg(spec.agg),
-            SelectRule::Mmdagg => {
-                return Err(choice(
-                    "selection 'mmdagg' for the independence test",
-                    "mmdagg is the two-sample aggregate; for HSIC use hsicagg",
-                ));
-            }
-            SelectRule::Hsicagg => {
-                return Err(choice(
-                    "selection 'hsicagg' for the two-sample test",
-                    "hsicagg is the independence aggregate; for MMD use mmdagg",
-                ));
-            }
-        };
-        rule.validate(test)?;
-        Ok(rule)
-    }
-
-    /// The name in outputs: "fixed", or the rule's name ("median", "bkl", "mmdagg" / "hsicagg",
-    /// "fuse", "bkl-bayes").
-    pub fn name(&self, test: TestKind) -> &'static str {
-        self.rule(test).map_or("fixed", Choice::name)
-    }
-
-    /// The named rule this selection follows for `test` (`None` for a fixed lengthscale).
-    pub fn rule(&self, test: TestKind) -> Option<SelectRule> {
-        Some(match self {
-            LengthscaleSelection::Fixed(_) => return None,
-            LengthscaleSelection::Median(_) => SelectRule::Median,
-            LengthscaleSelection::Bkl(_) => SelectRule::Bkl,
-            LengthscaleSelection::MlIi(_) => SelectRule::MlIi,
-            LengthscaleSelection::Agg(_) if test == TestKind::TwoSample => SelectRule::Mmdagg,
-            LengthscaleSelection::Agg(_) => SelectRule::Hsicagg,
-            LengthscaleSelection::Fuse(_) => SelectRule::Fuse,
-            LengthscaleSelection::BklBayes(_) => SelectRule::BklBayes,
-        })
-    }
 }

@@ -10,15 +10,15 @@ fn select(x: &Points, s: &LengthscaleSelection) -> SelectedKernels {
 #[test]
 fn fixed_and_median() {
     let x = Points::from_1d("x", &[0.0, 1.0, 3.0, 7.0]).unwrap();
-    let f = select(&x, &LengthscaleSelection::Fixed(0.3));
+    let f = select(&x, &LengthscaleSelection::fixed(0.3));
     assert_eq!(f.kernels, vec![WeightedKernel::gaussian(0.3)]);
     assert!(
-        select_kernels::<DefaultBackend>(&x, &LengthscaleSelection::Fixed(-1.0), TestKind::TwoSample, &())
+        select_kernels::<DefaultBackend>(&x, &LengthscaleSelection::fixed(-1.0), TestKind::TwoSample, &())
             .is_err()
     );
-    let m = select(&x, &LengthscaleSelection::Median(MedianConvention::Muandet));
+    let m = select(&x, &LengthscaleSelection::median(MedianConvention::Muandet));
     assert_eq!((m.kernels[0].lengthscale, m.median_convention), (3.5, Some(MedianConvention::Muandet)));
-    assert!(LengthscaleSelection::Fuse(Families::Both).validate(TestKind::Independence).is_err());
+    assert!(LengthscaleSelection::new(SelectRule::Fuse).validate(TestKind::Independence).is_err());
 }
 
 /// Every selection is a function of the multiset: shuffling the points changes nothing.
@@ -31,9 +31,9 @@ fn selections_ignore_the_order_of_the_points() {
     for s in [
         LengthscaleSelection::default(),
         LengthscaleSelection::bkl(3),
-        LengthscaleSelection::Agg(AggParams::default()),
-        LengthscaleSelection::Fuse(Families::Both),
-        LengthscaleSelection::BklBayes(BklParams::default()),
+        LengthscaleSelection::new(SelectRule::Mmdagg),
+        LengthscaleSelection::new(SelectRule::Fuse),
+        LengthscaleSelection::new(SelectRule::BklBayes),
     ] {
         assert_eq!(select(&x, &s), select(&shuffled, &s), "{s:?}");
     }
@@ -54,7 +54,7 @@ fn bkl_finds_the_cluster_scale() {
     }
     let x = Points::new("x", data, 2).unwrap();
     let s = select(&x, &LengthscaleSelection::bkl(0));
-    let med = select(&x, &LengthscaleSelection::Median(MedianConvention::Muandet));
+    let med = select(&x, &LengthscaleSelection::median(MedianConvention::Muandet));
     let b = s.bkl.as_ref().unwrap();
     let theta = s.kernels[0].lengthscale;
     assert!(
@@ -77,7 +77,7 @@ fn bkl_bayes_weights_are_the_tempered_posterior() {
         (0..200).map(|i| (i as f64 * 0.61803).fract() * if i % 2 == 0 { 1.0 } else { 3.0 }).collect();
     let x = Points::from_1d("x", &data).unwrap();
     let p = BklParams::default();
-    let s = select(&x, &LengthscaleSelection::BklBayes(p.clone()));
+    let s = select(&x, &LengthscaleSelection::with_bkl(SelectRule::BklBayes, p.clone()));
     let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
     let top = r.scan.iter().map(|v| v.log_marginal).fold(f64::NEG_INFINITY, f64::max);
     let mut mass = [0.0; 11];
@@ -111,9 +111,13 @@ fn bkl_bayes_weights_are_the_tempered_posterior() {
     }
     assert!((s.kernels.iter().map(|k| k.weight).sum::<f64>() - 1.0).abs() < 1e-12);
     // HSIC: the prior is the variable's 5 HSICAgg bandwidths
-    let h =
-        select_kernels::<DefaultBackend>(&x, &LengthscaleSelection::BklBayes(p), TestKind::Independence, &())
-            .unwrap();
+    let h = select_kernels::<DefaultBackend>(
+        &x,
+        &LengthscaleSelection::with_bkl(SelectRule::BklBayes, p),
+        TestKind::Independence,
+        &(),
+    )
+    .unwrap();
     let hsicagg: Vec<WeightedKernel> =
         hsicagg_lengthscales(&x).unwrap().into_iter().map(WeightedKernel::gaussian).collect();
     assert!(h.kernels.len() >= kept.len() && h.kernels.len() <= kept.len() + 5);
@@ -174,7 +178,7 @@ fn best_between_limits(r: &FittedEmbedding, b: &BklSummary) -> (f64, f64) {
 fn bkl_rejects_the_sub_resolution_optimum() {
     let x = uniform(600, 1, 3);
     let p = BklParams::default();
-    let s = select(&x, &LengthscaleSelection::Bkl(p.clone()));
+    let s = select(&x, &LengthscaleSelection::with_bkl(SelectRule::Bkl, p.clone()));
     let b = s.bkl.as_ref().unwrap();
     let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
     let h = landmark_spacing(&r.landmarks);
@@ -207,7 +211,7 @@ fn bkl_ignores_optima_above_the_median_distance() {
         .collect();
     let x = Points::from_1d("x", &normal_and_laplace).unwrap();
     let p = BklParams::default();
-    let s = select(&x, &LengthscaleSelection::Bkl(p.clone()));
+    let s = select(&x, &LengthscaleSelection::with_bkl(SelectRule::Bkl, p.clone()));
     let b = s.bkl.as_ref().unwrap();
     let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
     let chosen = best_between_limits(&r, b);
@@ -224,7 +228,7 @@ fn bkl_ignores_optima_above_the_median_distance() {
 fn ml_ii_is_the_global_optimum_of_the_scan() {
     let x = uniform(300, 1, 11);
     let p = BklParams::default();
-    let s = select(&x, &LengthscaleSelection::MlIi(p.clone()));
+    let s = select(&x, &LengthscaleSelection::with_bkl(SelectRule::MlIi, p.clone()));
     let r = p.fit::<DefaultBackend>(&canonical_order(&x), &()).unwrap();
     let best = r
         .scan
@@ -234,14 +238,9 @@ fn ml_ii_is_the_global_optimum_of_the_scan() {
         .fold(f64::NEG_INFINITY, f64::max);
     let summary = s.bkl.as_ref().unwrap();
     assert_eq!(summary.log_marginal, best);
-    let bkl = select(&x, &LengthscaleSelection::Bkl(p));
+    let bkl = select(&x, &LengthscaleSelection::with_bkl(SelectRule::Bkl, p));
     assert!(bkl.bkl.as_ref().unwrap().log_marginal <= best);
-    let spec = SelectionSpec {
-        select: "ml-ii".parse().unwrap(),
-        median_convention: MedianConvention::Muandet,
-        bkl: BklParams::default(),
-        agg: AggParams::default(),
-    };
-    let rule = LengthscaleSelection::parse(spec, TestKind::Independence).unwrap();
-    assert_eq!(rule.name(TestKind::Independence), "ml-ii");
+    let rule = LengthscaleSelection::new("ml-ii".parse().unwrap());
+    rule.validate(TestKind::Independence).unwrap();
+    assert_eq!(rule.name(), "ml-ii");
 }
