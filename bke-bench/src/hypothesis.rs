@@ -18,7 +18,7 @@ use anyhow::Context;
 use bke_core::hypothesis::kernels::Distances;
 use bke_core::hypothesis::mmd::{MmdStatistic, mmd_statistic};
 use bke_core::hypothesis::{
-    AggParams, HsicParams, LengthscaleSelection, MmdParams, MmdPermutation, SelectRule, WeightedKernel,
+    HsicParams, LengthscaleSelection, MmdParams, MmdPermutation, SelectRule, WeightedKernel,
 };
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::{Backend, BackendKind, with_backend};
@@ -240,7 +240,7 @@ pub fn bench(n_per_sample: usize, draws: usize, gemm: GemmReference) -> anyhow::
 /// the median heuristic (issue 31's target for BKL-Bayes: at most 3×). CPU time, so the ratio does
 /// not move with the machine's load.
 pub fn selection_costs(ns: &[usize], draws: usize, gemm: GemmReference) -> anyhow::Result<Table> {
-    use bke_core::hypothesis::{BklParams, Families, MedianConvention};
+    use bke_core::hypothesis::MedianConvention;
     let rules = [
         ("median", LengthscaleSelection::median(MedianConvention::default())),
         ("bkl", LengthscaleSelection::bkl(0)),

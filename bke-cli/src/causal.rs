@@ -10,7 +10,6 @@ use anyhow::{Context, bail};
 use bke_core::Points;
 use bke_core::causal::{CausalData, CiMethod, KciNull, Orientation, PcParams, Prewhitening, ZRule, draw};
 use bke_core::hypothesis::hsic::HsicStatistic;
-use bke_core::hypothesis::select::TestKind;
 use bke_io as io;
 use clap::{Args, Subcommand};
 use serde_json::json;

@@ -319,7 +319,7 @@ fn witness_json<B: Backend>(
         "mean": w.mean, "lower": w.lower, "upper": w.upper, "sd": w.sd, "empirical": w.empirical,
         "level": params.level,
         "lengthscale": fitted.lengthscale(),
-        "selection": params.selection.name(bke_core::hypothesis::select::TestKind::TwoSample),
+        "selection": params.selection.name(),
         "tau2": params.tau2,
         "prior": params.prior.name(),
         "posterior": "bke",

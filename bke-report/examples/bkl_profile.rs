@@ -39,7 +39,7 @@ fn main() {
         .fit::<Faer>(&z)
         .unwrap();
     for sel in [
-        bke_core::hypothesis::LengthscaleSelection::new(SelectRule::BklBayes),
+        bke_core::hypothesis::LengthscaleSelection::default(),
         bke_core::hypothesis::LengthscaleSelection::bkl(0),
     ] {
         let k = bke_core::hypothesis::select::select_kernels::<Faer>(

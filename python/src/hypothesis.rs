@@ -2,7 +2,7 @@
 //! `MmdParams`/`HsicParams` → `check` → `fit::<B>` → `test::<B>`. Each call returns the report's
 //! JSON text (the CLI's JSON: the Python `to_dict()`) and the resampled null draws. The keywords are
 //! the CLI's flags with dashes as underscores; the kernel-choice rule is parsed by the library
-//! ([`SelectRule::parse`], [`LengthscaleSelection::parse`]), as the CLI does.
+//! ([`SelectRule::parse`], [`LengthscaleSelection::validate`]), as the CLI does.
 //!
 //! For `bke.dask`: [`mmd_null_draws`] computes a range of the permutation null's draws on a worker
 //! (the kernel fixed to the lengthscale chosen on the client), and [`mmd_test`] with `null_draws`

@@ -4,7 +4,7 @@
 //! * the model crates (`bke-core`, `bke-bank`, `bke-dme`) are generic over `bke_linalg::Backend`:
 //!   no file of theirs names a backend (`Faer`, `Nalgebra`, `OpenBlas`) or tests a Cargo feature
 //!   (`cfg(feature`); tests there use `bke_linalg::DefaultBackend`, and the comparison across
-//!   backends lives in `bke-bench/tests/backend_suite.rs`;
+//!   backends lives in `backend-suite/tests/backend_suite.rs`;
 //! * no Rust source file is longer than [`MAX_LINES`] lines unless a line
 //!   `// tidy: long because <reason>` (or `//! tidy: …`, which rustdoc shows) near its top says why,
 //!   and a file that is short again drops its reason, so stale reasons do not accumulate;
@@ -141,7 +141,7 @@ fn model_crates_do_not_name_backends_or_features() {
     fail_if_any(
         problems,
         "model crates must be generic over bke_linalg::Backend (tests use bke_linalg::DefaultBackend; \
-         cross-backend checks belong in bke-bench/tests/backend_suite.rs)",
+         cross-backend checks belong in backend-suite/tests/backend_suite.rs)",
     );
 }
 

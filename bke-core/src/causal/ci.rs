@@ -53,7 +53,7 @@ use super::kci::{KciParams, Side, ZKernel, ZRule, kci, rcit};
 use crate::estimator::{Dataset, Estimator, Params, Progress, TwoSamples, Valid};
 use crate::gp::GpParams;
 use crate::hypothesis::select::{TestKind, select_kernels};
-use crate::hypothesis::{BklParams, HsicParams, LengthscaleSelection, SelectRule, WeightedKernel};
+use crate::hypothesis::{HsicParams, LengthscaleSelection, SelectRule, WeightedKernel};
 use crate::{CoreError, Points};
 use bke_linalg::Backend;
 use rayon::prelude::*;

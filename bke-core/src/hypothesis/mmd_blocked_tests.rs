@@ -10,7 +10,7 @@ use crate::Points;
 use crate::hypothesis::kernels::TestFamily;
 use crate::hypothesis::mmd::{FittedMmd, MmdParams};
 use crate::hypothesis::resampling::NullDistribution;
-use crate::hypothesis::select::{AggParams, Families, LengthscaleSelection};
+use crate::hypothesis::select::{LengthscaleSelection, SelectRule};
 use crate::{Params, TwoSamples};
 use bke_linalg::DefaultBackend;
 use rand::{Rng, SeedableRng};

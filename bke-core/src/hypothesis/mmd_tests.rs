@@ -8,8 +8,8 @@ use super::mmd_null::{MmdPermutation, draw_subset, gamma_moments, wild_null};
 use super::mmd_statistic::linear_h;
 use super::report::MmdReport;
 use super::resampling::{NullDistribution, draw_rng};
-use super::select::AggParams;
-use super::select::{BklParams, Families, LengthscaleSelection};
+
+use super::select::{LengthscaleSelection, SelectRule};
 use crate::special::{gamma_sf, normal_cdf};
 use crate::{CoreError, Params, Points, TwoSamples};
 use bke_linalg::DefaultBackend;

@@ -64,5 +64,7 @@ pub use mmd_null::{MmdPermutation, Relabellings};
 pub use report::{HsicReport, KernelReport, MmdReport, Outcome};
 pub use resampling::{NullDistribution, check_alpha, check_draws, resampling_p_value};
 
-pub use select::{AggParams, BklParams, Families, LengthscaleSelection, SelectedKernels};
+pub use select::{
+    AggParams, BklParams, Families, LengthscaleSelection, SelectRule, SelectedKernels, TestKind,
+};
 pub use witness::{FittedWitness, Witness, WitnessParams};

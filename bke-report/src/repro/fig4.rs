@@ -43,8 +43,7 @@ use bke_core::causal::whiten::prewhiten;
 use bke_core::causal::{
     CausalData, CiMethod, CiParams, Orientation, PcParams, PcResult, Pdag, TripleRecord, ZRule,
 };
-use bke_core::hypothesis::select::TestKind;
-use bke_core::hypothesis::{AggParams, BklParams, LengthscaleSelection, SelectRule};
+use bke_core::hypothesis::{LengthscaleSelection, SelectRule};
 use bke_core::{Params, Points};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};

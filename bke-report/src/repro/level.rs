@@ -22,8 +22,8 @@ use crate::repro::Ctx;
 use crate::table::Table;
 use bke_core::hypothesis::select::{TestKind, select_kernels};
 use bke_core::hypothesis::{
-    AggParams, BklParams, Families, HsicParams, HsicStatistic, LengthscaleSelection, MedianConvention,
-    MmdParams, MmdStatistic, NullDistribution, SelectRule,
+    BklParams, HsicParams, HsicStatistic, LengthscaleSelection, MedianConvention, MmdParams, MmdStatistic,
+    NullDistribution, SelectRule,
 };
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;

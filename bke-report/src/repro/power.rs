@@ -31,9 +31,7 @@ use super::Ctx;
 use super::fig2c::{blobs_iid, options_from_args};
 use crate::plot::{Figure, Series};
 use crate::table::Table;
-use bke_core::hypothesis::{
-    AggParams, BklParams, Families, LengthscaleSelection, MedianConvention, MmdParams, SelectRule,
-};
+use bke_core::hypothesis::{BklParams, LengthscaleSelection, MedianConvention, MmdParams, SelectRule};
 use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};

@@ -3,11 +3,11 @@
 //! across threads, the aggregated tests' power and level.
 
 use super::*;
-use crate::hypothesis::AggParams;
+use crate::hypothesis::SelectRule;
 use crate::hypothesis::hsic_null::permutation_stats;
 use crate::hypothesis::mmd_null::draw_permutation;
 use crate::hypothesis::resampling::draw_rng;
-use crate::hypothesis::select::BklParams;
+
 use bke_linalg::DefaultBackend;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

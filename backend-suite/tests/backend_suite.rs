@@ -3,8 +3,8 @@
 //! (with `--features openblas`) OpenBLAS, and its results equal faer's to 1e-8 (relative to the
 //! magnitude, absolute below 1).
 //!
-//! `cargo test -p bke-bench --test backend_suite` (faer, nalgebra);
-//! `cargo test -p bke-bench --features openblas --test backend_suite` (also OpenBLAS; CI runs it).
+//! `cargo test -p bke-backend-suite` (faer, nalgebra);
+//! `cargo test -p bke-backend-suite --features openblas` (also OpenBLAS; CI runs it).
 //!
 //! **Adding an estimator**: write `fn check_x<B: Backend>()` in your section at the bottom (fit with
 //! `B` and with `Faer`, compare with [`close`]), and add the line `x: check_x::<B>(),` to your
@@ -279,7 +279,7 @@ fn test_numbers(
 /// The MMD test under every selection (single kernels and the aggregated tests).
 fn check_mmd_tests<B: Backend>() {
     use bke_core::TwoSamples;
-    use bke_core::hypothesis::{AggParams, BklParams, Families, LengthscaleSelection, MmdParams};
+    use bke_core::hypothesis::{BklParams, LengthscaleSelection, MmdParams, SelectRule};
     let data = TwoSamples { x: clusters(40, 2, 40), y: clusters(40, 2, 41) };
     for selection in [
         LengthscaleSelection::default(),
@@ -301,7 +301,7 @@ fn check_mmd_tests<B: Backend>() {
 fn check_hsic_and_witness<B: Backend>() {
     use bke_core::TwoSamples;
     use bke_core::hypothesis::{
-        AggParams, HsicParams, LengthscaleSelection, NullDistribution, WitnessParams,
+        HsicParams, LengthscaleSelection, NullDistribution, SelectRule, WitnessParams,
     };
     let data = TwoSamples { x: clusters(40, 2, 42), y: clusters(40, 1, 43) };
     for (selection, null) in [
