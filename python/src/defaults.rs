@@ -8,7 +8,6 @@ use bke_core::Choice;
 use bke_core::bayes::SampleParams;
 use bke_core::density::KernelStudentTParams;
 use bke_core::embedding::EmbeddingParams;
-use bke_core::hypothesis::select::TestKind;
 use bke_core::hypothesis::{AggParams, BklParams, HsicParams, LengthscaleSelection, MmdParams};
 use bke_dme::herding::HerdingParams;
 use bke_dme::kbr::KbrParams;

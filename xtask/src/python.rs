@@ -38,8 +38,10 @@ pub fn test(root: &Path, args: &[String]) -> anyhow::Result<()> {
         let mut test = crate::build::release(&["test"]);
         run(test.args(crate::build::TEST), "cargo test --release --workspace")?;
     } else {
+        // the demo's selection: its features are the test build's (build.rs's test), so a tree that
+        // `cargo test` or `cargo xtask demo` built is reused and only `bke` links
         let mut build = crate::build::release(&["build"]);
-        run(build.args(crate::build::TEST).arg("--bins"), "building the bke binary")?;
+        run(build.args(crate::build::DEMO).args(["--bin", "bke"]), "building the bke binary")?;
     }
     let python = venv(root)?;
     let dir = crate::target_dir(root).join("wheels").join("test");
