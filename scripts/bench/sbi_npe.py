@@ -204,6 +204,9 @@ def fit_and_sample(folder, name, seed, method="npe", simulator=None):
     import torch
     from sbi.inference import NPE
     torch.set_num_threads(1)
+    # a copy of an inference object (SNPE's round 2) gets sbi's default tracker, which writes
+    # TensorBoard logs to ./sbi-logs: this process makes none
+    NPE._default_tracker = lambda self: NoTracker()
     base = Path(folder) / name
     header, sims = read_csv(f"{base}.sims.csv")
     params = [h for h in header if h.startswith("theta_")]

@@ -68,7 +68,9 @@ np.savetxt(out, x[:, None], header="xbar", comments="", fmt="%.17g")
 
 
 def run(folder, *extra):
-    subprocess.run([sys.executable, str(SCRIPT), str(folder), *extra], check=True)
+    """Runs the script in folder, which it must leave without sbi's TensorBoard logs."""
+    subprocess.run([sys.executable, str(SCRIPT), str(folder), *extra], check=True, cwd=folder)
+    assert not (folder / "sbi-logs").exists()
     return json.loads((folder / "sbi.json").read_text())
 
 
