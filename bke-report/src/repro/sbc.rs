@@ -487,11 +487,16 @@ fn report(
     }
     table.notes.push(
         "coverage's standard error counts coordinates as independent; χ² p is the smallest over coordinates times their number \
-         (10 bins, fewer under 5 ranks per bin); SMC-ABC 10× runs 10 n fresh simulations per replication; SNPE-2 (sbi) \
-         trains on n / 2 simulations of the bank, then per replication on n / 2 more simulated at its round-1 posterior's \
-         draws, and its time counts both rounds, sampling and its simulations"
+         (10 bins, fewer under 5 ranks per bin); SMC-ABC 10× runs 10 n fresh simulations per replication"
             .into(),
     );
+    if sbi.iter().any(|(m, _)| m.starts_with("SNPE")) {
+        table.notes.push(
+            "SNPE-2 (sbi) trains on n / 2 simulations of the bank, then per replication on n / 2 more simulated at its \
+             round-1 posterior's draws; its time counts both rounds, sampling and its simulations"
+                .into(),
+        );
+    }
     table.notes.extend(notes);
     table.write_files(&dir, "sbc")?;
     section.push_table(&table);
