@@ -129,6 +129,10 @@ fn flag_value(args: &[String], flag: &str) -> Option<String> {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("simulate") {
+        // not a reproduction: the simulator that sbi's 2-round SNPE calls (`repro sbc --sbi`)
+        return bke_report::repro::sbc::problem::simulate_command(&args[1..]);
+    }
     let out =
         flag_value(&args, "--out").map_or_else(|| PathBuf::from("target/bench"), PathBuf::from).join("repro");
     let report = Report::new(flag_value(&args, "--report").unwrap_or_else(|| "target/bke-report".into()));

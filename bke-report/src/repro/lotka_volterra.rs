@@ -13,7 +13,10 @@
 //! * SMC-ABC (Beaumont et al. 2009) with `n/5` particles and a budget of `n` simulations, and of
 //!   `10 n`;
 //! * with `--sbi`, sbi's NPE (single round, its default flow) trained on the same `n` simulations
-//!   (`repro sbc`'s anchor, [`super::sbc::npe`]); its time is training plus sampling.
+//!   (`repro sbc`'s anchor, [`super::sbc::npe`]); its time is training plus sampling; and sbi's
+//!   SNPE with 2 rounds: the first `n / 2` simulations, then `n / 2` simulated (by the same
+//!   simulator, through `bke-repro simulate`) at draws of the round-1 posterior at the observation;
+//!   its time is both rounds' training, sampling and round 2's simulations.
 //!
 //! Measured per method and budget: the error of the posterior mean of `log θ` (mean over the four
 //! parameters of |mean − true|), the mean width of the 95% central intervals, and their coverage
@@ -22,6 +25,7 @@
 //! is as accurate as ABC with more than 100 000.
 
 use super::sbc::npe;
+use super::sbc::problem::Problem;
 use super::{Ctx, flag, switch};
 use crate::plot::{Figure, Series};
 use crate::stats::mean_se;
@@ -37,12 +41,13 @@ use bke_dme::lotka_volterra::{LotkaVolterra, TRUE_RATES};
 use bke_linalg::Faer;
 use std::path::Path;
 
-/// The methods compared ("NPE (sbi)" follows with `--sbi`).
+/// The methods compared ("NPE (sbi)" and "SNPE-2 (sbi)" follow with `--sbi`).
 const METHODS: [&str; 6] =
     ["DME (learned)", "KBR(b)", "rejection ABC", "rejection ABC 10×", "SMC-ABC", "SMC-ABC 10×"];
 
-/// The anchor's name in the tables.
+/// The anchors' names in the tables.
 const NPE: &str = "NPE (sbi)";
+const SNPE: &str = "SNPE-2 (sbi)";
 
 /// Posterior summary of one method on one data set.
 struct Summary {
@@ -87,7 +92,9 @@ fn npe_name(rep: u64, n: usize) -> String {
     format!("lv-rep{rep}-n{n}")
 }
 
-/// Writes the simulations of rows `..n` of `pool` for sbi.
+/// Writes the simulations of rows `..n` of `pool` for sbi's NPE (failed runs dropped), or with
+/// `snpe` the rows `..n / 2` for SNPE-2's first round (failed runs as NaN statistics, which sbi
+/// drops: the round's budget is the rows written).
 fn write_npe(
     dir: &Path,
     rep: u64,
@@ -95,9 +102,15 @@ fn write_npe(
     pool: &Pool,
     observed: &[f64],
     truth: &[f64],
+    snpe: bool,
 ) -> anyhow::Result<()> {
-    let sims: Vec<(Vec<f64>, Vec<f64>)> =
-        pool.0[..n].iter().zip(&pool.1[..n]).filter_map(|(t, s)| s.clone().map(|s| (t.clone(), s))).collect();
+    let rows = if snpe { n / 2 } else { n };
+    let failed = |s: &Option<Vec<f64>>| s.clone().or_else(|| snpe.then(|| vec![f64::NAN; observed.len()]));
+    let sims: Vec<(Vec<f64>, Vec<f64>)> = pool.0[..rows]
+        .iter()
+        .zip(&pool.1[..rows])
+        .filter_map(|(t, s)| failed(s).map(|s| (t.clone(), s)))
+        .collect();
     let prior = LotkaVolterra::prior();
     let p = npe::NpeProblem {
         name: npe_name(rep, n),
@@ -109,16 +122,26 @@ fn write_npe(
     npe::write(dir, &p)
 }
 
-/// sbi's summaries, per budget and repetition.
+/// sbi's summaries, per budget and repetition (NPE, or with `snpe` SNPE-2).
 fn npe_results(
     ctx: &Ctx,
     dir: &Path,
     budgets: &[usize],
     reps: u64,
     truth: &[f64],
+    snpe: bool,
 ) -> anyhow::Result<Vec<Vec<Option<Summary>>>> {
-    ctx.progress("sbi's NPE on the same simulations (scripts/bench/sbi_npe.py)");
-    let json = npe::run(dir, 1800)?;
+    // only this run's problems: the folder keeps those of earlier runs (and sbi.json their results)
+    let only: Vec<String> =
+        budgets.iter().flat_map(|&n| (0..reps).map(move |rep| npe_name(rep, n))).collect();
+    let json = if snpe {
+        ctx.progress("sbi's SNPE, 2 rounds of n / 2 simulations (scripts/bench/sbi_npe.py)");
+        npe::run(dir, 3600, npe::Method::Snpe2(Problem::LotkaVolterra), &only)?
+    } else {
+        ctx.progress("sbi's NPE on the same simulations (scripts/bench/sbi_npe.py)");
+        npe::run(dir, 1800, npe::Method::Npe, &only)?
+    };
+    let label = if snpe { SNPE } else { NPE };
     Ok(budgets
         .iter()
         .map(|&n| {
@@ -130,7 +153,7 @@ fn npe_results(
                         Summary::new(per, truth, seconds)
                     }),
                     Err(e) => {
-                        ctx.progress(&format!("rep {rep} n = {n:<5} {NPE:<18} failed: {e}"));
+                        ctx.progress(&format!("rep {rep} n = {n:<5} {label:<18} failed: {e}"));
                         None
                     }
                 })
@@ -216,6 +239,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let mut results: Vec<Vec<Vec<Option<Summary>>>> =
         METHODS.iter().map(|_| budgets.iter().map(|_| Vec::new()).collect()).collect();
     let sbi = switch("--sbi").then(|| ctx.dir("lotka-volterra/sbi")).transpose()?;
+    let snpe = switch("--sbi").then(|| ctx.dir("lotka-volterra/sbi-snpe2")).transpose()?;
     for rep in 0..reps {
         let mut rng = stream(100 + rep, 0, 0);
         let prior_rows: Vec<Vec<f64>> =
@@ -229,8 +253,10 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         ));
         let pool = (prior_rows, stats);
         for (b, &n) in budgets.iter().enumerate() {
-            if let Some(dir) = &sbi {
-                write_npe(dir, rep, n, &pool, &observed, &truth)?;
+            for (dir, is_snpe) in [(&sbi, false), (&snpe, true)] {
+                if let Some(dir) = dir {
+                    write_npe(dir, rep, n, &pool, &observed, &truth, is_snpe)?;
+                }
             }
             let mut prng = stream(300 + rep, 0, n as u64);
             let prior_rows: Vec<Vec<f64>> =
@@ -259,9 +285,11 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         }
     }
     let mut methods: Vec<&str> = METHODS.to_vec();
-    if let Some(dir) = &sbi {
-        results.push(npe_results(ctx, dir, &budgets, reps, &truth)?);
-        methods.push(NPE);
+    for (dir, is_snpe) in [(&sbi, false), (&snpe, true)] {
+        if let Some(dir) = dir {
+            results.push(npe_results(ctx, dir, &budgets, reps, &truth, is_snpe)?);
+            methods.push(if is_snpe { SNPE } else { NPE });
+        }
     }
     report(ctx, &dir, &methods, &budgets, &truth, &results, reps)
 }
@@ -360,7 +388,7 @@ fn report(
         .section("methods", "Lotka–Volterra likelihood-free inference (seed 004 Fig. 5, right)")
         .intro(format!(
             "DME with learned hyperparameters, KBR(b), rejection ABC and SMC-ABC (each at the budget and at 10×), \
-             and with --sbi sbi's NPE, on the stochastic predator–prey model, {reps} repetition(s); error of the posterior mean of the \
+             and with --sbi sbi's NPE and 2-round SNPE, on the stochastic predator–prey model, {reps} repetition(s); error of the posterior mean of the \
              log-rates, 95% interval width and coverage of the true values."
         ))
         .figure(&plot, "Posterior-mean error of log θ against the simulations each method used, ± one standard error over repetitions.")?

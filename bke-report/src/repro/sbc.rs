@@ -1,4 +1,5 @@
-//! `cargo xtask repro sbc [--smoke] [--reps R] [--budgets 1000,..] [--problems a,b] [--sbi]`:
+//! `cargo xtask repro sbc [--smoke] [--reps R] [--budgets 1000,..] [--problems a,b] [--sbi]
+//! [--snpe-reps R2]`:
 //! simulation-based calibration (Talts et al. 2018) of every likelihood-free method of `bke lfi`
 //! (issue 33).
 //!
@@ -12,7 +13,10 @@
 //! * rejection ABC (5 % nearest) on the first `n` simulations, and on all `10 n`;
 //! * SMC-ABC (Beaumont et al. 2009) with `n/5` particles and a budget of `10 n` fresh simulations;
 //! * with `--sbi`, sbi's NPE trained once on the first `n` simulations (amortised: one network for
-//!   every replication; [`npe`]).
+//!   every replication; [`npe`]), and sbi's SNPE with 2 rounds (per observation: the first `n / 2`
+//!   simulations, then `n / 2` simulated at draws of the round-1 posterior at `y`) on the first
+//!   `R2` replications (`--snpe-reps`, default `min(R, 20)`: it trains one network per
+//!   observation).
 //!
 //! The bank is shared by the replications, as an amortised method's training set is: the ranks
 //! check the posterior map the methods build from `n` simulations, averaged over observations from
@@ -191,20 +195,29 @@ fn study(ctx: &Ctx, setting: &Setting, n: usize) -> anyhow::Result<Vec<Record>> 
     Ok(records)
 }
 
-/// sbi's records, one per (problem, budget) written, in order; `None` without `--sbi`.
-fn npe_records(ctx: &Ctx, settings: &[Setting], budgets: &[usize]) -> anyhow::Result<Option<Vec<Record>>> {
-    if !switch("--sbi") {
-        return Ok(None);
-    }
-    let dir = ctx.dir("sbc/sbi")?;
+/// Replications of SNPE-2 by default: it trains a network per observation.
+const SNPE_REPS: usize = 20;
+
+/// sbi's records with `method`, one per (problem, budget), in order, over the first `reps`
+/// replications: NPE trained on the first `n` simulations of the bank, SNPE-2 on the first `n / 2`
+/// and `n / 2` of its own.
+fn sbi_records(
+    ctx: &Ctx,
+    settings: &[Setting],
+    budgets: &[usize],
+    snpe: bool,
+    reps: usize,
+) -> anyhow::Result<Vec<Record>> {
+    let dir = ctx.dir(if snpe { "sbc/sbi-snpe2" } else { "sbc/sbi" })?;
     let name = |s: &Setting, n: usize| format!("{}-n{n}", s.problem.name());
     for s in settings {
-        let (truth, observed): (Vec<Vec<f64>>, Vec<Vec<f64>>) = s.observations.iter().cloned().unzip();
+        let (truth, observed): (Vec<Vec<f64>>, Vec<Vec<f64>>) =
+            s.observations[..reps].iter().cloned().unzip();
         for &n in budgets {
             let prior = s.problem.prior();
             let p = npe::NpeProblem {
                 name: name(s, n),
-                sims: &s.bank[..n],
+                sims: &s.bank[..if snpe { n / 2 } else { n }],
                 observed: &observed,
                 truth: &truth,
                 prior: &prior,
@@ -212,9 +225,21 @@ fn npe_records(ctx: &Ctx, settings: &[Setting], budgets: &[usize]) -> anyhow::Re
             npe::write(&dir, &p)?;
         }
     }
-    ctx.progress("sbi's NPE on the same simulations (scripts/bench/sbi_npe.py)");
-    let json = npe::run(&dir, 1800)?;
-    let mut jitter = ChaCha8Rng::seed_from_u64(5);
+    let json = if snpe {
+        ctx.progress(&format!("sbi's SNPE, 2 rounds, on {reps} replications (scripts/bench/sbi_npe.py)"));
+        let mut json = serde_json::Value::Null;
+        for s in settings {
+            let only: Vec<String> = budgets.iter().map(|&n| name(s, n)).collect();
+            json = npe::run(&dir, 3600, npe::Method::Snpe2(s.problem), &only)?;
+        }
+        json
+    } else {
+        ctx.progress("sbi's NPE on the same simulations (scripts/bench/sbi_npe.py)");
+        let only: Vec<String> =
+            settings.iter().flat_map(|s| budgets.iter().map(move |&n| name(s, n))).collect();
+        npe::run(&dir, 1800, npe::Method::Npe, &only)?
+    };
+    let mut jitter = ChaCha8Rng::seed_from_u64(if snpe { 6 } else { 5 });
     let mut out = Vec::new();
     for s in settings {
         for &n in budgets {
@@ -244,7 +269,7 @@ fn npe_records(ctx: &Ctx, settings: &[Setting], budgets: &[usize]) -> anyhow::Re
             out.push(record);
         }
     }
-    Ok(Some(out))
+    Ok(out)
 }
 
 /// Runs the study.
@@ -294,8 +319,16 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         }
         settings.push(setting);
     }
-    let npe = npe_records(ctx, &settings, &budgets)?;
-    report(ctx, &settings, &budgets, records, npe, reps)
+    let mut sbi = Vec::new();
+    if switch("--sbi") {
+        sbi.push(("NPE (sbi)", reps, sbi_records(ctx, &settings, &budgets, false, reps)?));
+        let snpe_reps: usize =
+            flag("--snpe-reps").map(|r| r.parse()).transpose()?.unwrap_or(SNPE_REPS.min(reps)).min(reps);
+        if snpe_reps > 0 {
+            sbi.push(("SNPE-2 (sbi)", snpe_reps, sbi_records(ctx, &settings, &budgets, true, snpe_reps)?));
+        }
+    }
+    report(ctx, &settings, &budgets, records, sbi, reps)
 }
 
 /// `mean ± se` with `prec` decimals.
@@ -322,6 +355,26 @@ fn row(problem: Problem, n: usize, method: &str, used: usize, r: &Record) -> Vec
     row
 }
 
+/// Issue 33's criterion at one budget: where the DME's mean error is within 1.5× that of rejection
+/// ABC at 10× the budget, its 95 % intervals must cover θ* in 90–99 % of the replications.
+fn criterion(problem: Problem, n: usize, at_n: &[(String, usize, Record)]) -> String {
+    let find = |m: &str| at_n.iter().find(|e| e.0 == m).map(|e| &e.2).filter(|r| !r.error.is_empty());
+    let (Some(dme), Some(abc)) = (find("DME"), find("rejection ABC 10×")) else {
+        return format!("{} n = {n}: the DME or rejection ABC 10× has no result", problem.name());
+    };
+    let ratio = mean_se(&dme.error).0 / mean_se(&abc.error).0;
+    let cover = dme.coverage(0.95).0;
+    let verdict = match (ratio <= 1.5, (0.9..=0.99).contains(&cover)) {
+        (false, _) => "the criterion does not apply",
+        (true, true) => "within 90–99 %",
+        (true, false) => "outside 90–99 %",
+    };
+    format!(
+        "{} n = {n}: DME mean error {ratio:.2}× rejection ABC's at 10 n, 95 % coverage {cover:.2}: {verdict}",
+        problem.name()
+    )
+}
+
 /// The rank histogram of `r` (all coordinates pooled) as a step line of count / expected count.
 fn histogram_series(method: &str, r: &Record, bins: usize) -> Series {
     let all: Vec<f64> = r.ranks.iter().flatten().copied().collect();
@@ -343,7 +396,7 @@ fn report(
     settings: &[Setting],
     budgets: &[usize],
     records: Vec<Vec<Record>>,
-    npe: Option<Vec<Record>>,
+    sbi: Vec<(&str, usize, Vec<Record>)>,
     reps: usize,
 ) -> anyhow::Result<()> {
     let dir = ctx.dir("sbc")?;
@@ -369,7 +422,13 @@ fn report(
          the rank of θ* among the posterior's draws. A calibrated posterior has uniform ranks (a flat histogram) and \
          central intervals that cover θ* at their nominal rate."
     ));
-    let mut npe = npe.map(Vec::into_iter);
+    let notes: Vec<String> = sbi
+        .iter()
+        .filter(|e| e.1 < reps)
+        .map(|(m, r, _)| format!("{m} on the first {r} replications only"))
+        .collect();
+    let mut sbi: Vec<(&str, std::vec::IntoIter<Record>)> =
+        sbi.into_iter().map(|(m, _, r)| (m, r.into_iter())).collect();
     let mut records = records.into_iter();
     for s in settings {
         let dim = s.problem.prior().dim();
@@ -380,12 +439,15 @@ fn report(
                 .zip(records.next().unwrap_or_default())
                 .map(|(m, r)| (m.to_string(), if m.ends_with("10×") { 10 * n } else { n }, r))
                 .collect();
-            if let Some(r) = npe.as_mut().and_then(Iterator::next) {
-                at_n.push(("NPE (sbi)".into(), n, r));
+            for (m, r) in &mut sbi {
+                if let Some(r) = r.next() {
+                    at_n.push((m.to_string(), n, r));
+                }
             }
             for (m, used, r) in &at_n {
                 table.push(row(s.problem, n, m, *used, r));
             }
+            section.push_measured(criterion(s.problem, n, &at_n));
             if Some(&n) == budgets.iter().max() {
                 largest = at_n.into_iter().map(|(m, _, r)| (m, r)).collect();
             }
@@ -428,6 +490,14 @@ fn report(
          (10 bins, fewer under 5 ranks per bin); SMC-ABC 10× runs 10 n fresh simulations per replication"
             .into(),
     );
+    if sbi.iter().any(|(m, _)| m.starts_with("SNPE")) {
+        table.notes.push(
+            "SNPE-2 (sbi) trains on n / 2 simulations of the bank, then per replication on n / 2 more simulated at its \
+             round-1 posterior's draws; its time counts both rounds, sampling and its simulations"
+                .into(),
+        );
+    }
+    table.notes.extend(notes);
     table.write_files(&dir, "sbc")?;
     section.push_table(&table);
     ctx.publish(section)

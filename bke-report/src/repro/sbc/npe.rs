@@ -1,10 +1,14 @@
 //! The anchor of `repro sbc --sbi`: sbi's neural posterior estimation (single-round NPE, its default
 //! masked autoregressive flow) trained on the same simulations as bke's methods and evaluated at
-//! every replication's observation, run by `scripts/bench/sbi_npe.py` in the venv that
-//! `scripts/sbi-venv.sh` creates (the files' contract is in the script's docstring).
+//! every replication's observation, and sbi's sequential NPE with 2 rounds (half the budget from
+//! the prior, half simulated by bke's simulator at draws of the round-1 posterior at each
+//! observation), run by `scripts/bench/sbi_npe.py` in the venv that `scripts/sbi-venv.sh` creates
+//! (the files' contract is in the script's docstring).
 
+use super::problem::Problem;
 use bke_dme::abc::{Marginal, ProductPrior};
 use serde_json::{Value, json};
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -36,7 +40,8 @@ pub struct NpeRow {
 }
 
 /// sbi's result on one problem: rows in the order of the observations (`None`: the row had no
-/// draws), and the wall seconds of training plus sampling; `Err` holds sbi's error.
+/// draws), and the wall seconds of training plus sampling (plus simulating, for SNPE); `Err` holds
+/// sbi's error.
 pub type NpeResult = Result<(Vec<Option<NpeRow>>, f64), String>;
 
 fn csv(names: &[String], rows: impl Iterator<Item = Vec<f64>>) -> String {
@@ -87,15 +92,36 @@ pub fn write(dir: &Path, p: &NpeProblem<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Creates the sbi venv if needed and runs the script on every problem written to `dir` (each at
-/// most `timeout` s); returns the parsed `sbi.json`.
-pub fn run(dir: &Path, timeout: u64) -> anyhow::Result<Value> {
+/// The script's method.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Method {
+    /// Single-round NPE on the simulations written, amortised over the observations.
+    Npe,
+    /// Sequential NPE with 2 rounds per observation: the simulations written are round 1 (half the
+    /// budget), round 2 simulates `problem` at the round-1 posterior's draws through
+    /// `bke-repro simulate` ([`super::problem::simulate_command`]).
+    Snpe2(Problem),
+}
+
+/// Creates the sbi venv if needed and runs the script with `method` on the problems `only` written
+/// to `dir` (every problem there when empty; each at most `timeout` s); returns the parsed
+/// `sbi.json`.
+pub fn run(dir: &Path, timeout: u64, method: Method, only: &[String]) -> anyhow::Result<Value> {
     let timeout = timeout.to_string();
-    crate::repro::run_in_venv(
-        "sbi-venv.sh",
-        "sbi_npe.py",
-        &[dir.as_os_str(), "--timeout".as_ref(), timeout.as_ref()],
-    )?;
+    let mut args: Vec<OsString> = vec![dir.into(), "--timeout".into(), timeout.into()];
+    if let Method::Snpe2(problem) = method {
+        let exe = std::env::current_exe()?;
+        let exe = exe.to_str().ok_or_else(|| anyhow::anyhow!("the path of bke-repro is not UTF-8"))?;
+        anyhow::ensure!(!exe.contains('\''), "the path of bke-repro holds a quote: {exe}");
+        args.extend(["--method".into(), "snpe2".into(), "--simulator".into()]);
+        args.push(format!("'{exe}' simulate {}", problem.name()).into());
+    }
+    if !only.is_empty() {
+        args.push("--only".into());
+        args.extend(only.iter().map(OsString::from));
+    }
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
+    crate::repro::run_in_venv("sbi-venv.sh", "sbi_npe.py", &refs)?;
     Ok(serde_json::from_str(&std::fs::read_to_string(dir.join("sbi.json"))?)?)
 }
 
@@ -121,8 +147,9 @@ pub fn result(json: &Value, name: &str) -> NpeResult {
         })
     };
     let rows = entry["results"].as_array().cloned().unwrap_or_default();
-    let seconds =
-        entry["train_seconds"].as_f64().unwrap_or(f64::NAN) + entry["sample_seconds"].as_f64().unwrap_or(0.0);
+    let seconds = entry["train_seconds"].as_f64().unwrap_or(f64::NAN)
+        + entry["sample_seconds"].as_f64().unwrap_or(0.0)
+        + entry["simulate_seconds"].as_f64().unwrap_or(0.0);
     Ok((rows.iter().map(row).collect(), seconds))
 }
 
