@@ -59,6 +59,11 @@ pub struct PcArgs {
     /// conditioning set is smooth, not valid when it is rough; see bke_core::causal::ci).
     #[arg(long, default_value = PcParams::default().ci.kci.z_rule.name())]
     pub kci_z: String,
+    /// With --kci-z learned: the most rows the GP regression that shapes the kernel on the
+    /// conditioning set is fitted on (its cost grows as the cube; the scale and ridge are then chosen
+    /// on every row).
+    #[arg(long, default_value_t = PcParams::default().ci.kci.hyper_points)]
+    pub kci_hyper_points: usize,
     /// Fixed lengthscale of every HSIC kernel (instead of --select).
     #[arg(long, conflicts_with = "select", allow_negative_numbers = true)]
     pub lengthscale: Option<f64>,
@@ -134,6 +139,7 @@ fn pc(a: &PcArgs) -> anyhow::Result<()> {
     params.ci.selection = selection.rule(a.lengthscale, a.seed, false)?;
     params.ci.kci.null = KciNull::parse(&a.kci_null)?;
     params.ci.kci.z_rule = ZRule::parse(&a.kci_z)?;
+    params.ci.kci.hyper_points = a.kci_hyper_points;
     params.ci.hsic.statistic = HsicStatistic::parse(&a.statistic)?;
     params.ci.hsic.permutations = a.permutations;
     params.ci.hsic.seed = a.seed;

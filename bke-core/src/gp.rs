@@ -399,7 +399,15 @@ fn evidence<B: Backend>(
     grad: bool,
 ) -> Result<(Evaluation, Option<Mat>), CoreError> {
     let n = x.len();
-    let kl = Mat::from_fn(n, n, |i, j| if i == j { 1.0 } else { se(x.point(i), x.point(j), ls) });
+    // K_ℓ is symmetric: each pair's exponential once
+    let mut kl = Mat::identity(n);
+    for j in 0..n {
+        for i in 0..j {
+            let v = se(x.point(i), x.point(j), ls);
+            kl[(i, j)] = v;
+            kl[(j, i)] = v;
+        }
+    }
     let mut k = Mat::from_fn(n, n, |i, j| sf2 * kl[(i, j)] + if i == j { sn2 } else { 0.0 });
     B::cholesky_in_place(k.as_mut())?;
     let l = k;

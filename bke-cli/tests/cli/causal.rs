@@ -102,6 +102,8 @@ fn pc_errors_name_the_problem() {
     assert!(!ok && err.contains("gamma or spectral"), "{err}");
     let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--kci-z", "gp"]);
     assert!(!ok && err.contains("learned or median"), "{err}");
+    let (ok, _, err) = bke(&["causal", "pc", "--data", path, "--kci-hyper-points", "3"]);
+    assert!(!ok && err.contains("KCI hyperparameter rows") && err.contains("at least 10"), "{err}");
 }
 
 #[test]

@@ -101,6 +101,7 @@ fn per_command() -> Vec<(&'static str, &'static str, String)> {
         ("bke causal pc", "ci", s(pc.ci.method.name())),
         ("bke causal pc", "kci_null", s(pc.ci.kci.null.name())),
         ("bke causal pc", "kci_z", s(pc.ci.kci.z_rule.name())),
+        ("bke causal pc", "kci_hyper_points", s(pc.ci.kci.hyper_points)),
         ("bke causal pc", "seed", s(pc.ci.hsic.seed)),
         ("bke embed fit", "grid_points", s(emb.grid_points)),
         ("bke embed fit", "seed", s(emb.seed)),

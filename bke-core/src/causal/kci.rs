@@ -153,7 +153,7 @@ impl ZRule {
 
 /// Settings of KCI and RCIT. Defaults: gamma null, 10 000 spectral draws, 10 random frequencies for
 /// `Ẍ` and `Y` (20 features each) and a `Z` factor of rank at most 200 (RCIT), GP hyperparameters on
-/// at most 400 rows, the kernel on `Z` learned.
+/// at most 200 rows, the kernel on `Z` learned.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KciParams {
     /// The null approximation.
@@ -164,7 +164,10 @@ pub struct KciParams {
     pub features: usize,
     /// RCIT: most columns of the pivoted Cholesky factor of each kernel on `Z`.
     pub z_rank: usize,
-    /// Most rows the GP hyperparameters of `K_Z` are learned on.
+    /// Most rows the GP hyperparameters of `K_Z` are learned on. The GP sets only the shape of
+    /// `K_Z` (the ratios of its ARD lengthscales): [`ZKernel::learn`] then scales it and picks `ε` on
+    /// every row, so a subsample suffices; each GP evaluation costs `O(m³)`, and PC asks for one fit
+    /// per variable and conditioning set.
     pub hyper_points: usize,
     /// How `K_Z` and `ε` are chosen.
     pub z_rule: ZRule,
@@ -177,7 +180,7 @@ impl Default for KciParams {
             draws: 10_000,
             features: 10,
             z_rank: 200,
-            hyper_points: 400,
+            hyper_points: 200,
             z_rule: ZRule::Learned,
         }
     }

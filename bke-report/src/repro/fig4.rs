@@ -28,7 +28,7 @@
 //! (default all; paired differences are taken against the last of them in this order), `--graphs G`,
 //! `--ci gp-hsic,kci,rcit,auto` (the tests compared; the CI part runs all three by default, the
 //! simulation gp-hsic), `--kci-z learned,median` (KCI's and RCIT's kernel on `Z`: learned, the
-//! default, or the median heuristic with ε = 10⁻³; both to compare them), `--reps R` (CI part, default 500), `--p P` and `--n N` (every simulated graph
+//! default, or the median heuristic with ε = 10⁻³; both to compare them), `--hyper-points M` (KCI's GP rows), `--reps R` and `--ci-n N` (CI part: repetitions, default 500, and sample size, default 150), `--p P` and `--n N` (every simulated graph
 //! with P variables and N observations), `--causal-learn` (the simulation's data sets also through
 //! causal-learn's PC + KCI, [`anchor`]).
 //! `--smoke` shrinks everything (4 ozone variables on 120 days, 100 permutations, 20 repetitions,
@@ -75,11 +75,15 @@ fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
 }
 
-/// PC settings with `selection` and `permutations`.
+/// PC settings with `selection`, `permutations` and `--hyper-points M` (the rows KCI's GP on `Z`
+/// is learned on; default the library's).
 fn pc_params(selection: &LengthscaleSelection, permutations: usize) -> PcParams {
     let mut p = PcParams::default();
     p.ci.selection = selection.clone();
     p.ci.hsic.permutations = permutations;
+    if let Some(m) = flag("--hyper-points").and_then(|m| m.parse().ok()) {
+        p.ci.kci.hyper_points = m;
+    }
     p
 }
 
@@ -357,6 +361,7 @@ fn z_rules() -> anyhow::Result<Vec<ZRule>> {
 fn level_power(ctx: &mut Ctx) -> anyhow::Result<()> {
     let reps = flag("--reps").map(|r| r.parse()).transpose()?.unwrap_or(ctx.size(500, 20));
     let (n, permutations) = ctx.size((150, 200), (60, 50));
+    let n = flag("--ci-n").map(|v| v.parse()).transpose()?.unwrap_or(n);
     let alpha = 0.05;
     let mut table = Table::new(
         &format!("Rejection rate of X ⫫ Y | Z at α = {alpha} ({reps} repetitions, n = {n}; ± binomial s.e.)"),
@@ -389,7 +394,7 @@ fn level_power(ctx: &mut Ctx) -> anyhow::Result<()> {
                 let mut rejections = 0usize;
                 for rep in 0..reps {
                     let data = ci_sample(n, problem, &mut rng)?;
-                    let mut ci = CiParams { method, selection: sel.clone(), ..CiParams::default() };
+                    let mut ci = CiParams { method, ..pc_params(&sel, permutations).ci };
                     ci.kci.z_rule = rule;
                     ci.hsic.permutations = permutations;
                     ci.hsic.seed = rep as u64;
