@@ -202,11 +202,11 @@ pub fn select_kernels<B: Backend>(
     selection.validate(test)?;
     progress.checkpoint()?;
     let z = canonical_order(points);
-    let Some(rule) = selection.rule() else {
-        return Ok(SelectedKernels::single(WeightedKernel::gaussian(selection.fixed.unwrap_or(f64::NAN))));
-    };
+    if let Some(l) = selection.fixed {
+        return Ok(SelectedKernels::single(WeightedKernel::gaussian(l)));
+    }
     let (p, a, c) = (&selection.bkl, &selection.agg, selection.median_convention);
-    match rule {
+    match selection.rule {
         SelectRule::Median => Ok(SelectedKernels {
             median_convention: Some(c),
             ..SelectedKernels::single(WeightedKernel::gaussian(median_lengthscale(&z, c)?))

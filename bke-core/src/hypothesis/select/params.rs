@@ -173,11 +173,11 @@ impl LengthscaleSelection {
 
     /// Errors on invalid settings of the rule, or a rule `test` does not offer (saying which to use).
     pub fn validate(&self, test: TestKind) -> Result<(), CoreError> {
-        let Some(rule) = self.rule() else {
-            return check_positive("lengthscale", self.fixed.unwrap_or(f64::NAN));
-        };
-        rule.check_offered(test)?;
-        match rule {
+        if let Some(l) = self.fixed {
+            return check_positive("lengthscale", l);
+        }
+        self.rule.check_offered(test)?;
+        match self.rule {
             SelectRule::Bkl | SelectRule::MlIi | SelectRule::BklBayes => self.bkl.validate(),
             _ => Ok(()),
         }
