@@ -7,10 +7,21 @@ use rayon::prelude::*;
 /// `ln(2π)`.
 pub const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
-/// `Σ_i a_i b_i` over the common length.
+/// `Σ_i a_i b_i` over the common length, in four interleaved partial sums (so the compiler can use
+/// vector registers; a single running sum fixes the order and keeps it scalar).
 #[inline]
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    let len = a.len().min(b.len());
+    let (a, b) = (&a[..len], &b[..len]);
+    let mut acc = [0.0; 4];
+    for (x, y) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        for l in 0..4 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let tail = len - len % 4;
+    let rest: f64 = a[tail..].iter().zip(&b[tail..]).map(|(x, y)| x * y).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
 }
 
 /// The sum of the terms of a parallel iterator in index order, whatever the number of threads: the
@@ -146,11 +157,15 @@ impl LogParamReader<'_> {
     }
 }
 
+/// Below this many multiply-adds (and kernel evaluations, counted as 16) a loop runs on the calling
+/// thread: handing it to the thread pool costs more than it saves.
+pub const PARALLEL_MIN_WORK: usize = 1 << 16;
+
 /// Greedy pivoted Cholesky (Fine & Scheinberg 2001) of the `m × m` positive semi-definite matrix
 /// with entries `k(i, j)`: the largest remaining diagonal is the next pivot, until it falls to
 /// `tolerance` or `max_rank` pivots are taken. Returns the pivots in order and the rows `g[i]` of the
 /// factor `G` (`K ≈ GGᵀ`, exact on the pivots), `O(m r²)` with `k` evaluated once per entry of the
-/// pivots' columns; columns are computed in parallel, deterministically.
+/// pivots' columns; large columns are computed in parallel, deterministically.
 pub fn pivoted_cholesky(
     m: usize,
     k: impl Fn(usize, usize) -> f64 + Sync,
@@ -167,10 +182,13 @@ pub fn pivoted_cholesky(
         }
         let pivot_row = g[p].clone();
         let root = largest.sqrt();
-        let column: Vec<f64> = (0..m)
-            .into_par_iter()
-            .map(|i| (k(i, p) - g[i].iter().zip(&pivot_row).map(|(a, b)| a * b).sum::<f64>()) / root)
-            .collect();
+        let entry = |i: usize| (k(i, p) - dot(&g[i], &pivot_row)) / root;
+        // a small column is cheaper than waking the thread pool (once per pivot)
+        let column: Vec<f64> = if m * (order.len() + 16) < PARALLEL_MIN_WORK {
+            (0..m).map(entry).collect()
+        } else {
+            (0..m).into_par_iter().map(entry).collect()
+        };
         for i in 0..m {
             g[i].push(column[i]);
             residual[i] = if i == p { 0.0 } else { (residual[i] - column[i] * column[i]).max(0.0) };

@@ -55,9 +55,25 @@ use crate::{CoreError, Points};
 use rayon::prelude::*;
 use serde::Serialize;
 
-/// The sorted distances (ℓ₂ for the Gaussian, ℓ₁ for the Laplace family) of all distinct pairs of
-/// `points` (thinned to [`MEDIAN_MAX_POINTS`] evenly spaced points above that size).
-pub fn sorted_distances(points: &Points, family: TestFamily) -> Result<Vec<f64>, CoreError> {
+/// The order statistics of the distances between distinct points that the collections read (module
+/// docs): the smallest and largest, and the 5 % and 95 % quantiles (index `⌊q·len⌋` of the sorted
+/// distances, as the reference code). All zero when every point coincides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DistanceQuantiles {
+    /// The smallest distance between distinct points.
+    pub min: f64,
+    /// The 5 % quantile.
+    pub q05: f64,
+    /// The 95 % quantile.
+    pub q95: f64,
+    /// The largest distance.
+    pub max: f64,
+}
+
+/// [`DistanceQuantiles`] of the distances (ℓ₂ for the Gaussian, ℓ₁ for the Laplace family) of all
+/// distinct pairs of `points` (thinned to [`MEDIAN_MAX_POINTS`] evenly spaced points above that size).
+/// The quantiles are found by selection, `O(N²)` for the `N²/2` pairs, not by sorting them.
+pub fn distance_quantiles(points: &Points, family: TestFamily) -> Result<DistanceQuantiles, CoreError> {
     points.check_len("sample for the kernel collection", 2)?;
     let n = points.len();
     let idx: Vec<usize> = if n > MEDIAN_MAX_POINTS {
@@ -65,6 +81,8 @@ pub fn sorted_distances(points: &Points, family: TestFamily) -> Result<Vec<f64>,
     } else {
         (0..n).collect()
     };
+    // coinciding points (ties, a sample pooled with itself) say nothing about scale: the quantiles
+    // are those of the distances between distinct points
     let mut d: Vec<f64> = idx
         .par_iter()
         .enumerate()
@@ -74,37 +92,49 @@ pub fn sorted_distances(points: &Points, family: TestFamily) -> Result<Vec<f64>,
                 if family == TestFamily::Gaussian { v.sqrt() } else { v }
             })
         })
+        .filter(|&v| v > 0.0)
         .collect();
-    d.sort_unstable_by(f64::total_cmp);
-    Ok(d)
+    if d.is_empty() {
+        return Ok(DistanceQuantiles { min: 0.0, q05: 0.0, q95: 0.0, max: 0.0 });
+    }
+    let at = |q: f64| ((q * d.len() as f64).floor() as usize).min(d.len() - 1);
+    let (i05, i95) = (at(0.05), at(0.95));
+    let (below, &mut q05, above) = d.select_nth_unstable_by(i05, f64::total_cmp);
+    let min = below.iter().copied().fold(q05, f64::min);
+    let (q95, max) = match i95.checked_sub(i05 + 1) {
+        Some(k) => {
+            let (_, &mut q95, top) = above.select_nth_unstable_by(k, f64::total_cmp);
+            (q95, top.iter().copied().fold(q95, f64::max))
+        }
+        None => (q05, above.iter().copied().fold(q05, f64::max)),
+    };
+    Ok(DistanceQuantiles { min, q05, q95, max })
 }
 
-/// [`sorted_distances`] of one sample, computed once per family for every collection built from it.
+/// [`distance_quantiles`] of one sample, computed once per family for every collection built from
+/// it (once for both families in one dimension, where the ℓ₁ and ℓ₂ distances coincide).
 #[derive(Debug)]
-pub struct SortedDistances<'a> {
+pub struct SampleDistances<'a> {
     points: &'a Points,
-    by_family: [std::sync::OnceLock<Vec<f64>>; 2],
+    by_family: [std::sync::OnceLock<DistanceQuantiles>; 2],
 }
 
-impl<'a> SortedDistances<'a> {
+impl<'a> SampleDistances<'a> {
     /// None computed yet.
     pub fn new(points: &'a Points) -> Self {
         Self { points, by_family: Default::default() }
     }
 
-    /// The sorted distances of `family`.
-    pub fn get(&self, family: TestFamily) -> Result<&[f64], CoreError> {
-        let slot = &self.by_family[usize::from(family == TestFamily::LaplaceL1)];
-        if slot.get().is_none() {
-            let _ = slot.set(sorted_distances(self.points, family)?);
+    /// The distance quantiles of `family`.
+    pub fn get(&self, family: TestFamily) -> Result<DistanceQuantiles, CoreError> {
+        let own = family == TestFamily::LaplaceL1 && self.points.dim() > 1;
+        let slot = &self.by_family[usize::from(own)];
+        if let Some(q) = slot.get() {
+            return Ok(*q);
         }
-        Ok(slot.get().map_or(&[][..], Vec::as_slice))
+        let q = distance_quantiles(self.points, family)?;
+        Ok(*slot.get_or_init(|| q))
     }
-}
-
-/// The value at quantile `q` of sorted `d` (index `⌊q·len⌋`, as the reference code).
-fn quantile(d: &[f64], q: f64) -> f64 {
-    d[((q * d.len() as f64).floor() as usize).min(d.len() - 1)]
 }
 
 fn positive_range(family: TestFamily, lo: f64, hi: f64) -> Result<(f64, f64), CoreError> {
@@ -171,11 +201,11 @@ impl BandwidthWeights {
     }
 }
 
-/// The reference code's end points of the MMDAgg range (module docs), from sorted distances `d`:
+/// The reference code's end points of the MMDAgg range (module docs), from the distances `d`:
 /// `λ_min = ½ (min d if min d ≥ 0.1, else max(d_(5%), 0.1))`, `λ_max = 2 max(max d, 0.3)`.
-pub fn mmdagg_reference_range(d: &[f64]) -> (f64, f64) {
-    let lo = if d[0] >= MMDAGG_FLOOR_MIN { d[0] } else { quantile(d, 0.05).max(MMDAGG_FLOOR_MIN) };
-    (lo / 2.0, 2.0 * d[d.len() - 1].max(MMDAGG_FLOOR_MAX))
+pub fn mmdagg_reference_range(d: &DistanceQuantiles) -> (f64, f64) {
+    let lo = if d.min >= MMDAGG_FLOOR_MIN { d.min } else { d.q05.max(MMDAGG_FLOOR_MIN) };
+    (lo / 2.0, 2.0 * d.max.max(MMDAGG_FLOOR_MAX))
 }
 
 /// The reference code's floor of the smallest MMDAgg distance scale (module docs).
@@ -192,12 +222,12 @@ pub fn mmdagg_collection(
     count: usize,
     weights: BandwidthWeights,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
-    mmdagg_collection_of(&SortedDistances::new(points), families, count, weights)
+    mmdagg_collection_of(&SampleDistances::new(points), families, count, weights)
 }
 
-/// [`mmdagg_collection`] from distances already sorted.
+/// [`mmdagg_collection`] from distances already summarised.
 pub fn mmdagg_collection_of(
-    d: &SortedDistances<'_>,
+    d: &SampleDistances<'_>,
     families: &[TestFamily],
     count: usize,
     weights: BandwidthWeights,
@@ -213,20 +243,20 @@ pub fn mmdagg_collection_scale_free(
     count: usize,
     weights: BandwidthWeights,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
-    geometric_collection(&SortedDistances::new(points), families, count, weights, |d| {
-        (quantile(d, 0.05) / 2.0, 2.0 * d[d.len() - 1])
+    geometric_collection(&SampleDistances::new(points), families, count, weights, |d| {
+        (d.q05 / 2.0, 2.0 * d.max)
     })
 }
 
 fn geometric_collection(
-    points: &SortedDistances<'_>,
+    points: &SampleDistances<'_>,
     families: &[TestFamily],
     count: usize,
     weights: BandwidthWeights,
-    range: impl Fn(&[f64]) -> (f64, f64),
+    range: impl Fn(&DistanceQuantiles) -> (f64, f64),
 ) -> Result<Vec<WeightedKernel>, CoreError> {
     collection(points, families, count, |family, d| {
-        let (lo, hi) = range(d);
+        let (lo, hi) = range(&d);
         let (lo, hi) = positive_range(family, lo, hi)?;
         let ratio = (hi / lo).powf(1.0 / (count - 1) as f64);
         let to_l = if family == TestFamily::Gaussian { std::f64::consts::FRAC_1_SQRT_2 } else { 1.0 };
@@ -242,17 +272,17 @@ pub fn fuse_collection(
     families: &[TestFamily],
     count: usize,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
-    fuse_collection_of(&SortedDistances::new(points), families, count)
+    fuse_collection_of(&SampleDistances::new(points), families, count)
 }
 
-/// [`fuse_collection`] from distances already sorted.
+/// [`fuse_collection`] from distances already summarised.
 pub fn fuse_collection_of(
-    points: &SortedDistances<'_>,
+    points: &SampleDistances<'_>,
     families: &[TestFamily],
     count: usize,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
     collection(points, families, count, |family, d| {
-        let (lo, hi) = positive_range(family, quantile(d, 0.05) / 2.0, 2.0 * quantile(d, 0.95))?;
+        let (lo, hi) = positive_range(family, d.q05 / 2.0, 2.0 * d.q95)?;
         let to_l = if family == TestFamily::Gaussian { 1.0 } else { std::f64::consts::FRAC_1_SQRT_2 };
         let step = (hi - lo) / (count - 1) as f64;
         Ok((0..count).map(|i| ((lo + step * i as f64) * to_l, 1.0 / count as f64)).collect())
@@ -260,10 +290,10 @@ pub fn fuse_collection_of(
 }
 
 fn collection(
-    points: &SortedDistances<'_>,
+    points: &SampleDistances<'_>,
     families: &[TestFamily],
     count: usize,
-    per_family: impl Fn(TestFamily, &[f64]) -> Result<Vec<(f64, f64)>, CoreError>,
+    per_family: impl Fn(TestFamily, DistanceQuantiles) -> Result<Vec<(f64, f64)>, CoreError>,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
     if families.is_empty() || count < 2 {
         return Err(CoreError::InvalidParameter {
@@ -275,11 +305,7 @@ fn collection(
     let share = 1.0 / families.len() as f64;
     let mut out = Vec::with_capacity(families.len() * count);
     for &family in families {
-        let d = points.get(family)?;
-        // coinciding points (ties, a sample pooled with itself) say nothing about scale: the
-        // quantiles are those of the distances between distinct points
-        let distinct = &d[d.partition_point(|&v| v <= 0.0).min(d.len() - 1)..];
-        for (lengthscale, w) in per_family(family, distinct)? {
+        for (lengthscale, w) in per_family(family, points.get(family)?)? {
             out.push(WeightedKernel { family, lengthscale, weight: w * share });
         }
     }
@@ -320,10 +346,9 @@ mod tests {
     #[test]
     fn collections_from_known_distances() {
         let p = Points::from_1d("x", &(0..21).map(f64::from).collect::<Vec<_>>()).unwrap();
-        let d = sorted_distances(&p, TestFamily::Gaussian).unwrap();
-        assert_eq!(d.len(), 210);
+        let d = distance_quantiles(&p, TestFamily::Gaussian).unwrap();
         // distance k occurs 21 − k times; index ⌊0.05·210⌋ = 10 falls in the 20 ones (indices 0–19)
-        assert_eq!(quantile(&d, 0.05), 1.0);
+        assert_eq!((d.min, d.q05, d.max), (1.0, 1.0, 20.0));
         let agg = mmdagg_collection(
             &p,
             &[TestFamily::Gaussian, TestFamily::LaplaceL1],
@@ -339,7 +364,7 @@ mod tests {
         assert!((agg[1].lengthscale / agg[0].lengthscale - 80f64.powf(0.25)).abs() < 1e-12);
         assert!(agg.iter().all(|k| (k.weight - 0.1).abs() < 1e-15));
         // FUSE: 95 % quantile index 199 → distance 16 (counts 20 + 19 + … + 6 = 195 up to 15); λ from 0.5 to 32
-        assert_eq!(quantile(&d, 0.95), 16.0);
+        assert_eq!(d.q95, 16.0);
         let fuse = fuse_collection(&p, &[TestFamily::Gaussian, TestFamily::LaplaceL1], 4).unwrap();
         let gl: Vec<f64> = fuse[..4].iter().map(|k| k.lengthscale).collect();
         for (a, b) in gl.iter().zip([0.5, 11.0, 21.5, 32.0]) {
@@ -359,8 +384,8 @@ mod tests {
         // 0.03's (cumulative 100, 199, 297): the 5 % quantile 0.03 is floored at 0.1
         let fine =
             Points::from_1d("x", &(0..=100).map(|i| f64::from(i) / 100.0).collect::<Vec<_>>()).unwrap();
-        let d = sorted_distances(&fine, TestFamily::Gaussian).unwrap();
-        assert!((quantile(&d, 0.05) - 0.03).abs() < 1e-12);
+        let d = distance_quantiles(&fine, TestFamily::Gaussian).unwrap();
+        assert!((d.q05 - 0.03).abs() < 1e-12);
         let (lo, hi) = mmdagg_reference_range(&d);
         assert!((lo - 0.05).abs() < 1e-15 && (hi - 2.0).abs() < 1e-12, "{lo} {hi}");
         let agg = mmdagg_collection(&fine, &[TestFamily::LaplaceL1], 10, BandwidthWeights::Uniform).unwrap();
@@ -371,20 +396,48 @@ mod tests {
         assert!((sf[0].lengthscale - 0.015).abs() < 1e-12 && (sf[9].lengthscale - 2.0).abs() < 1e-12);
         // a 5 % quantile above the floor is kept: 0, 1, …, 20 (quantile 1, min distance 1 ≥ 0.1)
         let wide = Points::from_1d("x", &(0..21).map(f64::from).collect::<Vec<_>>()).unwrap();
-        let dw = sorted_distances(&wide, TestFamily::Gaussian).unwrap();
+        let dw = distance_quantiles(&wide, TestFamily::Gaussian).unwrap();
         assert_eq!(mmdagg_reference_range(&dw), (0.5, 40.0));
         // min distance ≥ 0.1 takes the minimum, not the 5 % quantile: 0, 0.2, 0.4, …, 2, 10, 20, …, 100
         let spread: Vec<f64> =
             (0..=10).map(|i| f64::from(i) * 0.2).chain((1..=10).map(|i| f64::from(i) * 10.0)).collect();
-        let ds = sorted_distances(&Points::from_1d("x", &spread).unwrap(), TestFamily::Gaussian).unwrap();
-        assert!(quantile(&ds, 0.05) > 0.2 + 1e-9);
+        let ds = distance_quantiles(&Points::from_1d("x", &spread).unwrap(), TestFamily::Gaussian).unwrap();
+        assert!(ds.q05 > 0.2 + 1e-9);
         assert!((mmdagg_reference_range(&ds).0 - 0.1).abs() < 1e-12);
         // a small sample: the largest distance 0.05 is floored at 0.3, and the smallest scale at 0.1
         let tiny =
             Points::from_1d("x", &(0..=50).map(|i| f64::from(i) / 1000.0).collect::<Vec<_>>()).unwrap();
-        let dt = sorted_distances(&tiny, TestFamily::Gaussian).unwrap();
+        let dt = distance_quantiles(&tiny, TestFamily::Gaussian).unwrap();
         let (lo, hi) = mmdagg_reference_range(&dt);
         assert!((lo - 0.05).abs() < 1e-15 && (hi - 0.6).abs() < 1e-12);
+    }
+
+    /// The selected quantiles against a full sort of the positive distances, on tied data in two
+    /// dimensions (both norms) and in one (where the families share one computation).
+    #[test]
+    fn quantiles_by_selection_match_a_full_sort() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for dim in [1, 2] {
+            let v: Vec<f64> = (0..300 * dim).map(|_| f64::from(rng.random_range(0..40u8)) / 7.0).collect();
+            let p = Points::new("z", v, dim).unwrap();
+            let shared = SampleDistances::new(&p);
+            for family in [TestFamily::Gaussian, TestFamily::LaplaceL1] {
+                let mut d: Vec<f64> = (0..300)
+                    .flat_map(|i| (i + 1..300).map(move |j| (i, j)))
+                    .map(|(i, j)| family.distance(p.point(i), p.point(j)))
+                    .map(|v| if family == TestFamily::Gaussian { v.sqrt() } else { v })
+                    .filter(|&v| v > 0.0)
+                    .collect();
+                d.sort_unstable_by(f64::total_cmp);
+                let at = |q: f64| d[(q * d.len() as f64).floor() as usize];
+                let want = DistanceQuantiles { min: d[0], q05: at(0.05), q95: at(0.95), max: d[d.len() - 1] };
+                assert_eq!(distance_quantiles(&p, family).unwrap(), want, "d = {dim}, {family:?}");
+                assert_eq!(shared.get(family).unwrap(), want, "shared, d = {dim}, {family:?}");
+            }
+        }
+        let same = Points::from_1d("x", &[2.0; 5]).unwrap();
+        assert_eq!(distance_quantiles(&same, TestFamily::Gaussian).unwrap().max, 0.0);
     }
 
     #[test]

@@ -65,8 +65,9 @@
 //! Above [`super::nystrom::EXACT_MAX_POINTS`] pooled points the permutation null of an aggregated test
 //! uses every kernel's Nyström approximation `K̃ = ΦΦᵀ` on shared landmarks ([`super::nystrom`]) for the
 //! observed statistic, the normaliser and every relabelling alike, so the test stays exact and each
-//! kernel's null costs `2NrB` flops (`r ≤ N/6`) instead of `2N²B`; `MmdParams::dense` (`--dense`) keeps
-//! the dense Gram matrices at every size.
+//! kernel's null costs `2NrB` flops (`r ≤ N/6` to start) instead of `2N²B`; a kernel the landmarks
+//! cannot resolve gets more of them, or its exact Gram matrix ([`super::nystrom`]).
+//! `MmdParams::dense` (`--dense`) keeps the dense Gram matrices at every size.
 //!
 //! # Large samples: the Gram matrix in tiles
 //! Above [`Blocking::above`] pooled points (default 4096), or where the dense `K` would not fit the
@@ -443,21 +444,31 @@ impl FittedMmd {
         for (i, kernel) in kernels.iter().enumerate() {
             progress.checkpoint()?;
             progress.update("kernels", i as u64, kernels.len() as u64);
+            // a factor, or the exact Gram matrix where the landmarks cannot resolve the kernel
+            let factor = match &landmarks {
+                Some(l) => l.factor::<B>(kernel)?,
+                None => None,
+            };
+            let tiles = blocked || (landmarks.is_some() && factor.is_none() && self.blocks(pooled.len()));
             let (mut observed, mut null, norm) =
-                if blocked {
+                if tiles {
                     let stage = format!("kernel {} of {}: permutation null", i + 1, kernels.len());
                     let r = BlockedMmd::new(&pooled, n, *kernel, self.blocking)?
                         .named(&stage)
                         .permutation::<B>(MmdStatistic::Unbiased, 0..draws, p.seed, progress)?;
                     (r.observed, r.null, r.off_diagonal_norm)
                 } else {
-                    let gram = match &landmarks {
-                        Some(l) => l.factor::<B>(kernel)?,
-                        None => dist.gram(kernel),
+                    let is_factor = factor.is_some();
+                    let gram = match factor {
+                        Some(ft) => ft,
+                        None => {
+                            check_dense_gram(pooled.len(), wild_pairs(p.null, n))?;
+                            dist.gram(kernel)
+                        }
                     };
-                    let perm = match &landmarks {
-                        Some(_) => MmdPermutation::from_factor(&gram, n)?,
-                        None => MmdPermutation::new(&gram, n)?,
+                    let perm = match is_factor {
+                        true => MmdPermutation::from_factor(&gram, n)?,
+                        false => MmdPermutation::new(&gram, n)?,
                     };
                     // the permutation null's relabellings are shared; otherwise the wild bootstrap
                     let (observed, null) = match &relabellings {

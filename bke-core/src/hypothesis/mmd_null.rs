@@ -199,6 +199,9 @@ impl<'a> MmdPermutation<'a> {
         let bs = if cached.is_some() { draws.max(1) } else { batch.clamp(1, draws.max(1)) };
         let mut u = Mat::zeros(if cached.is_some() { 0 } else { big_n }, bs);
         let mut ku = Mat::zeros(rows, bs);
+        // `uᵀr` and `uᵀ diag K` of every draw of a batch, by the same GEMM as `KU` (not by gathers)
+        let margins = Mat::from_fn(2, big_n, |a, i| if a == 0 { self.rowsum[i] } else { self.diag[i] });
+        let mut sums = Mat::zeros(2, bs);
         let mut out = Vec::with_capacity(draws);
         let mut start = 0;
         while start < draws {
@@ -215,16 +218,18 @@ impl<'a> MmdPermutation<'a> {
             let kuview =
                 bke_linalg::MatMut::from_slice(&mut ku.as_mut_slice()[..rows * len], rows, len, rows)?;
             B::gemm(1.0, factor.as_ref(), Trans::No, uview, Trans::No, 0.0, kuview)?;
+            let sums_view = bke_linalg::MatMut::from_slice(&mut sums.as_mut_slice()[..2 * len], 2, len, 2)?;
+            B::gemm(1.0, margins.as_ref(), Trans::No, uview, Trans::No, 0.0, sums_view)?;
             let batch: Vec<f64> = (0..len)
                 .into_par_iter()
                 .with_min_len(32)
                 .map(|c| {
-                    let chosen = relabellings.subset(start + c);
-                    let s: f64 = chosen.iter().map(|&i| self.rowsum[i as usize]).sum();
-                    let dx: f64 = chosen.iter().map(|&i| self.diag[i as usize]).sum();
+                    let (s, dx) = (sums[(0, c)], sums[(1, c)]);
                     // uᵀ(Ku) = Σ_{i chosen} (Ku)_i for the dense K; ‖Φᵀu‖² for the factor
                     let q: f64 = match self.k {
-                        PooledGram::Dense(_) => chosen.iter().map(|&i| ku.col(c)[i as usize]).sum(),
+                        PooledGram::Dense(_) => {
+                            relabellings.subset(start + c).iter().map(|&i| ku.col(c)[i as usize]).sum()
+                        }
                         PooledGram::Factor(_) => ku.col(c).iter().map(|a| a * a).sum(),
                     };
                     self.statistic(q, s, dx, statistic)

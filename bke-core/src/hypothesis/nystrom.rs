@@ -11,9 +11,24 @@
 //! stop early (a Gaussian of bandwidth θ on data of range `s` needs about `s/θ` pivots per dimension);
 //! rough ones (Laplace) use all `R`.
 //!
+//! # Enough landmarks for every kernel
+//! A kernel narrow against the landmarks' spacing — common in more than two dimensions, where `R`
+//! points cover the sample sparsely — is mostly lost: `K̃` keeps only the part of it the landmarks
+//! span, and the test loses the power that kernel carried (`cargo xtask repro power --dims gmm10`:
+//! .55 against .85 for the dense BKL-Bayes before this check). So each factor is checked on the whole
+//! pooled sample: the variance it loses, `(1/N) Σ_i (k(z_i, z_i) − ‖φ_i‖²)` (the mean of the
+//! diagonal of `K − K̃ ⪰ 0`, relative to `k(z, z) = 1`), may be at most [`MAX_LOST_VARIANCE`]. Where
+//! it is more, the landmarks are doubled (every `⌊N/2R⌋`-th point, …) and the factor recomputed; when
+//! more than `N/2` landmarks would be needed, the low rank saves little and
+//! [`NystromLandmarks::factor`] answers `None`: the test uses the exact Gram matrix of that kernel.
+//! Above [`MAX_FACTOR_ENTRIES`] entries of `Φᵀ` the doubling stops and the last factor is used, so
+//! memory stays bounded at any `N` (the power, not the level, then depends on `N`).
+//!
 //! # The test stays exact
 //! The landmarks are every `⌊N/R⌋`-th point of the pooled sample in canonical order
-//! ([`super::select::canonical_order`]), so `L`, the pivots and `k̃` depend on the pooled multiset only.
+//! ([`super::select::canonical_order`]), so `L`, the pivots and `k̃` depend on the pooled multiset only;
+//! so does the lost variance (its terms are summed in sorted order), and with it the number of
+//! landmarks and the choice of the exact Gram matrix.
 //! `k̃` is a positive semi-definite kernel, and the statistic computed from it on the observed labels and
 //! on every relabelling is one fixed function of the labelled data: the permutation test is exact by the
 //! argument of [`super::select`]'s module docs. What the approximation costs is power, not level
@@ -45,12 +60,18 @@ pub const MAX_LANDMARKS: usize = 1024;
 /// The pivoted Cholesky stops when no landmark's residual variance exceeds this (relative to
 /// `k(l, l) = 1`).
 pub const RESIDUAL_VARIANCE: f64 = 1e-3;
+/// The most variance a factor may lose over the pooled sample (module docs) before the landmarks are
+/// doubled.
+pub const MAX_LOST_VARIANCE: f64 = 0.1;
+/// The landmarks are not doubled beyond this many entries of `Φᵀ` (`r N`, 256 MB).
+pub const MAX_FACTOR_ENTRIES: usize = 1 << 25;
 
 /// Landmarks of the pooled sample for [`NystromLandmarks::factor`], or `None` when the pooled sample
 /// is small enough for the dense Gram matrices.
 #[derive(Debug)]
 pub struct NystromLandmarks<'a> {
     pooled: &'a Points,
+    canonical: Points,
     landmarks: Points,
 }
 
@@ -63,8 +84,8 @@ impl<'a> NystromLandmarks<'a> {
         }
         let count = (n / POINTS_PER_LANDMARK).clamp(MIN_LANDMARKS, MAX_LANDMARKS).min(n);
         let canonical = super::select::canonical_order(pooled);
-        let idx: Vec<usize> = (0..count).map(|j| j * n / count).collect();
-        Some(Self { pooled, landmarks: canonical.select(&idx) })
+        let landmarks = every_nth(&canonical, count);
+        Some(Self { pooled, canonical, landmarks })
     }
 
     /// Number of landmarks `R`.
@@ -78,21 +99,59 @@ impl<'a> NystromLandmarks<'a> {
     }
 
     /// The factor `Φᵀ` (`r × N`, columns in the pooled order) of `kernel`'s Nyström Gram matrix
-    /// `K̃ = ΦΦᵀ` (module docs; the kernel's weight is ignored).
-    pub fn factor<B: Backend>(&self, kernel: &WeightedKernel) -> Result<Mat, CoreError> {
-        let pivots = pivoted_cholesky(&self.landmarks, kernel);
+    /// `K̃ = ΦΦᵀ` on enough landmarks to lose at most [`MAX_LOST_VARIANCE`], or `None` when that
+    /// takes more than `N/2` of them (module docs; the kernel's weight is ignored).
+    pub fn factor<B: Backend>(&self, kernel: &WeightedKernel) -> Result<Option<Mat>, CoreError> {
+        let n = self.pooled.len();
+        let mut ft = self.factor_on::<B>(&self.landmarks, kernel)?;
+        let mut count = self.landmarks.len();
+        while self.lost_variance(&ft, kernel) > MAX_LOST_VARIANCE {
+            count *= 2;
+            if count > n / 2 {
+                return Ok(None);
+            }
+            if count * n > MAX_FACTOR_ENTRIES {
+                break;
+            }
+            ft = self.factor_on::<B>(&every_nth(&self.canonical, count), kernel)?;
+        }
+        Ok(Some(ft))
+    }
+
+    fn factor_on<B: Backend>(&self, landmarks: &Points, kernel: &WeightedKernel) -> Result<Mat, CoreError> {
+        let pivots = pivoted_cholesky(landmarks, kernel);
         let r = pivots.order.len();
         let n = self.pooled.len();
         let mut ft = Mat::zeros(r, n);
         ft.as_mut_slice().par_chunks_mut(r).enumerate().for_each(|(i, col)| {
             let z = self.pooled.point(i);
             for (v, &p) in col.iter_mut().zip(&pivots.order) {
-                *v = kernel.eval(z, self.landmarks.point(p));
+                *v = kernel.eval(z, landmarks.point(p));
             }
         });
         B::solve_lower_in_place(pivots.lower.as_ref(), ft.as_mut())?;
         Ok(ft)
     }
+
+    /// `(1/N) Σ_i (k(z_i, z_i) − ‖φ_i‖²)`, the terms added in sorted order so that the value does not
+    /// depend on the order of the pooled points (module docs).
+    fn lost_variance(&self, ft: &Mat, kernel: &WeightedKernel) -> f64 {
+        let n = self.pooled.len();
+        let mut lost: Vec<f64> = (0..n)
+            .map(|i| {
+                let z = self.pooled.point(i);
+                kernel.eval(z, z) - ft.col(i).iter().map(|a| a * a).sum::<f64>()
+            })
+            .collect();
+        lost.sort_unstable_by(f64::total_cmp);
+        lost.iter().sum::<f64>() / n as f64
+    }
+}
+
+/// `count` points of `canonical`, every `⌊N/count⌋`-th.
+fn every_nth(canonical: &Points, count: usize) -> Points {
+    let n = canonical.len();
+    canonical.select(&(0..count).map(|j| j * n / count).collect::<Vec<_>>())
 }
 
 /// The pivots of a pivoted Cholesky of `W = k(L, L)` and the lower factor `L_P` of `W_PP`.
@@ -136,7 +195,7 @@ mod tests {
         let lm = NystromLandmarks::new(&z).expect("above the exact size");
         assert_eq!(lm.len(), 128);
         let kernel = WeightedKernel::gaussian(0.4);
-        let ft = lm.factor::<DefaultBackend>(&kernel).unwrap();
+        let ft = lm.factor::<DefaultBackend>(&kernel).unwrap().expect("resolved");
         let mut approx = Mat::zeros(600, 600);
         DefaultBackend::gemm(1.0, ft.as_ref(), Trans::Yes, ft.as_ref(), Trans::No, 0.0, approx.as_mut())
             .unwrap();
@@ -171,7 +230,7 @@ mod tests {
         let lm = NystromLandmarks::new(&z).unwrap();
         assert_eq!(lm.len(), 200);
         let laplace = WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(0.05) };
-        assert_eq!(lm.factor::<DefaultBackend>(&laplace).unwrap().nrows(), 200);
+        assert_eq!(lm.factor::<DefaultBackend>(&laplace).unwrap().expect("resolved").nrows(), 200);
         assert!(NystromLandmarks::new(&sample(EXACT_MAX_POINTS, 2, 5)).is_none());
     }
 
@@ -185,7 +244,7 @@ mod tests {
         let lm = NystromLandmarks::new(&z).unwrap();
         let laplace = WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(0.3) };
         for kernel in [WeightedKernel::gaussian(0.2), laplace] {
-            let ft = lm.factor::<DefaultBackend>(&kernel).unwrap();
+            let ft = lm.factor::<DefaultBackend>(&kernel).unwrap().expect("resolved");
             let mut dense = Mat::zeros(700, 700);
             DefaultBackend::gemm(1.0, ft.as_ref(), Trans::Yes, ft.as_ref(), Trans::No, 0.0, dense.as_mut())
                 .unwrap();
@@ -206,6 +265,35 @@ mod tests {
             );
             assert!(close(norms.0, norms.1), "{norms:?}");
         }
+    }
+
+    /// A kernel narrow against the landmarks' spacing gets more landmarks until the factor keeps all
+    /// but [`MAX_LOST_VARIANCE`] of it, or the exact Gram matrix (`None`) when that takes more than
+    /// `N/2`; the answer does not depend on the order of the pooled points.
+    #[test]
+    fn narrow_kernels_get_more_landmarks_or_the_exact_gram() {
+        let z = sample(1200, 3, 8);
+        let lm = NystromLandmarks::new(&z).unwrap();
+        assert_eq!(lm.len(), 200);
+        let mut reversed_idx: Vec<usize> = (0..1200).collect();
+        reversed_idx.reverse();
+        let reversed = z.select(&reversed_idx);
+        let lr = NystromLandmarks::new(&reversed).unwrap();
+        let rank = |l: &NystromLandmarks, k: &WeightedKernel| {
+            l.factor::<DefaultBackend>(k).unwrap().map(|ft| (ft.nrows(), l.lost_variance(&ft, k)))
+        };
+        // the 200 landmarks lose more than a tenth of this kernel; 400 do not
+        let medium = WeightedKernel::gaussian(0.12);
+        let first = lm.factor_on::<DefaultBackend>(&lm.landmarks, &medium).unwrap();
+        assert!(lm.lost_variance(&first, &medium) > MAX_LOST_VARIANCE);
+        let (r, lost) = rank(&lm, &medium).expect("400 landmarks suffice");
+        assert!(r > 200 && lost <= MAX_LOST_VARIANCE, "rank {r}, lost {lost}");
+        assert_eq!(rank(&lr, &medium).map(|x| x.0), Some(r));
+        // a kernel narrower than the points' spacing needs every point: the exact Gram matrix
+        let narrow = WeightedKernel::gaussian(0.01);
+        assert!(rank(&lm, &narrow).is_none() && rank(&lr, &narrow).is_none());
+        // a smooth kernel keeps the first landmarks
+        assert!(rank(&lm, &WeightedKernel::gaussian(1.0)).expect("smooth").0 < 200);
     }
 
     fn kernel_matrix(a: &Points, b: &Points, k: &WeightedKernel) -> Mat {

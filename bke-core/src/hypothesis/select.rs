@@ -119,7 +119,7 @@
 //! Power and level of every rule here, against MMDAgg and MMD-FUSE on the benchmarks of their papers,
 //! are measured by `cargo xtask repro power` and `cargo xtask repro level`.
 use super::kernels::{
-    BandwidthWeights, SortedDistances, WeightedKernel, fuse_collection, fuse_collection_of,
+    BandwidthWeights, SampleDistances, WeightedKernel, fuse_collection, fuse_collection_of,
     hsicagg_lengthscales, mmdagg_collection, mmdagg_collection_of,
 };
 use super::median::{MedianConvention, median_lengthscale};
@@ -369,7 +369,7 @@ pub fn prior_collection(z: &Points, test: TestKind) -> Result<Vec<WeightedKernel
     match test {
         TestKind::TwoSample => {
             let families = Families::Both.list();
-            let d = SortedDistances::new(z);
+            let d = SampleDistances::new(z);
             let mut union = mmdagg_collection_of(&d, &families, 10, BandwidthWeights::Uniform)?;
             union.extend(fuse_collection_of(&d, &families, 10)?);
             union.iter_mut().for_each(|k| k.weight = 1.0);

@@ -1,4 +1,4 @@
-//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2,blobs,laplace] [--scales a,b,…] [--n N]
+//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2,blobs,laplace,gmm10,gmm50] [--scales a,b,…] [--n N]
 //! [--selections median,bkl,…]`: the power of every
 //! kernel selection of the MMD test (median heuristic, BKL, MMDAgg, MMD-FUSE, BKL-Bayes) on the
 //! perturbed-uniform benchmark of MMDAgg (Schrab et al., JMLR 2023, §6) and MMD-FUSE (Biggs, Schrab &
@@ -13,11 +13,15 @@
 //! proposal with bound `1 + s`. `n = m = 500`; `s ∈ {0, 0.1, …, 0.5}` for `d = 1` and
 //! `{0, 0.2, …, 1}` for `d = 2`, as in the papers' figures.
 //!
-//! # The other benchmarks (`--dims blobs`, `--dims laplace`)
+//! # The other benchmarks (`--dims blobs`, `--dims laplace`, `--dims gmmD`)
 //! `blobs`: the 3×3 Gaussian grid of seed Fig. 2C (`repro fig2c`), i.i.d. from the mixture, 450 + 450
 //! points, the scale column the eigenvalue ratio ε of Q (ε = 1 is the null; defaults 1, 2, 4, 6).
 //! `laplace`: N(0, 1) against Laplace(0, √½), equal mean and variance (seed Fig. 3), the scale
 //! column the sample size `n = m` (defaults 100, 200, 400).
+//! `gmmD` (e.g. `gmm10`, `gmm50`): in `D` dimensions, the equal mixture of `N(±2e₁, Σ)` for both
+//! samples, `Σ = I` for `x` and, for `y`, the identity with one correlation `Σ₁₂ = Σ₂₁ = ρ`: the
+//! samples differ in one correlation of one pair of coordinates among `D`, with the same means and
+//! marginals (the scale column is `ρ`, defaults 0, 0.2, …, 0.8; `n = m` from `--n`, default 500).
 //!
 //! # The tests
 //! Unbiased MMD², permutation null with `B` relabellings (MMDAgg: `B₁ = B₂ = B`), α = 0.05, every
@@ -131,6 +135,9 @@ enum Bench {
     Blobs,
     /// N(0, 1) against Laplace(0, √½) (equal mean and variance, seed Fig. 3); the scale is `n = m`.
     Laplace,
+    /// Gaussian mixtures in `D` dimensions that differ in one correlation (module docs); the scale is
+    /// the correlation `ρ` (0 is the null).
+    Mixture(usize),
 }
 
 impl Bench {
@@ -140,7 +147,10 @@ impl Bench {
             "2" => Bench::Uniform(2),
             "blobs" => Bench::Blobs,
             "laplace" => Bench::Laplace,
-            other => anyhow::bail!("--dims: use 1, 2, blobs or laplace, not {other}"),
+            other => match other.strip_prefix("gmm").map(str::parse::<usize>) {
+                Some(Ok(d)) if (2..=1000).contains(&d) => Bench::Mixture(d),
+                _ => anyhow::bail!("--dims: use 1, 2, blobs, laplace or gmmD (2 ≤ D ≤ 1000), not {other}"),
+            },
         })
     }
 
@@ -149,6 +159,7 @@ impl Bench {
             Bench::Uniform(d) => d.to_string(),
             Bench::Blobs => "blobs".into(),
             Bench::Laplace => "laplace".into(),
+            Bench::Mixture(d) => format!("gmm{d}"),
         }
     }
 
@@ -161,6 +172,10 @@ impl Bench {
             }
             Bench::Blobs => "3×3 Gaussian blobs of seed Fig. 2C (450 + 450 points)".into(),
             Bench::Laplace => "N(0, 1) vs Laplace with equal variance (seed Fig. 3)".into(),
+            Bench::Mixture(d) => {
+                let n = sample_size().unwrap_or(N);
+                format!("Gaussian mixtures in d = {d} differing in one correlation (n = m = {n})")
+            }
         }
     }
 
@@ -170,6 +185,7 @@ impl Bench {
             Bench::Uniform(_) => "perturbation scale",
             Bench::Blobs => "eigenvalue ratio ε",
             Bench::Laplace => "sample size n = m",
+            Bench::Mixture(_) => "correlation ρ",
         }
     }
 
@@ -180,6 +196,7 @@ impl Bench {
             (Bench::Uniform(_), _) => (0..=5).map(|i| 0.2 * i as f64).collect(),
             (Bench::Blobs, _) => vec![1.0, 2.0, 4.0, 6.0],
             (Bench::Laplace, _) => vec![100.0, 200.0, 400.0],
+            (Bench::Mixture(_), _) => vec![0.0, 0.2, 0.4, 0.6, 0.8],
         }
     }
 
@@ -189,11 +206,13 @@ impl Bench {
             Bench::Uniform(_) => (0.0..=1.0).contains(&scale),
             Bench::Blobs => scale.is_finite() && scale >= 1.0,
             Bench::Laplace => scale.fract() == 0.0 && (2.0..=1e6).contains(&scale),
+            Bench::Mixture(_) => (0.0..1.0).contains(&scale),
         };
         let rule = match self {
             Bench::Uniform(_) => "a perturbation amplitude in [0, 1]",
             Bench::Blobs => "an eigenvalue ratio ε ≥ 1",
             Bench::Laplace => "a whole sample size n in [2, 10⁶]",
+            Bench::Mixture(_) => "a correlation ρ in [0, 1)",
         };
         anyhow::ensure!(ok, "--scales {scale} for --dims {}: each scale must be {rule}", self.label());
         Ok(())
@@ -211,8 +230,27 @@ impl Bench {
                 TwoSamples { x, y: blobs_iid((scale != 1.0).then_some(scale), 450, rng) }
             }
             Bench::Laplace => normal_vs_laplace(rng, scale as usize),
+            Bench::Mixture(d) => {
+                let n = sample_size().unwrap_or(N);
+                let x = correlated_mixture(rng, n, d, 0.0);
+                TwoSamples { x, y: correlated_mixture(rng, n, d, scale) }
+            }
         }
     }
+}
+
+/// `n` points of the equal mixture of `N(±2e₁, Σ)` in `d ≥ 2` dimensions, `Σ` the identity with
+/// `Σ₁₂ = Σ₂₁ = rho` (module docs).
+pub fn correlated_mixture(rng: &mut ChaCha8Rng, n: usize, d: usize, rho: f64) -> Points {
+    let mut data = Vec::with_capacity(n * d);
+    for _ in 0..n {
+        let z: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut *rng)).collect();
+        let mean = if rng.random::<bool>() { 2.0 } else { -2.0 };
+        data.push(mean + z[0]);
+        data.push(rho * z[0] + (1.0 - rho * rho).sqrt() * z[1]);
+        data.extend_from_slice(&z[2..]);
+    }
+    Points::new("gaussian mixture", data, d).expect("finite")
 }
 
 /// `n` points of N(0, 1) against `n` of Laplace(0, √½) (equal mean and variance, seed Fig. 3).
@@ -236,6 +274,7 @@ fn replicate(bench: Bench, scale: f64, rep: usize, permutations: usize) -> anyho
         Bench::Uniform(d) => d as u64,
         Bench::Blobs => 7,
         Bench::Laplace => 8,
+        Bench::Mixture(d) => 100 + d as u64,
     };
     let seed = 31_337 * (rep as u64 + 1) + 1000 * code + (scale * 1000.0).round() as u64;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -390,7 +429,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     }
     table.notes.push(
         "cells: rejection rate ± binomial standard error; the null (type-I error, level 0.05) is scale 0 of \
-         perturbed uniform and ε = 1 of the blobs; the scale of normal vs Laplace is n = m"
+         perturbed uniform and of the mixtures and ε = 1 of the blobs; the scale of normal vs Laplace is n = m"
             .into(),
     );
     table.notes.push(
@@ -415,7 +454,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         ctx.section(&part, &format!("MMD power of every kernel selection on {what}")).intro(format!(
             "Median heuristic, BKL, MMDAgg, MMD-FUSE and BKL-Bayes on {what}: α = 0.05, R = {} data sets, \
              B = {} permutations; the null is scale 0 of perturbed uniform (the benchmark of MMDAgg, Schrab \
-             et al. 2023, and MMD-FUSE, Biggs et al. 2023) and ε = 1 of the blobs.",
+             et al. 2023, and MMD-FUSE, Biggs et al. 2023) and of the Gaussian mixtures, and ε = 1 of the blobs.",
             opts.reps, opts.permutations
         ));
     if dims.iter().any(|b| matches!(b, Bench::Uniform(_))) {
@@ -472,6 +511,25 @@ mod tests {
             "cargo xtask repro power --reps 20 --dims blobs --selections fuse"
         );
         assert_eq!(rerun_command(true, &args[..2]), "cargo xtask repro power --smoke");
+    }
+
+    /// The mixture sampler: coordinate 1 has the mixture's variance 1 + 4, coordinates 1 and 2
+    /// covary by ρ, the others are independent standard normals.
+    #[test]
+    fn mixture_differs_in_one_correlation() {
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let n = 40_000;
+        let x = correlated_mixture(&mut rng, n, 5, 0.6);
+        let col = |k: usize| (0..n).map(|i| x.point(i)[k]).collect::<Vec<_>>();
+        let (c0, c1, c3) = (col(0), col(1), col(3));
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / n as f64;
+        let var0 = c0.iter().map(|v| v * v).sum::<f64>() / n as f64;
+        assert!(mean(&c0).abs() < 0.05 && (var0 - 5.0).abs() < 0.15, "{} {var0}", mean(&c0));
+        // the component's mean is independent of its noise: Cov(x₁, x₂) = ρ Var(z₁) = ρ
+        let cross = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(u, v)| u * v).sum::<f64>() / n as f64;
+        assert!((cross(&c0, &c1) - 0.6).abs() < 0.05, "{}", cross(&c0, &c1));
+        assert!(cross(&c1, &c3).abs() < 0.03 && mean(&c3).abs() < 0.03, "{}", cross(&c1, &c3));
+        assert!(Bench::parse("gmm50").unwrap() == Bench::Mixture(50) && Bench::parse("gmm1").is_err());
     }
 
     /// The sampler's mean over the first half of `[0, 1]` follows the density.
