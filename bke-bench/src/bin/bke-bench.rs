@@ -18,6 +18,10 @@ fn main() -> anyhow::Result<()> {
         None => 2048,
     };
     let known = ["linalg", "tests", "dme", "bank", "bkl", "io"];
+    if suite.is_empty() || suite == "--help" || suite == "-h" {
+        println!("bke-bench <suite> [--out DIR] [--sizes a,b,..] …; suites: {}", known.join(", "));
+        return Ok(());
+    }
     if !known.contains(&suite) {
         bail!("unknown suite '{suite}'; available: {}", known.join(", "));
     }

@@ -47,7 +47,7 @@ const REPROS: &[Repro] = &[
     ),
     (
         "power",
-        "MMD power of median / bkl / mmdagg / fuse / bkl-bayes (and bkl-bayes-dense) on perturbed uniform d = 1, 2, blobs, normal vs Laplace (--reps, --permutations, --dims 1|2|blobs|laplace, --scales, --selections, --n)",
+        "MMD power of median / bkl / mmdagg / fuse / bkl-bayes (and bkl-bayes-dense) on perturbed uniform d = 1, 2, blobs, normal vs Laplace, Gaussian mixtures in D dimensions (--reps, --permutations, --dims 1|2|blobs|laplace|gmmD, --scales, --selections, --n)",
         bke_report::repro::power::run,
     ),
     (
@@ -145,16 +145,20 @@ fn main() -> anyhow::Result<()> {
         None => PathBuf::from("docs/results.md"),
     };
     let name = args.first().filter(|a| !a.starts_with("--")).map(String::as_str);
+    let help = args.iter().any(|a| a == "--help" || a == "-h");
+    // without a name, or with `--help`: the list (`--help` never runs one; some take hours)
+    let Some(name) = name.filter(|_| !help) else {
+        println!(
+            "reproductions (cargo xtask repro <name|all> [--smoke] [--json] [--out DIR] [--report DIR] \
+             [--results FILE]):"
+        );
+        let listed = REPROS.iter().filter(|r| name.is_none_or(|n| n == "all" || n == r.0));
+        listed.for_each(|(n, what, _)| println!("  {n:<10} {what}"));
+        return Ok(());
+    };
     let chosen: Vec<(usize, &Repro)> = match name {
-        None => {
-            println!("reproductions (cargo xtask repro <name|all> [--smoke] [--json]):");
-            for (n, what, _) in REPROS {
-                println!("  {n:<10} {what}");
-            }
-            return Ok(());
-        }
-        Some("all") => REPROS.iter().enumerate().collect(),
-        Some(n) => match REPROS.iter().enumerate().find(|(_, r)| r.0 == n) {
+        "all" => REPROS.iter().enumerate().collect(),
+        n => match REPROS.iter().enumerate().find(|(_, r)| r.0 == n) {
             Some(r) => vec![r],
             None => bail!("unknown reproduction '{n}'; run `cargo xtask repro` for the list"),
         },
