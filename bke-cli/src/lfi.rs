@@ -78,8 +78,9 @@ pub struct LfiArgs {
     /// DME (or KBR evidence) regulariser δ [default: 1].
     #[arg(long, allow_hyphen_values = true)]
     delta: Option<f64>,
-    /// Learn ℓ's lengthscales and ε by maximising q̄ under a log-normal hyperprior centred on
-    /// their initial values (multi-start L-BFGS) before herding (--method dme only).
+    /// Learn ℓ's lengthscales by maximising q̄ under a log-normal hyperprior centred on their
+    /// initial values (multi-start L-BFGS) before herding (--method dme only); ε keeps its width
+    /// (q̄ rewards widening it towards the prior).
     #[arg(long)]
     learn: bool,
     /// With --learn, learn λ too (q̄ grows without bound as λ → 0, so it is frozen by default).

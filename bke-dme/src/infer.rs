@@ -39,7 +39,7 @@ pub struct LfiSpec<'a> {
     pub lambda: Option<f64>,
     /// DME / evidence regulariser δ.
     pub delta: Option<f64>,
-    /// Learn ℓ and ε by maximising q̄ (DME only).
+    /// Learn ℓ by maximising q̄ (DME only; ε keeps its width, see `lfi`'s module docs).
     pub learn: bool,
     /// With `learn`, learn λ too.
     pub learn_lambda: bool,

@@ -363,3 +363,41 @@ fn the_default_epsilon_widens_only_where_too_few_simulations_carry_weight() {
     let ess = effective_simulations(&far, &wide);
     assert!(ess >= target * (1.0 - 1e-9) && effective_simulations(&far, &narrower) < target, "ess {ess}");
 }
+
+/// Regression (issue 33): learning ε from q̄ widened it towards the prior wherever the observation
+/// sits in a sparse region of the simulations (on Lotka–Volterra the learned DME returned the
+/// prior). Here y = (2, 1.5) is in the tail of x ~ N(0, 1.25 I): exact posterior N(0.8 y, 0.2 I)
+/// (sd 0.447, prior sd 1). Learning ε moved the mean of θ₁ from 1.30 to 0.94 and its sd from 0.57
+/// to 0.70 (ε from 0.54 to 0.93). Learning keeps ε, and the learned posterior stays within reach
+/// of the exact one and well below the prior's spread; with ε learning opted in, ε only narrows.
+#[test]
+fn learning_does_not_widen_epsilon_towards_the_prior() {
+    let y = [2.0, 1.5];
+    let data = conjugate(400, 400, &y, 1);
+    let default = fit(&data, false);
+    let learned = fit(&data, true);
+    assert_eq!(learned.hyperparameters().epsilon, default.hyperparameters().epsilon);
+    let (s0, s1) = (herded(default.embedding(), &data.prior), herded(learned.embedding(), &data.prior));
+    for k in 0..2 {
+        let ((m0, sd0), (m1, sd1)) = (mean_sd(&s0[k]), mean_sd(&s1[k]));
+        let msg = format!("θ{k}: default mean {m0:.3} sd {sd0:.3}, learned mean {m1:.3} sd {sd1:.3}");
+        eprintln!("{msg}");
+        assert!((m1 - 0.8 * y[k]).abs() < 0.45, "{msg}");
+        assert!(sd1 < 0.6 && (sd1 / sd0 - 1.0).abs() < 0.2, "{msg}");
+    }
+    // Opted in, each width may narrow but never exceed its initial value (1-D tail observation,
+    // where unconstrained q̄ widened ε from 0.26 to 0.37).
+    let tail = conjugate(300, 300, &[2.0], 2);
+    let init = fit(&tail, false).hyperparameters().epsilon[0];
+    let opts = LfiLearnParams {
+        epsilon: true,
+        search: bke_dme::learn::MultiStartOptions { starts: 2, ..Default::default() },
+        ..Default::default()
+    };
+    let p = LfiParams { learn: Some(opts), ..Default::default() };
+    let post = p.check().unwrap().fit::<DefaultBackend>(&tail).unwrap();
+    let eps = post.hyperparameters().epsilon[0];
+    assert!(eps <= init * (1.0 + 1e-12), "learned ε {eps} above its initial {init}");
+    let (m, sd) = mean_sd(&herded(post.embedding(), &tail.prior)[0]);
+    assert!((m - 1.6).abs() < 0.2 && (sd / 0.2f64.sqrt() - 1.0).abs() < 0.25, "mean {m:.3} sd {sd:.3}");
+}
