@@ -114,6 +114,23 @@ pub struct Ctx {
     pub published: Vec<Section>,
 }
 
+/// `cargo xtask repro NAME` with the flags `args` of this run (those after the reproduction's name),
+/// less the ones that only say where the output goes (`--out`, `--report`, `--results`, `--json`).
+pub fn rerun_command(name: &str, args: &[String]) -> String {
+    let mut cmd = format!("cargo xtask repro {name}");
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--out" | "--report" | "--results" => {
+                rest.next();
+            }
+            "--json" => {}
+            _ => cmd.push_str(&format!(" {a}")),
+        }
+    }
+    cmd
+}
+
 impl Ctx {
     /// A context for reproduction `name` (registry position `index`).
     pub fn new(
@@ -124,7 +141,8 @@ impl Ctx {
         report: Report,
         progress: Progress,
     ) -> Self {
-        let command = format!("cargo xtask repro {name}{}", if smoke { " --smoke" } else { "" });
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        let command = rerun_command(name, &args);
         Self {
             out,
             smoke,
@@ -179,5 +197,23 @@ impl Ctx {
         self.published.push(section);
         self.section_start = Instant::now();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The rerun command repeats every flag that shaped the run, not where its output went.
+    #[test]
+    fn rerun_command_keeps_the_flags() {
+        let args: Vec<String> =
+            ["--dims", "blobs", "--out", "/tmp/o", "--reps", "20", "--json", "--smoke", "--results", "r.md"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        assert_eq!(
+            super::rerun_command("power", &args),
+            "cargo xtask repro power --dims blobs --reps 20 --smoke"
+        );
+        assert_eq!(super::rerun_command("fig1", &[]), "cargo xtask repro fig1");
     }
 }

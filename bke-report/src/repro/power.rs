@@ -292,21 +292,6 @@ fn replicate(bench: Bench, scale: f64, rep: usize, permutations: usize) -> anyho
         .collect()
 }
 
-/// The command that reruns this table: `cargo xtask repro power` with the size and selection flags
-/// given on this run's command line.
-fn rerun_command(smoke: bool, args: &[String]) -> String {
-    let mut cmd = String::from("cargo xtask repro power");
-    if smoke {
-        cmd.push_str(" --smoke");
-    }
-    for flag in ["--reps", "--permutations", "--dims", "--scales", "--selections", "--n"] {
-        if let Some(v) = args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)) {
-            cmd.push_str(&format!(" {flag} {v}"));
-        }
-    }
-    cmd
-}
-
 /// Published rejection rates quoted in issue 15: `(d, scale, MMDAgg, MMD-FUSE)`.
 const PUBLISHED: [(usize, f64, Option<f64>, f64); 6] = [
     (1, 0.2, Some(0.21), 0.18),
@@ -442,7 +427,6 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         rayon::current_num_threads()
     ));
     table.write_files(out, "power")?;
-    ctx.command = rerun_command(ctx.smoke, &args);
     let all_uniform = dims.iter().all(|b| matches!(b, Bench::Uniform(_)));
     let labels: Vec<String> = dims.iter().map(|b| b.label()).collect();
     let (part, what) = if all_uniform {
@@ -496,21 +480,6 @@ mod tests {
             assert!((mean - 1.0).abs() < 1e-6, "d = {d}: ∫f = {mean}");
             assert!(lo >= 0.5 - 1e-9 && hi <= 1.5 + 1e-9 && hi > 1.45, "d = {d}: [{lo}, {hi}]");
         }
-    }
-
-    /// The rerun command repeats every flag that shaped the table.
-    #[test]
-    fn rerun_command_keeps_the_flags() {
-        let args: Vec<String> =
-            ["bke-repro", "power", "--dims", "blobs", "--reps", "20", "--selections", "fuse"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-        assert_eq!(
-            rerun_command(false, &args),
-            "cargo xtask repro power --reps 20 --dims blobs --selections fuse"
-        );
-        assert_eq!(rerun_command(true, &args[..2]), "cargo xtask repro power --smoke");
     }
 
     /// The mixture sampler: coordinate 1 has the mixture's variance 1 + 4, coordinates 1 and 2
