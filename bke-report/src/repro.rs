@@ -141,8 +141,7 @@ impl Ctx {
         report: Report,
         progress: Progress,
     ) -> Self {
-        let args: Vec<String> = std::env::args().skip(2).collect();
-        let command = rerun_command(name, &args);
+        let command = format!("cargo xtask repro {name}{}", if smoke { " --smoke" } else { "" });
         Self {
             out,
             smoke,

@@ -459,13 +459,8 @@ impl FittedMmd {
                     (r.observed, r.null, r.off_diagonal_norm)
                 } else {
                     let is_factor = factor.is_some();
-                    let gram = match factor {
-                        Some(ft) => ft,
-                        None => {
-                            check_dense_gram(pooled.len(), wild_pairs(p.null, n))?;
-                            dist.gram(kernel)
-                        }
-                    };
+                    // without a factor here the dense Gram matrix fits (else `tiles`)
+                    let gram = factor.unwrap_or_else(|| dist.gram(kernel));
                     let perm = match is_factor {
                         true => MmdPermutation::from_factor(&gram, n)?,
                         false => MmdPermutation::new(&gram, n)?,

@@ -151,8 +151,8 @@ impl<'a> MmdPermutation<'a> {
         self.null_in_batches::<B>(statistic, range.start, draws, seed, batch_size(self.pooled_len(), draws))
     }
 
-    /// The draws `first..first + draws` with `batch` draws per GEMM (the results do not depend on
-    /// it).
+    /// The draws `first..first + draws` with `batch` draws per GEMM (the results depend on it only
+    /// through the GEMM's rounding, ~1e-15 relative).
     pub(crate) fn null_in_batches<B: Backend>(
         &self,
         statistic: MmdStatistic,

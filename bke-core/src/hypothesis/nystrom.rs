@@ -39,7 +39,10 @@
 //! `N r²` flops for `Φᵀ`, and `2 N r B` flops for the `B` relabellings (`ΦᵀU`, `MmdPermutation`)
 //! — against `N²` evaluations and `2 N² B` flops with the dense Gram matrix. With
 //! `R = N/`[`POINTS_PER_LANDMARK`] clamped to [[`MIN_LANDMARKS`], [`MAX_LANDMARKS`]] a collection of
-//! `K` kernels costs at most `K R/N` times one dense kernel's null, and memory stays linear in `N`.
+//! `K` kernels the landmarks resolve costs at most `K R/N` times one dense kernel's null; a kernel
+//! that needs more landmarks costs up to `½` (`N/2` of them) or the whole dense null. Memory: at most
+//! [`MAX_FACTOR_ENTRIES`] entries of `Φᵀ` and as many again for the pivoted Cholesky (one kernel at a
+//! time), so linear in `N` at large `N`.
 
 use super::kernels::WeightedKernel;
 use crate::{CoreError, Points};
@@ -54,8 +57,8 @@ pub const EXACT_MAX_POINTS: usize = 512;
 pub const POINTS_PER_LANDMARK: usize = 6;
 /// The fewest landmarks of a low-rank Gram matrix.
 pub const MIN_LANDMARKS: usize = 128;
-/// The most landmarks: above `6 · 1024` pooled points the factors' rank stays at 1024, so memory
-/// (`N r` per kernel, one kernel at a time) and the null (`2 N r B`) grow linearly in `N`.
+/// The most landmarks a factor starts from: above `6 · 1024` pooled points the first factors' rank is
+/// at most 1024 (more only for kernels they do not resolve, within [`MAX_FACTOR_ENTRIES`]).
 pub const MAX_LANDMARKS: usize = 1024;
 /// The pivoted Cholesky stops when no landmark's residual variance exceeds this (relative to
 /// `k(l, l) = 1`).
@@ -63,8 +66,9 @@ pub const RESIDUAL_VARIANCE: f64 = 1e-3;
 /// The most variance a factor may lose over the pooled sample (module docs) before the landmarks are
 /// doubled.
 pub const MAX_LOST_VARIANCE: f64 = 0.1;
-/// The landmarks are not doubled beyond this many entries of `Φᵀ` (`r N`, 256 MB).
-pub const MAX_FACTOR_ENTRIES: usize = 1 << 25;
+/// The landmarks are not doubled beyond this many entries of `Φᵀ` (`r N`, 128 MB; the pivoted
+/// Cholesky on `r ≤ N/2` landmarks holds at most as many again).
+pub const MAX_FACTOR_ENTRIES: usize = 1 << 24;
 
 /// Landmarks of the pooled sample for [`NystromLandmarks::factor`], or `None` when the pooled sample
 /// is small enough for the dense Gram matrices.

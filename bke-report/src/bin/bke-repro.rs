@@ -146,6 +146,9 @@ fn main() -> anyhow::Result<()> {
     };
     let name = args.first().filter(|a| !a.starts_with("--")).map(String::as_str);
     let help = args.iter().any(|a| a == "--help" || a == "-h");
+    if let Some(n) = name.filter(|n| *n != "all" && !REPROS.iter().any(|r| r.0 == *n)) {
+        bail!("unknown reproduction '{n}'; run `cargo xtask repro` for the list");
+    }
     // without a name, or with `--help`: the list (`--help` never runs one; some take hours)
     let Some(name) = name.filter(|_| !help) else {
         println!(
@@ -158,10 +161,7 @@ fn main() -> anyhow::Result<()> {
     };
     let chosen: Vec<(usize, &Repro)> = match name {
         "all" => REPROS.iter().enumerate().collect(),
-        n => match REPROS.iter().enumerate().find(|(_, r)| r.0 == n) {
-            Some(r) => vec![r],
-            None => bail!("unknown reproduction '{n}'; run `cargo xtask repro` for the list"),
-        },
+        n => REPROS.iter().enumerate().filter(|(_, r)| r.0 == n).collect(),
     };
     let progress = Progress::new();
     let env = Environment::read();
@@ -171,6 +171,7 @@ fn main() -> anyhow::Result<()> {
     for (i, (name, what, runner)) in chosen {
         progress.line(&format!("{name}: start ({what}){}", if smoke { " [smoke size]" } else { "" }));
         let mut ctx = Ctx::new(name, i as u32 + 1, out.clone(), smoke, report.clone(), progress.clone());
+        ctx.command = bke_report::repro::rerun_command(name, &args[1..]);
         let t0 = progress.elapsed();
         runner(&mut ctx)?;
         let dt = progress.elapsed() - t0;
