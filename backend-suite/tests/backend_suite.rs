@@ -293,7 +293,10 @@ fn check_mmd_tests<B: Backend>() {
         let params = MmdParams { permutations: 100, selection, ..MmdParams::default() }.check().unwrap();
         let a = params.fit::<B>(&data).unwrap().test::<B>().unwrap();
         let b = params.fit::<Faer>(&data).unwrap().test::<Faer>().unwrap();
-        close(&test_numbers(&a.outcome, &a.kernels), &test_numbers(&b.outcome, &b.kernels), a.selection);
+        // the permutation null's GEMM is single precision (MmdPermutation::null_of): ~1e-7 apart,
+        // up to ~1e-4 for the nearly diagonal Gram matrices of BKL-Bayes's narrowest kernels on 80 points
+        let (x, y) = (test_numbers(&a.outcome, &a.kernels), test_numbers(&b.outcome, &b.kernels));
+        close_to(&x, &y, 1e-4, a.selection);
     }
 }
 

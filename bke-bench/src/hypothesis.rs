@@ -89,11 +89,12 @@ pub fn bench(n_per_sample: usize, draws: usize, gemm: GemmReference) -> anyhow::
     let gram = Distances::new(&pooled).gram(&kernel);
     let perm = MmdPermutation::new(&gram, n_per_sample)?;
 
-    // correctness guard: the batched and naive nulls agree on the same draws
+    // correctness guard: the batched (single-precision) and naive nulls agree on the same draws
     let fast = perm.null::<bke_linalg::DefaultBackend>(MmdStatistic::Unbiased, 50, 1)?;
     let slow = perm.null_naive(MmdStatistic::Unbiased, 50, 1)?;
-    let max_diff = fast.iter().zip(&slow).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-    anyhow::ensure!(max_diff < 1e-10, "batched and naive nulls differ by {max_diff}");
+    let scale = slow.iter().map(|v| v.abs()).sum::<f64>() / slow.len() as f64;
+    let max_diff = fast.iter().zip(&slow).map(|(a, b)| (a - b).abs() / scale).fold(0.0, f64::max);
+    anyhow::ensure!(max_diff < 1e-5, "batched and naive nulls differ by {max_diff} of their scale");
 
     let mut batched = Vec::new();
     for kind in BackendKind::available() {

@@ -93,6 +93,15 @@ impl Backend for Faer {
         matmul(view_mut(c), accum, op(view(p.a), p.ta), op(view(p.b), p.tb), p.alpha);
     }
 
+    fn gemm_f32_kernel(a: &[f32], b: &[f32], c: &mut [f32], (m, k, n): (usize, usize, usize)) {
+        let (a, b) =
+            (faer::MatRef::from_column_major_slice(a, m, k), faer::MatRef::from_column_major_slice(b, k, n));
+        // a matrix–vector product stays sequential to be thread-invariant (see `matmul`)
+        let par = if m == 1 || n == 1 { Par::Seq } else { par() };
+        let c = faer::MatMut::from_column_major_slice_mut(c, m, n);
+        faer::linalg::matmul::matmul(c, Accum::Replace, a, b, 1.0f32, par);
+    }
+
     fn gram(a: MatRef<'_>) -> Mat {
         let n = a.ncols();
         let mut g = Mat::zeros(n, n);

@@ -46,6 +46,12 @@ impl Backend for Nalgebra {
         }
     }
 
+    fn gemm_f32_kernel(a: &[f32], b: &[f32], c: &mut [f32], (m, k, n): (usize, usize, usize)) {
+        c.fill(0.0);
+        let (a, b) = (DMatrixView::from_slice(a, m, k), DMatrixView::from_slice(b, k, n));
+        DMatrixViewMut::from_slice(c, m, n).gemm(1.0, &a, &b, 0.0);
+    }
+
     fn gemv_kernel(p: Product<'_>, beta: f64, y: &mut [f64]) {
         if beta == 0.0 {
             y.fill(0.0);

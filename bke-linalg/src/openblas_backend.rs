@@ -82,6 +82,32 @@ impl Backend for OpenBlas {
         ndarray::linalg::general_mat_mul(p.alpha, &a, &b, beta, &mut view_mut(c));
     }
 
+    fn gemm_f32_kernel(a: &[f32], b: &[f32], c: &mut [f32], (m, k, n): (usize, usize, usize)) {
+        use cblas_sys::{CBLAS_LAYOUT, CBLAS_TRANSPOSE, cblas_sgemm};
+        let int =
+            |v: usize| std::os::raw::c_int::try_from(v).expect("gemm_f32 sizes fit BLAS's 32-bit indices");
+        // SAFETY: the caller checked a.len() = m k, b.len() = k n, c.len() = m n, all non-zero; the
+        // operands are contiguous column-major with leading dimensions m, k and m.
+        unsafe {
+            cblas_sgemm(
+                CBLAS_LAYOUT::CblasColMajor,
+                CBLAS_TRANSPOSE::CblasNoTrans,
+                CBLAS_TRANSPOSE::CblasNoTrans,
+                int(m),
+                int(n),
+                int(k),
+                1.0,
+                a.as_ptr(),
+                int(m),
+                b.as_ptr(),
+                int(k),
+                0.0,
+                c.as_mut_ptr(),
+                int(m),
+            );
+        }
+    }
+
     fn gemv_kernel(p: Product<'_>, beta: f64, y: &mut [f64]) {
         if beta == 0.0 {
             y.fill(0.0);

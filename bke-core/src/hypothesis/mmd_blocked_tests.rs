@@ -23,6 +23,13 @@ fn sample(seed: u64, n: usize, shift: f64) -> Points {
 
 /// Tiles of 7 points on 23 + 31 pooled points (a ragged last tile) and 5 relabellings per pass
 /// (the observed one and 4 draws in the first): many passes, every tile shape.
+/// Whether two samples of the same null draws agree to 1e-5 of their mean magnitude: the dense null
+/// is computed in single precision ([`MmdPermutation::null_of`]), the blocked one in f64.
+fn same_null(a: &[f64], b: &[f64]) -> bool {
+    let scale = b.iter().map(|v| v.abs()).sum::<f64>() / b.len().max(1) as f64;
+    a.len() == b.len() && a.iter().zip(b).all(|(u, v)| (u - v).abs() <= 1e-5 * scale)
+}
+
 fn small_blocks() -> Blocking {
     Blocking { above: 0, tile: 7, label_bytes: 16 * 7 * 5 }
 }
@@ -53,7 +60,7 @@ fn by_definition(x: &Points, y: &Points, k: &WeightedKernel, statistic: MmdStati
 }
 
 /// The blocked test against the dense one on the same data and seed, through [`FittedMmd`]:
-/// statistic to 1e-10, every draw to 1e-12 relative, the same p-value; the gamma null's p-value and
+/// statistic to 1e-10, every draw to 1e-5 of the null's scale ([`same_null`]), the same p-value; the gamma null's p-value and
 /// moments to 1e-10 relative; and the statistic against its definition.
 #[test]
 fn blocked_test_equals_dense_test() {
@@ -80,9 +87,7 @@ fn blocked_test_equals_dense_test() {
                 NullDistribution::Permutation => {
                     assert_eq!(a.p_value, b.p_value, "{what}");
                     assert_eq!(b.null_samples.len(), 57);
-                    for (u, v) in a.null_samples.iter().zip(&b.null_samples) {
-                        assert!((u - v).abs() <= 1e-12 * (1.0 + u.abs()), "{what}: {u} {v}");
-                    }
+                    assert!(same_null(&a.null_samples, &b.null_samples), "{what}");
                 }
                 _ => {
                     assert!(close(a.p_value, b.p_value), "{what}: {} {}", a.p_value, b.p_value);
@@ -114,9 +119,7 @@ fn blocked_sums_equal_dense_sums() {
                 let r = b.permutation::<DefaultBackend>(stat, 0..20, 3, &()).unwrap();
                 let observed = mmd_from_gram(&k, 23, stat).unwrap();
                 assert!((r.observed - observed).abs() < 1e-12, "{what}");
-                for (u, v) in dense.iter().zip(&r.null) {
-                    assert!((u - v).abs() <= 1e-12 * (1.0 + u.abs()), "{what}: {u} {v}");
-                }
+                assert!(same_null(&dense, &r.null), "{what}");
                 let norm = perm.off_diagonal_norm::<DefaultBackend>().unwrap();
                 assert!((r.off_diagonal_norm - norm).abs() <= 1e-12 * norm, "{what}");
                 let (o, m, v) = b.gamma::<DefaultBackend>(stat, &()).unwrap();
@@ -174,9 +177,7 @@ fn split_null_is_the_blocked_null() {
     pieces.extend(f.null_draws::<DefaultBackend>(13..30).unwrap());
     assert_eq!(pieces, whole.null_samples);
     let dense = f.clone().with_blocking(dense()).null_draws::<DefaultBackend>(13..30).unwrap();
-    for (u, v) in dense.iter().zip(&whole.null_samples[13..]) {
-        assert!((u - v).abs() <= 1e-12 * (1.0 + u.abs()));
-    }
+    assert!(same_null(&dense, &whole.null_samples[13..]));
     let again = f.test_with_null::<DefaultBackend>(pieces).unwrap().outcome;
     assert_eq!(again.p_value, whole.p_value);
     assert_eq!(again.statistic.to_bits(), whole.statistic.to_bits());

@@ -168,6 +168,20 @@ impl<'a> MmdPermutation<'a> {
 
     /// The null statistics of the given relabellings (drawn once and shared by every kernel of a
     /// collection), `batch` draws per GEMM.
+    ///
+    /// Both statistics are unchanged when `K` is replaced by the doubly centred `K̃ = HKH`
+    /// (`H = I − 11ᵀ/N`: adding `a_i + a_j + c` to `K_ij` moves the three block sums of the unbiased
+    /// statistic by amounts that cancel, and `aᵀ1 = 0` in the biased one), and `K̃1 = 0` leaves only
+    /// `q = uᵀK̃u` and `d_x = uᵀ diag K̃` per relabelling. Both come from one GEMM of the centred
+    /// operand ([`MmdPermutation::centred`]) times the indicator columns `U`, in single precision
+    /// ([`Backend::gemm_f32`], twice the throughput): centring in `f64` first keeps a wide kernel's
+    /// near-constant part out of the rounding, which is then ~1e-6 of the statistic's scale (tested;
+    /// up to ~1e-4 for a nearly diagonal `K` on a few dozen points, whose diagonal dominates the
+    /// sums), so a draw lands on the wrong side of the observed value only when it lies that close.
+    /// Where relabellings tie *exactly* with the observed one — a pooled sample with repeated points,
+    /// as discrete data have — rounding would break those ties at random and make the p-value
+    /// anti-conservative, so such samples keep the `f64` GEMM and the exact tie counting of
+    /// [`super::resampling_p_value`].
     pub fn null_of<B: Backend>(
         &self,
         statistic: MmdStatistic,
@@ -187,63 +201,130 @@ impl<'a> MmdPermutation<'a> {
                 found: relabellings.pooled,
             });
         }
+        if self.has_repeated_points() {
+            self.null_with::<B, f64>(statistic, relabellings, None, batch)
+        } else {
+            self.null_with::<B, f32>(statistic, relabellings, relabellings.indicators.as_deref(), batch)
+        }
+    }
+
+    /// [`MmdPermutation::null_of`] in precision `T`, with the cached indicator columns if given.
+    fn null_with<B: Backend, T: NullScalar>(
+        &self,
+        statistic: MmdStatistic,
+        relabellings: &Relabellings,
+        cached: Option<&[T]>,
+        batch: usize,
+    ) -> Result<Vec<f64>, CoreError> {
         let draws = relabellings.len();
-        let big_n = self.pooled_len();
-        let factor = match self.k {
-            PooledGram::Dense(k) | PooledGram::Factor(k) => k,
-        };
-        let rows = factor.nrows();
-        // the indicator columns: shared by every kernel when the relabellings hold them, else filled
-        // per batch into `u` (zero at the start; after each batch only the entries it set are reset)
-        let cached = relabellings.indicators.as_ref();
+        let (big_n, n) = (self.pooled_len(), self.n);
+        let centred = self.centred::<T>();
+        let rows = centred.rows;
+        // the indicator columns: shared by every kernel when cached, else filled per batch into `u`
+        // (zero at the start; after each batch only the entries it set are reset)
         let bs = if cached.is_some() { draws.max(1) } else { batch.clamp(1, draws.max(1)) };
-        let mut u = Mat::zeros(if cached.is_some() { 0 } else { big_n }, bs);
-        let mut ku = Mat::zeros(rows, bs);
-        // `uᵀr` and `uᵀ diag K` of every draw of a batch, by the same GEMM as `KU` (not by gathers)
-        let margins = Mat::from_fn(2, big_n, |a, i| if a == 0 { self.rowsum[i] } else { self.diag[i] });
-        let mut sums = Mat::zeros(2, bs);
+        let mut u = vec![T::ZERO; if cached.is_some() { 0 } else { big_n * bs }];
+        let mut ku = vec![T::ZERO; rows * bs];
         let mut out = Vec::with_capacity(draws);
         let mut start = 0;
         while start < draws {
             let len = bs.min(draws - start);
-            if cached.is_none() {
-                u.as_mut_slice()[..big_n * len].par_chunks_mut(big_n).enumerate().for_each(|(c, col)| {
-                    relabellings.subset(start + c).iter().for_each(|&i| col[i as usize] = 1.0);
+            let fill = |u: &mut [T], value: T| {
+                u[..big_n * len].par_chunks_mut(big_n).enumerate().for_each(|(c, col)| {
+                    relabellings.subset(start + c).iter().for_each(|&i| col[i as usize] = value);
                 });
-            }
-            let uview = match cached {
-                Some(all) => all.as_ref().submatrix(0, start, big_n, len),
-                None => bke_linalg::MatRef::from_slice(&u.as_slice()[..big_n * len], big_n, len, big_n)?,
             };
-            let kuview =
-                bke_linalg::MatMut::from_slice(&mut ku.as_mut_slice()[..rows * len], rows, len, rows)?;
-            B::gemm(1.0, factor.as_ref(), Trans::No, uview, Trans::No, 0.0, kuview)?;
-            let sums_view = bke_linalg::MatMut::from_slice(&mut sums.as_mut_slice()[..2 * len], 2, len, 2)?;
-            B::gemm(1.0, margins.as_ref(), Trans::No, uview, Trans::No, 0.0, sums_view)?;
-            let batch: Vec<f64> = (0..len)
-                .into_par_iter()
+            if cached.is_none() {
+                fill(&mut u, T::ONE);
+            }
+            let columns = match cached {
+                Some(all) => &all[start * big_n..(start + len) * big_n],
+                None => &u[..big_n * len],
+            };
+            T::gemm::<B>(&centred.operand, columns, &mut ku[..rows * len], (rows, big_n, len))?;
+            let batch: Vec<f64> = ku[..rows * len]
+                .par_chunks(rows)
                 .with_min_len(32)
-                .map(|c| {
-                    let (s, dx) = (sums[(0, c)], sums[(1, c)]);
-                    // uᵀ(Ku) = Σ_{i chosen} (Ku)_i for the dense K; ‖Φᵀu‖² for the factor
+                .enumerate()
+                .map(|(c, col)| {
+                    let (gram_part, diag_part) = col.split_at(rows - 1);
+                    // uᵀ(K̃u) = Σ_{i chosen} (K̃u)_i for the dense K̃; ‖Φ̃ᵀu‖² for the factor
                     let q: f64 = match self.k {
                         PooledGram::Dense(_) => {
-                            relabellings.subset(start + c).iter().map(|&i| ku.col(c)[i as usize]).sum()
+                            relabellings.subset(start + c).iter().map(|&i| gram_part[i as usize].into()).sum()
                         }
-                        PooledGram::Factor(_) => ku.col(c).iter().map(|a| a * a).sum(),
+                        PooledGram::Factor(_) => gram_part.iter().map(|&a| a.into() * a.into()).sum(),
                     };
-                    self.statistic(q, s, dx, statistic)
+                    centred.statistic(q, diag_part[0].into(), n, big_n - n, statistic)
                 })
                 .collect();
             out.extend_from_slice(&batch);
             if cached.is_none() {
-                u.as_mut_slice()[..big_n * len].par_chunks_mut(big_n).enumerate().for_each(|(c, col)| {
-                    relabellings.subset(start + c).iter().for_each(|&i| col[i as usize] = 0.0);
-                });
+                fill(&mut u, T::ZERO);
             }
             start += len;
         }
         Ok(out)
+    }
+
+    /// Whether two pooled points coincide: two equal columns of `Φᵀ`, or an off-diagonal entry of
+    /// `K` equal to its diagonal one (`k(x, y) = k(x, x)` only for `y = x` for the tests' kernels).
+    fn has_repeated_points(&self) -> bool {
+        match self.k {
+            PooledGram::Dense(k) => (0..k.ncols())
+                .into_par_iter()
+                .any(|j| k.col(j).iter().enumerate().any(|(i, &v)| i != j && v == self.diag[j])),
+            PooledGram::Factor(f) => {
+                let mut seen = std::collections::HashSet::with_capacity(f.ncols());
+                (0..f.ncols())
+                    .any(|i| !seen.insert(f.col(i).iter().map(|v| v.to_bits()).collect::<Vec<u64>>()))
+            }
+        }
+    }
+
+    /// The GEMM operand of [`MmdPermutation::null_of`], column-major, computed in `f64` and rounded
+    /// once to `T`: `K̃ = HKH` (`N × N`, dense) or `Φ̃ᵀ = ΦᵀH` (`r × N`, factor), then the row
+    /// `diag K̃ − mean`.
+    fn centred<T: NullScalar>(&self) -> Centred<T> {
+        let big_n = self.pooled_len();
+        let nf = big_n as f64;
+        // column j of K̃ or Φ̃ᵀ into `out`, and diag K̃
+        type Column<'c, T> = Box<dyn Fn(usize, &mut [T]) + Sync + 'c>;
+        let (gram_rows, diag, column): (usize, Vec<f64>, Column<'_, T>) = match self.k {
+            PooledGram::Dense(k) => {
+                let r: Vec<f64> = self.rowsum.iter().map(|v| v / nf).collect();
+                let g = self.total / (nf * nf);
+                let diag = (0..big_n).map(|i| self.diag[i] - 2.0 * r[i] + g).collect();
+                let column = move |j: usize, out: &mut [T]| {
+                    let shift = g - r[j];
+                    out.iter_mut()
+                        .zip(k.col(j))
+                        .zip(&r)
+                        .for_each(|((o, v), ri)| *o = T::round(v - ri + shift));
+                };
+                (big_n, diag, Box::new(column))
+            }
+            PooledGram::Factor(f) => {
+                let mean: Vec<f64> = column_sum(f, 0..big_n).iter().map(|v| v / nf).collect();
+                let diag = (0..big_n)
+                    .map(|i| f.col(i).iter().zip(&mean).map(|(v, m)| (v - m) * (v - m)).sum())
+                    .collect();
+                let column = move |i: usize, out: &mut [T]| {
+                    out.iter_mut().zip(f.col(i)).zip(&mean).for_each(|((o, v), m)| *o = T::round(v - m));
+                };
+                (f.nrows(), diag, Box::new(column))
+            }
+        };
+        let trace: f64 = diag.iter().sum();
+        let diag_mean = trace / nf;
+        let rows = gram_rows + 1;
+        let mut operand = vec![T::ZERO; rows * big_n];
+        operand.par_chunks_mut(rows).enumerate().for_each(|(j, col)| {
+            let (gram_part, diag_part) = col.split_at_mut(gram_rows);
+            column(j, gram_part);
+            diag_part[0] = T::round(diag[j] - diag_mean);
+        });
+        Centred { operand, rows, trace, diag_mean }
     }
 
     /// The same null statistics (same draws) recomputed per draw from the block-sum definitions,
@@ -289,6 +370,75 @@ fn column_sum(f: &Mat, columns: std::ops::Range<usize>) -> Vec<f64> {
     sum
 }
 
+/// The precision of a permutation null's GEMM ([`MmdPermutation::null_of`]).
+trait NullScalar: Copy + Send + Sync + Into<f64> + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+    /// `v` rounded to this precision.
+    fn round(v: f64) -> Self;
+    /// `C ← A B`, contiguous column-major, `(m, k, n)` = shape.
+    fn gemm<B: Backend>(
+        a: &[Self],
+        b: &[Self],
+        c: &mut [Self],
+        shape: (usize, usize, usize),
+    ) -> Result<(), CoreError>;
+}
+
+impl NullScalar for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn round(v: f64) -> Self {
+        v as f32
+    }
+    fn gemm<B: Backend>(
+        a: &[f32],
+        b: &[f32],
+        c: &mut [f32],
+        shape: (usize, usize, usize),
+    ) -> Result<(), CoreError> {
+        Ok(B::gemm_f32(a, b, c, shape)?)
+    }
+}
+
+impl NullScalar for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn round(v: f64) -> Self {
+        v
+    }
+    fn gemm<B: Backend>(
+        a: &[f64],
+        b: &[f64],
+        c: &mut [f64],
+        (m, k, n): (usize, usize, usize),
+    ) -> Result<(), CoreError> {
+        use bke_linalg::{MatMut, MatRef};
+        let (a, b) = (MatRef::from_slice(a, m, k, m.max(1))?, MatRef::from_slice(b, k, n, k.max(1))?);
+        Ok(B::gemm(1.0, a, Trans::No, b, Trans::No, 0.0, MatMut::from_slice(c, m, n, m.max(1))?)?)
+    }
+}
+
+/// The centred GEMM operand of a permutation null ([`MmdPermutation::centred`]).
+struct Centred<T> {
+    /// `rows × N`, column-major: `K̃` or `Φ̃ᵀ`, and last the row `diag K̃ − diag_mean`.
+    operand: Vec<T>,
+    rows: usize,
+    /// `tr K̃`.
+    trace: f64,
+    /// `tr K̃ / N`.
+    diag_mean: f64,
+}
+
+impl<T> Centred<T> {
+    /// The statistic of a relabelling from `q = uᵀK̃u` and `uᵀ(diag K̃ − diag_mean)`: [`from_sums`]
+    /// of `K̃` (row sums and total zero).
+    fn statistic(&self, q: f64, centred_dx: f64, n: usize, m: usize, statistic: MmdStatistic) -> f64 {
+        let dx = centred_dx + n as f64 * self.diag_mean;
+        from_sums(q, 0.0, dx, n, m, 0.0, self.trace, statistic)
+    }
+}
+
 /// The relabellings of a permutation null, drawn once and shared by every kernel of a collection:
 /// draw `b` names the `n` pooled points called `x`, from stream `(seed, first + b)`
 /// (`draw_rng`), so the draws do not depend on the thread count or on how they are split.
@@ -297,12 +447,12 @@ pub struct Relabellings {
     pooled: usize,
     n: usize,
     subsets: Vec<u32>,
-    /// The indicator matrix `U` (`pooled × draws`), when it fits [`INDICATOR_BUDGET`]: built once,
-    /// multiplied by every kernel of a collection.
-    indicators: Option<Mat>,
+    /// The indicator matrix `U` (`pooled × draws`, column-major, single precision), when it fits
+    /// [`INDICATOR_BUDGET`]: built once, multiplied by every kernel of a collection.
+    indicators: Option<Vec<f32>>,
 }
 
-/// The most entries of a cached indicator matrix `U` (256 MB); above, each kernel fills its batches.
+/// The most entries of a cached indicator matrix `U` (128 MB); above, each kernel fills its batches.
 pub const INDICATOR_BUDGET: usize = 1 << 25;
 
 impl Relabellings {
@@ -320,8 +470,8 @@ impl Relabellings {
         }
         let mut out = Self { pooled, n, subsets, indicators: None };
         if pooled * range.len() <= INDICATOR_BUDGET {
-            let mut u = Mat::zeros(pooled, range.len());
-            u.as_mut_slice().par_chunks_mut(pooled.max(1)).enumerate().for_each(|(c, col)| {
+            let mut u = vec![0.0f32; pooled * range.len()];
+            u.par_chunks_mut(pooled.max(1)).enumerate().for_each(|(c, col)| {
                 out.subset(c).iter().for_each(|&i| col[i as usize] = 1.0);
             });
             out.indicators = Some(u);

@@ -261,7 +261,9 @@ mod tests {
                     low.null::<DefaultBackend>(stat, 40, 5).unwrap(),
                     full.null::<DefaultBackend>(stat, 40, 5).unwrap(),
                 );
-                assert!(a.iter().zip(&b).all(|(u, v)| close(*u, *v)), "{stat:?}");
+                // both nulls are computed in single precision (MmdPermutation::null_of)
+                let scale = b.iter().map(|v| v.abs()).sum::<f64>() / b.len() as f64;
+                assert!(a.iter().zip(&b).all(|(u, v)| (u - v).abs() <= 1e-5 * scale), "{stat:?}");
             }
             let norms = (
                 low.off_diagonal_norm::<DefaultBackend>().unwrap(),

@@ -144,6 +144,28 @@ fn check_agrees_with_faer<B: Backend>(n: usize, seed: u64) {
     assert!(sub(&ltz, &b).norm_fro() <= 1e-10 * (1.0 + b.norm_fro()));
 }
 
+/// The single-precision product against the f64 triple loop of the same (rounded) operands, to
+/// f32 rounding; NaN in `C` is overwritten; wrong lengths are an error.
+fn check_products_f32<B: Backend>(m: usize, k: usize, n: usize, seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let single = |a: &Mat| a.as_slice().iter().map(|&v| v as f32).collect::<Vec<f32>>();
+    let (a, b) = (gaussian(m, k, &mut rng), gaussian(k, n, &mut rng));
+    let (a32, b32) = (single(&a), single(&b));
+    let mut c = vec![f32::NAN; m * n];
+    B::gemm_f32(&a32, &b32, &mut c, (m, k, n)).unwrap();
+    let widen = |v: &[f32], r: usize, cols: usize| Mat::from_fn(r, cols, |i, j| f64::from(v[i + j * r]));
+    let want = naive_mul(widen(&a32, m, k).as_ref(), Trans::No, widen(&b32, k, n).as_ref(), Trans::No);
+    for j in 0..n {
+        for i in 0..m {
+            let scale: f64 = (0..k).map(|l| (a[(i, l)] * b[(l, j)]).abs()).sum();
+            let err = (f64::from(c[i + j * m]) - want[(i, j)]).abs();
+            assert!(err <= 4.0 * f64::from(f32::EPSILON) * (1.0 + scale), "{} gemm_f32 ({i}, {j})", B::NAME);
+        }
+    }
+    let wrong = B::gemm_f32(&a32, &b32, &mut vec![0.0; m * n + 1], (m, k, n));
+    assert!(matches!(wrong, Err(LinalgError::ShapeMismatch { .. })), "{}", B::NAME);
+}
+
 fn check_products<B: Backend>(m: usize, k: usize, n: usize, seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for (ta, tb) in
@@ -256,11 +278,13 @@ fn check_rank_k<B: Backend>(n: usize, k: usize, seed: u64) {
     assert!(rel_diff(&l, &Faer::cholesky(plus.as_ref()).unwrap()) < 1e-11, "{} rank-{k} update", B::NAME);
     B::cholesky_downdate(l.as_mut(), w.as_ref()).unwrap();
     assert!(rel_diff(&l, &Faer::cholesky(a.as_ref()).unwrap()) < 1e-10, "{} rank-{k} downdate", B::NAME);
-    // An infeasible downdate: errors and leaves the factor bit-for-bit unchanged.
+    // An infeasible downdate (a last column of norm 1e3 √n against eigenvalues at most 1): errors and
+    // leaves the factor bit-for-bit unchanged. (Scaling a random column instead failed when its
+    // entries happened to be tiny: a feasible downdate.)
     if n > 0 {
         let before = l.clone();
         let mut big = w.clone();
-        big.col_mut(k - 1).iter_mut().for_each(|v| *v *= 1e3);
+        big.col_mut(k - 1).fill(1e3);
         let err = B::cholesky_downdate(l.as_mut(), big.as_ref()).unwrap_err();
         assert!(matches!(err, LinalgError::DowndateNotPositiveDefinite { .. }), "{}: {err}", B::NAME);
         assert!(l == before, "{}: failed downdate modified the factor", B::NAME);
@@ -417,6 +441,10 @@ macro_rules! backend_suite {
                 #[test]
                 fn products(m in 0usize..40, k in 0usize..40, n in 0usize..40, seed in any::<u64>()) {
                     check_products::<$B>(m, k, n, seed);
+                }
+                #[test]
+                fn products_f32(m in 0usize..70, k in 0usize..70, n in 0usize..70, seed in any::<u64>()) {
+                    check_products_f32::<$B>(m, k, n, seed);
                 }
                 #[test]
                 fn rank_k_update_downdate(n in 1usize..80, k in 1usize..6, seed in any::<u64>()) {
