@@ -113,7 +113,7 @@ impl<'a> MmdPermutation<'a> {
             PooledGram::Dense(k) => (0..k.ncols()).map(|j| k.col(j).iter().map(|v| v * v).sum::<f64>()).sum(),
             PooledGram::Factor(f) => {
                 let mut g = Mat::zeros(f.nrows(), f.nrows());
-                B::gemm(1.0, f.as_ref(), Trans::No, f.as_ref(), Trans::Yes, 0.0, g.as_mut())?;
+                B::gemm_symmetric(1.0, f.as_ref(), Trans::No, f.as_ref(), Trans::Yes, 0.0, g.as_mut())?;
                 g.as_slice().iter().map(|v| v * v).sum::<f64>()
             }
         };
