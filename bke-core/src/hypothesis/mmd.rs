@@ -27,7 +27,9 @@
 //!
 //! `B` relabellings are `B` columns of `U`; `q_b = u_bᵀ(KU)_b` needs one GEMM `K·U` through the
 //! [`Backend`] (`2N²B` flops), after which each draw costs `O(N)`. The Gram matrix is computed once and
-//! nothing is allocated per draw. [`super::MmdPermutation::null_naive`] recomputes the three block sums per
+//! nothing is allocated per draw. The GEMM runs on the doubly centred `K̃ = HKH` (which leaves both
+//! statistics unchanged and makes `s`, `T` vanish) in single precision, except for pooled samples with
+//! repeated points, whose exact ties need `f64` ([`super::MmdPermutation::null_of`] says why). [`super::MmdPermutation::null_naive`] recomputes the three block sums per
 //! draw from the definitions instead (same draws, same numbers): it is the oracle and the baseline of
 //! `cargo xtask bench tests`.
 //!
