@@ -173,7 +173,7 @@ impl<'a> MmdPermutation<'a> {
     /// (`H = I − 11ᵀ/N`: adding `a_i + a_j + c` to `K_ij` moves the three block sums of the unbiased
     /// statistic by amounts that cancel, and `aᵀ1 = 0` in the biased one), and `K̃1 = 0` leaves only
     /// `q = uᵀK̃u` and `d_x = uᵀ diag K̃` per relabelling. Both come from one GEMM of the centred
-    /// operand ([`MmdPermutation::centred`]) times the indicator columns `U`, in single precision
+    /// operand (`MmdPermutation::centred`) times the indicator columns `U`, in single precision
     /// ([`Backend::gemm_f32`], twice the throughput): centring in `f64` first keeps a wide kernel's
     /// near-constant part out of the rounding, which is then ~1e-6 of the statistic's scale (tested;
     /// up to ~1e-4 for a nearly diagonal `K` on a few dozen points, whose diagonal dominates the

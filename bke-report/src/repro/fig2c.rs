@@ -54,7 +54,7 @@ fn blob_offset(eps: Option<f64>, rng: &mut ChaCha8Rng) -> (f64, f64) {
 }
 
 /// One sample of the blobs: `per_component` points from each of the 9 components (centres on the
-/// grid `10 {0, 1, 2}²`, offsets of [`blob_offset`]).
+/// grid `10 {0, 1, 2}²`, offsets of `blob_offset`).
 pub fn blobs(eps: Option<f64>, per_component: usize, rng: &mut ChaCha8Rng) -> Points {
     let mut data = Vec::with_capacity(2 * 9 * per_component);
     for i in 0..3 {
