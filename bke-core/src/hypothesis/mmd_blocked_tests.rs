@@ -6,6 +6,7 @@ use super::kernels::{Distances, WeightedKernel};
 use super::mmd_blocked::{BlockedMmd, Blocking};
 use super::mmd_null::{MmdPermutation, gamma_moments};
 use super::mmd_statistic::{MmdStatistic, mmd_from_gram};
+use super::mmd_tests::worst_relative_gap;
 use crate::Points;
 use crate::hypothesis::kernels::TestFamily;
 use crate::hypothesis::mmd::{FittedMmd, MmdParams};
@@ -26,8 +27,7 @@ fn sample(seed: u64, n: usize, shift: f64) -> Points {
 /// Whether two samples of the same null draws agree to 1e-5 of their mean magnitude: the dense null
 /// is computed in single precision ([`MmdPermutation::null_of`]), the blocked one in f64.
 fn same_null(a: &[f64], b: &[f64]) -> bool {
-    let scale = b.iter().map(|v| v.abs()).sum::<f64>() / b.len().max(1) as f64;
-    a.len() == b.len() && a.iter().zip(b).all(|(u, v)| (u - v).abs() <= 1e-5 * scale)
+    a.len() == b.len() && worst_relative_gap(a, b, 0.0) <= 1e-5
 }
 
 fn small_blocks() -> Blocking {

@@ -89,8 +89,9 @@ fn statistics_match_naive_formulas() {
     assert!((mmd_from_gram(&gram, 13, MmdStatistic::Linear).unwrap() - lin).abs() < 1e-14);
 }
 
-/// The largest `|a − b|` over the scale of the p-value's tie tolerance (`|observed| + mean |null|`).
-fn worst_relative_gap(a: &[f64], b: &[f64], observed: f64) -> f64 {
+/// The largest `|a − b|` over the scale of the p-value's tie tolerance (`|observed| + mean |b|`): how
+/// far the single-precision null ([`MmdPermutation::null_of`]) lies from an f64 one.
+pub(super) fn worst_relative_gap(a: &[f64], b: &[f64], observed: f64) -> f64 {
     let scale = observed.abs() + b.iter().map(|v| v.abs()).sum::<f64>() / b.len() as f64;
     a.iter().zip(b).map(|(u, v)| (u - v).abs() / scale).fold(0.0, f64::max)
 }
