@@ -17,6 +17,7 @@ use crate::features::{Standardizer, feature_matrix};
 use crate::logistic::sigmoid;
 use crate::params::{BankParams, Resolved, Task};
 use crate::regression::SweepStats;
+use crate::relevance::RelevanceFit;
 use bke_core::model_file::fields::{bounded, finite, positive, positive_diagonal};
 use bke_core::model_file::{ModelFile, Saved};
 use bke_core::{CoreError, Points, Predict, Prediction};
@@ -528,6 +529,10 @@ pub struct FitSummary {
     pub weight_prior_variance: Option<f64>,
     /// The learned spectral mixture of the last state (original units).
     pub spectral_mixture: SpectralMixture,
+    /// The per-input lengthscales of the relevance GP (standardised inputs, in column order) and
+    /// whether the fit used them ([`crate::relevance`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<RelevanceFit>,
 }
 
 fn mean_of(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -569,6 +574,7 @@ impl BankModel {
             psi0: mean_of(spectral.iter().map(|s| s.psi0)),
             weight_prior_variance: s2,
             spectral_mixture: self.spectral_mixture(),
+            relevance: self.resolved.as_ref().and_then(|r| r.relevance.clone()),
         }
     }
 }

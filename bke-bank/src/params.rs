@@ -31,6 +31,7 @@ use crate::dpmix::{GammaPrior, MixtureParams};
 use crate::error::{BankError, check_count, check_features, check_positive, invalid, mismatch};
 use crate::evidence::{LogNormalPrior, NigParams};
 use crate::priors::InvGammaPrior;
+use crate::relevance::{Relevance, RelevanceFit};
 use serde::{Deserialize, Serialize};
 
 /// The starting value of a learned `λ₀` (prior signal variance ten times the noise's).
@@ -192,6 +193,7 @@ impl BankPrior {
             weight_variance: self.weight_prior_variance.unwrap_or(START_WEIGHT_VARIANCE),
             learn_weight_variance: self.weight_prior_variance.is_none(),
             median_distance: ell,
+            relevance: None,
         })
     }
 }
@@ -215,6 +217,10 @@ pub struct Resolved {
     pub learn_weight_variance: bool,
     /// Median pairwise distance `ℓ` of the (standardised) training inputs.
     pub median_distance: f64,
+    /// The per-input lengthscales and whether they were used (`None`: relevance off, one input, or
+    /// a bke ≤ 0.3 file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<RelevanceFit>,
 }
 
 /// Parameters of a BaNK fit. Frequencies live in the space of the standardised inputs unless
@@ -245,6 +251,10 @@ pub struct BankParams {
     pub newton_iterations: usize,
     /// Standardise inputs (per column) before learning. Default `true`.
     pub standardize_inputs: bool,
+    /// Per-input lengthscales (ARD) for the spectral prior, learned before the chain
+    /// ([`crate::relevance`]). Default [`Relevance::Auto`]: used when the evidence pays for them.
+    #[serde(default)]
+    pub relevance: Relevance,
     /// Proposals per bulk Gram-row product in the regression sweep. Default `64`.
     pub block: usize,
     /// Refactorise `Λ_n` (and check the drift) every this many sweeps. Default `1` (`O(M³)`, small
@@ -268,6 +278,7 @@ impl Default for BankParams {
             prior: BankPrior::default(),
             newton_iterations: 12,
             standardize_inputs: true,
+            relevance: Relevance::Auto,
             block: 64,
             refactor_every: 1,
             method: SweepMethod::LowRank,

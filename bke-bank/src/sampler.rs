@@ -115,9 +115,17 @@ fn fit<B: Backend>(
     crate::error::check_features(params.frequencies, params.samples, x.len(), d)?;
     params.check_dim(d)?;
     let m = params.frequencies;
-    let inputs = if params.standardize_inputs { Standardizer::fit(x) } else { Standardizer::identity(d) };
-    let xs = inputs.apply(x);
-    let resolved = params.prior.resolve(d, length_scale(&xs))?;
+    let mut inputs = if params.standardize_inputs { Standardizer::fit(x) } else { Standardizer::identity(d) };
+    let mut xs = inputs.apply(x);
+    let relevance = crate::relevance::fit::<B>(params.relevance, &xs, y)?;
+    if let Some(r) = relevance.as_ref().filter(|r| r.used) {
+        for (s, l) in inputs.scale.iter_mut().zip(&r.lengthscales) {
+            *s *= l;
+        }
+        xs = inputs.apply(x);
+    }
+    let mut resolved = params.prior.resolve(d, length_scale(&xs))?;
+    resolved.relevance = relevance;
     let hyper = Hyperpriors::of(params, &resolved);
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let s = resolved.init_scale;

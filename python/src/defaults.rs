@@ -48,7 +48,7 @@ fn defaults_json() -> Value {
                    "tau2_prior": sample.tau2_prior.name(), "max_depth": sample.nuts.max_depth,
                    "target_accept": sample.nuts.target_accept},
         "bank": {"frequencies": bank.frequencies, "iterations": bank.iterations, "samples": bank.samples,
-                 "seed": bank.seed},
+                 "seed": bank.seed, "relevance": bank.relevance.name()},
         "baseline": {"frequencies": baseline.frequencies, "scales": baseline.scales,
                      "standardize_inputs": baseline.standardize_inputs, "seed": baseline.seed},
         "density": {"kernel": density.family.spec(), "normalise": density.normalise,

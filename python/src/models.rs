@@ -12,7 +12,7 @@
 use crate::convert::{ArrayPair, array1, points, points_array, values};
 use crate::exec::{Exec, Failure, add_functions, fit, run_job};
 use bke_bank::baselines::{Baseline, BaselineModel, BaselineParams};
-use bke_bank::{BankModel, BankParams, Task};
+use bke_bank::{BankModel, BankParams, Relevance, Task};
 use bke_core::density::{
     Bandwidth, KdeBandwidth, KdeParams, KernelStudentT, KernelStudentTParams, SelectOptions,
 };
@@ -279,7 +279,7 @@ fn dataset(
 #[pyfunction]
 #[pyo3(signature = (x, y, *, task, frequencies, iterations, burn_in, samples, warmup, seed, alpha,
     prior_precision, weight_prior_variance, intercept_prior_variance, kappa0, nu0, psi0, init_scale,
-    a0, b0, backend, n_jobs))]
+    a0, b0, relevance, backend, n_jobs))]
 #[allow(clippy::too_many_arguments)]
 fn bank_fit(
     py: Python<'_>,
@@ -302,14 +302,25 @@ fn bank_fit(
     init_scale: Option<f64>,
     a0: Option<f64>,
     b0: Option<f64>,
+    relevance: &str,
     backend: &str,
     n_jobs: Option<i64>,
 ) -> PyResult<Model> {
     let exec = Exec::new(backend, n_jobs)?;
     let task = Task::parse(task).map_err(|e| Failure::Value(e.to_string()))?;
+    let relevance = Relevance::parse(relevance).map_err(|e| Failure::Value(e.to_string()))?;
     let data = dataset(&x, &y, task)?;
-    let mut p =
-        BankParams { task, frequencies, iterations, burn_in, samples, warmup, seed, ..Default::default() };
+    let mut p = BankParams {
+        task,
+        frequencies,
+        iterations,
+        burn_in,
+        samples,
+        warmup,
+        seed,
+        relevance,
+        ..Default::default()
+    };
     let q = &mut p.prior;
     q.prior_precision = prior_precision;
     q.weight_prior_variance = weight_prior_variance;

@@ -1,7 +1,7 @@
 //! End-to-end fits on small synthetic problems: predictions beat trivial baselines, the predictive
 //! variance is calibrated, bad input gives errors that name the problem, and the model survives JSON.
 
-use bke_bank::{BankError, BankModel, BankParams, BankPrior, Task};
+use bke_bank::{BankError, BankModel, BankParams, BankPrior, Relevance, Task};
 use bke_core::{Dataset, Params, Points, Predict};
 use bke_linalg::{Backend, DefaultBackend};
 use rand::{Rng, SeedableRng};
@@ -84,6 +84,46 @@ fn classification_fit_beats_chance() {
     let err = p.iter().zip(&yt).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64 / 300.0;
     assert!(err < 0.15, "error {err}");
     assert!(model.predict_regression::<DefaultBackend>(&xt).is_err());
+}
+
+/// Two relevant inputs among twelve: the relevance GP finds them (its gate opens, their lengthscales
+/// are the shortest), the fit keeps the rescaling in its input transformation, and the held-out
+/// error is well below the isotropic prior's (seed 001's).
+#[test]
+fn relevance_finds_the_inputs_that_matter() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let d = 12;
+    let mut make = |n: usize| {
+        let rows: Vec<Vec<f64>> =
+            (0..n).map(|_| (0..d).map(|_| rng.sample(StandardNormal)).collect()).collect();
+        let y = rows
+            .iter()
+            .map(|r| if (1.5 * r[0]).sin() + r[1] * r[1] - 1.0 > 0.0 { 1.0 } else { 0.0 })
+            .collect();
+        (Points::from_rows("x", &rows).unwrap(), y)
+    };
+    let (x, y): (Points, Vec<f64>) = make(400);
+    let (xt, yt): (Points, Vec<f64>) = make(400);
+    let error = |relevance: Relevance| {
+        let params =
+            BankParams { frequencies: 32, iterations: 30, samples: 5, relevance, ..Default::default() };
+        let model = fit::<DefaultBackend>(&x, &y, Task::Classification, &params).unwrap();
+        let p = model.predict::<DefaultBackend>(&xt).unwrap().mean;
+        let err = p.iter().zip(&yt).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64 / 400.0;
+        (err, model)
+    };
+    let (with, model) = error(Relevance::Auto);
+    let (without, plain) = error(Relevance::Off);
+    let r = model.resolved.as_ref().and_then(|r| r.relevance.clone()).expect("a relevance fit");
+    assert!(r.used, "{r:?}");
+    let ls = &r.lengthscales;
+    assert!(ls[2..].iter().all(|&l| l > 2.0 * ls[0].max(ls[1])), "{ls:?}");
+    for k in 0..d {
+        let ratio = model.inputs.scale[k] / plain.inputs.scale[k];
+        assert!((ratio - ls[k]).abs() < 1e-12 * ls[k], "input {k}: {ratio} vs {}", ls[k]);
+    }
+    assert!(plain.resolved.as_ref().unwrap().relevance.is_none());
+    assert!(with < without - 0.05, "error with relevance {with}, without {without}");
 }
 
 #[test]

@@ -147,6 +147,7 @@ fn per_command() -> Vec<(&'static str, &'static str, String)> {
             (cmd, "iterations", s(bank.iterations)),
             (cmd, "samples", s(bank.samples)),
             (cmd, "seed", s(bank.seed)),
+            (cmd, "relevance", s(bank.relevance.name())),
         ]);
     }
     for cmd in ["bke dme loglik", "bke dme fit"] {
