@@ -69,6 +69,22 @@ def test_classifier_equals_cli_with_any_two_labels(cancer, cli, tmp_path):
         bke.BankClassifier(**SMALL).fit(x, np.arange(len(y)) % 3)
 
 
+def test_relevance_equals_cli_and_is_reported(cancer, cli, tmp_path):
+    x, y = cancer
+    summary, _, pred, _ = cli_fit_predict(
+        cli, tmp_path, x, y, "classification", "--frequencies", 12, "--iterations", 16, "--samples", 4,
+        "--relevance", "ard",
+    )
+    c = bke.BankClassifier(**SMALL, relevance="ard").fit(x, y)
+    np.testing.assert_allclose(c.predict_proba(x)[:, 1], pred["probability"], rtol=1e-10)
+    r = c.summary()["relevance"]
+    assert r == summary["relevance"] and r["used"] and len(r["lengthscales"]) == x.shape[1]
+    assert bke.BankClassifier().get_params()["relevance"] == "auto"
+    assert "relevance" not in bke.BankClassifier(**SMALL, relevance="off").fit(x, y).summary()
+    with pytest.raises(ValueError, match="relevance 'fast'.*'auto', 'ard' or 'off'"):
+        bke.BankClassifier(**SMALL, relevance="fast").fit(x, y)
+
+
 @pytest.mark.parametrize("cls, kind", [(bke.RKSRegressor, "rks"), (bke.MKLRegressor, "mkl")])
 def test_baselines_equal_closed_form_ridge(cls, kind, diabetes, tmp_path):
     # oracle: the closed-form ridge on the model's own features (the evidence-chosen precision)
