@@ -42,8 +42,7 @@ use crate::estimator::{Dataset, Estimator, Params, Predict, Prediction, Progress
 use crate::numeric::LN_2PI;
 use crate::optim::{LbfgsOptions, minimize};
 use crate::{CoreError, Points, check_positive};
-use bke_linalg::{Backend, Mat};
-use rayon::prelude::*;
+use bke_linalg::{Backend, Mat, Trans};
 use serde::{Deserialize, Serialize};
 
 /// Settings of GP regression ([`GpParams::check`] → `fit::<B>(&Dataset)` → [`FittedGp`]).
@@ -399,11 +398,17 @@ fn evidence<B: Backend>(
     grad: bool,
 ) -> Result<(Evaluation, Option<Mat>), CoreError> {
     let n = x.len();
-    // K_ℓ is symmetric: each pair's exponential once
-    let mut kl = Mat::identity(n);
+    let dim = x.dim();
+    // Scaled inputs z_i = x_i / ℓ; ‖z_i − z_j‖² = ‖z_i‖² + ‖z_j‖² − 2 z_iᵀz_j from one symmetric
+    // product (clamped at 0 against cancellation), and each pair's exponential once.
+    let z = Mat::from_fn(n, dim, |i, k| x.point(i)[k] / ls[k]);
+    let sq: Vec<f64> = (0..n).map(|i| (0..dim).map(|k| z[(i, k)] * z[(i, k)]).sum()).collect();
+    let mut kl = Mat::zeros(n, n);
+    B::gemm_symmetric(1.0, z.as_ref(), Trans::No, z.as_ref(), Trans::Yes, 0.0, kl.as_mut())?;
     for j in 0..n {
-        for i in 0..j {
-            let v = se(x.point(i), x.point(j), ls);
+        kl[(j, j)] = 1.0;
+        for i in j + 1..n {
+            let v = (-0.5 * (sq[i] + sq[j] - 2.0 * kl[(i, j)]).max(0.0)).exp();
             kl[(i, j)] = v;
             kl[(j, i)] = v;
         }
@@ -429,32 +434,22 @@ fn evidence<B: Backend>(
     }
     let mut kinv = Mat::identity(n);
     B::cholesky_solve_in_place(l.as_ref(), kinv.as_mut())?;
-    let dim = x.dim();
-    // Per column j: (Σ_i W_ij K_ij d_ijd² / ℓ_d² for each d, Σ_i W_ij K_ij), K = σ_f² K_ℓ.
-    let cols: Vec<(Vec<f64>, f64)> = (0..n)
-        .into_par_iter()
-        .map(|j| {
-            let mut g = vec![0.0; dim];
-            let mut s = 0.0;
-            let xj = x.point(j);
-            for i in 0..n {
-                let wk = (alpha[i] * alpha[j] - kinv[(i, j)]) * sf2 * kl[(i, j)];
-                s += wk;
-                let xi = x.point(i);
-                for d in 0..dim {
-                    g[d] += wk * ((xi[d] - xj[d]) / ls[d]).powi(2);
-                }
-            }
-            (g, s)
-        })
-        .collect();
-    let mut grad_ls = vec![0.0; dim];
-    let mut grad_sf2 = 0.0;
-    for (g, s) in &cols {
-        grad_ls.iter_mut().zip(g).for_each(|(a, b)| *a += 0.5 * b);
-        grad_sf2 += 0.5 * s;
+    // W̃ = (ααᵀ − K⁻¹) ∘ σ_f² K_ℓ (symmetric). ∂/∂log ℓ_d = ½ Σ_ij W̃_ij (z_id − z_jd)²
+    // = Σ_i z_id (r_i z_id − (W̃Z)_id) with r = W̃1 (one product instead of a loop over pairs and
+    // inputs); ∂/∂log σ_f² = ½ Σ_ij W̃_ij.
+    let mut w = kinv;
+    for j in 0..n {
+        for i in 0..n {
+            w[(i, j)] = (alpha[i] * alpha[j] - w[(i, j)]) * sf2 * kl[(i, j)];
+        }
     }
-    let trace_w: f64 = (0..n).map(|i| alpha[i] * alpha[i] - kinv[(i, i)]).sum();
+    let r: Vec<f64> = (0..n).map(|i| w.col(i).iter().sum()).collect();
+    let mut wz = Mat::zeros(n, dim);
+    B::gemm(1.0, w.as_ref(), Trans::No, z.as_ref(), Trans::No, 0.0, wz.as_mut())?;
+    let grad_ls: Vec<f64> =
+        (0..dim).map(|k| (0..n).map(|i| z[(i, k)] * (r[i] * z[(i, k)] - wz[(i, k)])).sum()).collect();
+    let grad_sf2 = 0.5 * r.iter().sum::<f64>();
+    let trace_w: f64 = (0..n).map(|i| w[(i, i)] / sf2).sum();
     let e = Evaluation { value, alpha, grad_ls, grad_sf2, grad_sn2: 0.5 * sn2 * trace_w };
     Ok((e, None))
 }
