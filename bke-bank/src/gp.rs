@@ -101,9 +101,9 @@ fn gp_kernel(k: &Kernel, signal: f64, noise: f64) -> GpKernel {
 }
 
 /// The negative log marginal likelihood and its gradient in `u` (module docs), by
-/// [`GpKernel::log_marginal`].
+/// [`GpKernel::log_marginal`]; `u` holds one log-lengthscale per input, or one shared by all.
 pub fn nlml_and_gradient<B: Backend>(x: &Points, y: &[f64], u: &[f64]) -> Option<(f64, Vec<f64>)> {
-    let (k, signal, noise) = unpack(u, x.dim())?;
+    let (k, signal, noise) = unpack(u, u.len().checked_sub(2)?)?;
     let data = Dataset::new(x.clone(), y.to_vec()).ok()?;
     let e = gp_kernel(&k, signal, noise).log_marginal::<B>(&data).ok()?;
     let mut grad: Vec<f64> = e.grad_log_lengthscales.iter().map(|g| -g).collect();

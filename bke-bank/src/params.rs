@@ -252,7 +252,7 @@ pub struct BankParams {
     /// Standardise inputs (per column) before learning. Default `true`.
     pub standardize_inputs: bool,
     /// Per-input lengthscales (ARD) for the spectral prior, learned before the chain
-    /// ([`crate::relevance`]). Default [`Relevance::Auto`]: used when the evidence pays for them.
+    /// ([`crate::relevance`]). Default [`Relevance::Auto`]: used when they predict held-out rows better.
     #[serde(default)]
     pub relevance: Relevance,
     /// Proposals per bulk Gram-row product in the regression sweep. Default `64`.

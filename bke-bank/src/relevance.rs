@@ -160,35 +160,19 @@ fn ml2<B: Backend>(data: &Dataset, start: Option<&GpKernel>) -> Result<GpKernel,
     let opts = LbfgsOptions { max_iter: 100, ..Default::default() };
     let fail =
         |e: String| BankError::Numerical { what: "relevance GP marginal likelihood".into(), detail: e };
-    let res = match start {
-        // u = (log ℓ, log σ_f², log σ_n²), expanded to d lengthscales; the gradient of the shared
-        // log-lengthscale is the sum of the per-input ones.
-        None => {
-            let expand = |u: &[f64]| [vec![u[0]; d], u[1..].to_vec()].concat();
-            let ell = bke_core::median_distance(x).unwrap_or(1.0).max(1e-6);
-            let res = minimize(
-                |u| {
-                    let (f, g) = nlml_and_gradient::<B>(x, y, &expand(u))?;
-                    Some((f, vec![g[..d].iter().sum(), g[d], g[d + 1]]))
-                },
-                vec![ell.ln(), 0.0, 0.1f64.ln()],
-                opts,
-            );
-            res.map(|r| expand(&r.x))
-        }
+    // u = (log ℓ, log σ_f², log σ_n²) with one shared ℓ (from the median distance), or one per
+    // input from the shared fit.
+    let u0: Vec<f64> = match start {
+        None => vec![bke_core::median_distance(x).unwrap_or(1.0).max(1e-6).ln(), 0.0, 0.1f64.ln()],
         Some(k) => {
-            let u0: Vec<f64> = k
-                .lengthscales
-                .iter()
-                .chain([&k.signal_variance, &k.noise_variance])
-                .map(|v| v.ln())
-                .collect();
-            minimize(|u| nlml_and_gradient::<B>(x, y, u), u0, opts).map(|r| r.x)
+            let ls = std::iter::repeat_n(k.lengthscales[0], d);
+            ls.chain([k.signal_variance, k.noise_variance]).map(f64::ln).collect()
         }
-    }
-    .map_err(fail)?;
-    let v: Vec<f64> = res.iter().map(|u| u.exp()).collect();
-    Ok(GpKernel { lengthscales: v[..d].to_vec(), signal_variance: v[d], noise_variance: v[d + 1] })
+    };
+    let res = minimize(|u| nlml_and_gradient::<B>(x, y, u), u0, opts).map_err(fail)?;
+    let v: Vec<f64> = res.x.iter().map(|u| u.exp()).collect();
+    let k = v.len() - 2;
+    Ok(GpKernel { lengthscales: v[..k].to_vec(), signal_variance: v[k], noise_variance: v[k + 1] })
 }
 
 /// The squared error `(y_i − E[f(x_i)])²` of each row of `held_out` under the GP with `kernel` on
