@@ -58,24 +58,41 @@ pub fn linear_predictor<B: Backend>(phi: &Mat, b: &[f64], eta: &mut [f64]) -> Re
     Ok(())
 }
 
-/// The negative Hessian's Cholesky factor and the gradient of `L` at `b` (with `η` given); the
-/// product `Φ̃ᵀDΦ̃` is formed as a symmetric product (lower triangle only).
-fn newton_terms<B: Backend>(
+/// The gradient of `L` at `b` (with `η` given): `Φ̃ᵀ(y − σ(η)) − P b`.
+fn gradient<B: Backend>(
     phi: &Mat,
     y: &[f64],
     eta: &[f64],
     b: &[f64],
     prior: (f64, f64),
-    design: &mut Mat,
-) -> Result<(Mat, Vec<f64>), BankError> {
-    let (n, f) = (phi.nrows(), phi.ncols());
-    let mut r = vec![0.0; n];
-    let mut sw = vec![0.0; n];
-    for i in 0..n {
-        let p = sigmoid(eta[i]);
-        r[i] = y[i] - p;
-        sw[i] = (p * (1.0 - p)).sqrt();
+) -> Result<Vec<f64>, BankError> {
+    let f = phi.ncols();
+    let r: Vec<f64> = y.iter().zip(eta).map(|(yi, e)| yi - sigmoid(*e)).collect();
+    let mut grad = vec![0.0; f + 1];
+    B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f])?;
+    grad[f] = r.iter().sum();
+    for (c, g) in grad.iter_mut().enumerate() {
+        *g -= b[c] / if c < f { prior.0 } else { prior.1 };
     }
+    Ok(grad)
+}
+
+/// The Cholesky factor of the negative Hessian `H = Φ̃ᵀDΦ̃ + P` at `η`, the product formed as a
+/// symmetric product (lower triangle only) of `D^{½}Φ̃`, which is written into `design`.
+fn hessian_factor<B: Backend>(
+    phi: &Mat,
+    eta: &[f64],
+    prior: (f64, f64),
+    design: &mut Mat,
+) -> Result<Mat, BankError> {
+    let (n, f) = (phi.nrows(), phi.ncols());
+    let sw: Vec<f64> = eta
+        .iter()
+        .map(|e| {
+            let p = sigmoid(*e);
+            (p * (1.0 - p)).sqrt()
+        })
+        .collect();
     for c in 0..f {
         let (src, dst) = (phi.col(c), design.col_mut(c));
         for i in 0..n {
@@ -83,24 +100,27 @@ fn newton_terms<B: Backend>(
         }
     }
     design.col_mut(f).copy_from_slice(&sw);
-    let mut grad = vec![0.0; f + 1];
-    B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f])?;
-    grad[f] = r.iter().sum();
     let mut h = Mat::zeros(f + 1, f + 1);
     B::gemm_symmetric(1.0, design.as_ref(), Trans::Yes, design.as_ref(), Trans::No, 0.0, h.as_mut())?;
     for c in 0..=f {
-        let precision = if c < f { 1.0 / prior.0 } else { 1.0 / prior.1 };
-        grad[c] -= b[c] * precision;
-        h[(c, c)] += precision;
+        h[(c, c)] += if c < f { 1.0 / prior.0 } else { 1.0 / prior.1 };
     }
-    Ok((B::cholesky(h.as_ref())?, grad))
+    Ok(B::cholesky(h.as_ref())?)
 }
 
+/// Chord steps (with a Hessian from an earlier point) allowed per mode search.
+const CHORD_STEPS: usize = 100;
+
 /// The Laplace approximation of the posterior of `(β, β₀)` given features `phi`, labels `y`, weight
-/// prior variance `s2` and intercept prior variance `v0`, by damped Newton from `start` (length
-/// `F + 1`; at most `iters` steps, stopping once the Newton decrement `gᵀH⁻¹g` falls below `1e-20`
-/// relative to `max(1, |L|)` — one Newton step past the usual tolerance, so the mode does not depend
-/// on the start beyond round-off — or the line search can no longer raise `L`).
+/// prior variance `s2` and intercept prior variance `v0`, from `start` (length `F + 1`).
+///
+/// The mode search is Newton's method with chord steps: a Hessian is formed (`O(N F²)`) and then
+/// reused for steps `b ← b + t H⁻¹g` (`O(N F)` each, `t` halved until `L` does not fall) for as long
+/// as each step shrinks the decrement `gᵀH⁻¹g` at least fourfold; a slower step forms a new Hessian
+/// at the current point (at most `iters` Hessians). The search stops once the decrement falls below
+/// `1e-20` relative to `max(1, |L|)` — one Newton step past the usual tolerance, so the mode does not
+/// depend on the start beyond round-off — or the line search can no longer raise `L`; the returned
+/// factor is always the Hessian at the returned mode.
 pub fn weight_laplace<B: Backend>(
     phi: &Mat,
     y: &[f64],
@@ -110,31 +130,45 @@ pub fn weight_laplace<B: Backend>(
     iters: usize,
 ) -> Result<WeightLaplace, BankError> {
     let (n, f) = (phi.nrows(), phi.ncols());
+    let prior = (s2, v0);
     let mut b = start.to_vec();
     let mut eta = vec![0.0; n];
     linear_predictor::<B>(phi, &b, &mut eta)?;
     let mut obj = log_posterior(y, &eta, &b, s2, v0);
     let mut design = Mat::zeros(n, f + 1);
     let mut cand_eta = vec![0.0; n];
-    let mut it = 0;
-    let mut hessians = 0;
+    let mut l = hessian_factor::<B>(phi, &eta, prior, &mut design)?;
+    let mut hessians = 1;
+    let mut fresh = true; // `l` is the Hessian at `b`
+    let mut previous = f64::INFINITY;
+    let mut chords = 0;
     loop {
-        let (l, grad) = newton_terms::<B>(phi, y, &eta, &b, (s2, v0), &mut design)?;
-        hessians += 1;
+        let grad = gradient::<B>(phi, y, &eta, &b, prior)?;
         let mut step = grad.clone();
         B::cholesky_solve_vec_in_place(l.as_ref(), &mut step)?;
         let decrement: f64 = step.iter().zip(&grad).map(|(s, g)| s * g).sum();
-        if it == iters || decrement < 1e-20 * obj.abs().max(1.0) {
+        let converged = decrement < 1e-20 * obj.abs().max(1.0);
+        let out_of_steps = hessians > iters || chords >= CHORD_STEPS;
+        if fresh && (converged || out_of_steps) {
             return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians });
         }
-        it += 1;
+        if !fresh && (converged || out_of_steps || decrement > 0.25 * previous) {
+            l = hessian_factor::<B>(phi, &eta, prior, &mut design)?;
+            hessians += 1;
+            fresh = true;
+            previous = f64::INFINITY;
+            continue;
+        }
+        // Below this decrement the rise of `L` a step promises is near the round-off of `L`
+        // itself, which cannot judge it: the full step is taken (quadratic region).
+        let small = decrement < 1e-10 * obj.abs().max(1.0);
         let mut t = 1.0;
         let mut moved = false;
         for _ in 0..30 {
             let cand: Vec<f64> = b.iter().zip(&step).map(|(v, s)| v + t * s).collect();
             linear_predictor::<B>(phi, &cand, &mut cand_eta)?;
             let o = log_posterior(y, &cand_eta, &cand, s2, v0);
-            if o >= obj {
+            if o >= obj || small {
                 b = cand;
                 std::mem::swap(&mut eta, &mut cand_eta);
                 obj = o;
@@ -144,10 +178,16 @@ pub fn weight_laplace<B: Backend>(
             t *= 0.5;
         }
         if !moved {
-            // round-off level: H at the current b is the answer
-            let (l, _) = newton_terms::<B>(phi, y, &eta, &b, (s2, v0), &mut design)?;
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians: hessians + 1 });
+            // round-off level: the Hessian at the current b is the answer
+            if !fresh {
+                l = hessian_factor::<B>(phi, &eta, prior, &mut design)?;
+                hessians += 1;
+            }
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians });
         }
+        chords += usize::from(!fresh);
+        fresh = false;
+        previous = decrement;
     }
 }
 
