@@ -16,6 +16,7 @@ use crate::gp::GpArdParams;
 use crate::gp_classify::GpClassParams;
 use crate::params::{BankParams, Task};
 use crate::rfo::RfoParams;
+use crate::svm::SvcParams;
 use bke_core::{Dataset, Estimator, Params, Points, Predict, Progress, Valid};
 use bke_linalg::Backend;
 use rand::SeedableRng;
@@ -43,11 +44,14 @@ pub enum Method {
     Gp,
     /// GP classification, Laplace approximation, RBF kernel on a grid (classification only).
     Gpc,
+    /// RBF support-vector classification, `C` and width tuned, Platt probabilities
+    /// (classification only).
+    Svc,
 }
 
 impl Method {
     /// Every method, in table order.
-    pub const ALL: [Method; 8] = [
+    pub const ALL: [Method; 9] = [
         Method::Rks,
         Method::Mkl,
         Method::Alac,
@@ -55,6 +59,7 @@ impl Method {
         Method::Gbdt,
         Method::Gp,
         Method::Gpc,
+        Method::Svc,
         Method::Bank,
     ];
 
@@ -62,7 +67,7 @@ impl Method {
     pub fn supports(self, task: Task) -> bool {
         match self {
             Method::Alac | Method::Gp => task == Task::Regression,
-            Method::Rfo | Method::Gpc => task == Task::Classification,
+            Method::Rfo | Method::Gpc | Method::Svc => task == Task::Classification,
             _ => true,
         }
     }
@@ -90,6 +95,7 @@ impl Method {
             Method::Gbdt => "gbdt",
             Method::Gp => "gp",
             Method::Gpc => "gpc",
+            Method::Svc => "svc",
         }
     }
 }
@@ -149,6 +155,8 @@ pub struct CvParams {
     pub gp: GpArdParams,
     /// GP classification parameters.
     pub gpc: GpClassParams,
+    /// RBF SVC parameters.
+    pub svc: SvcParams,
 }
 
 impl CvParams {
@@ -167,7 +175,7 @@ impl CvParams {
             Method::Rks | Method::Mkl => self.baseline.frequencies,
             Method::Alac => self.alac.frequencies,
             Method::Rfo => self.rfo.frequencies,
-            Method::Gbdt | Method::Gp | Method::Gpc => 0,
+            Method::Gbdt | Method::Gp | Method::Gpc | Method::Svc => 0,
         }
     }
 
@@ -208,6 +216,10 @@ impl CvParams {
             Method::Gpc => {
                 self.gpc.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
             }
+            Method::Svc => {
+                let p = SvcParams { seed, ..self.svc.clone() };
+                p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+            }
         })
     }
 }
@@ -223,7 +235,8 @@ impl Params for CvParams {
         if !m.supports(self.task) {
             return Err(bke_core::CoreError::InvalidChoice {
                 what: format!("method '{}' for {:?}", m.name(), self.task),
-                reason: "alac and gp are regression methods, rfo and gpc are classification methods".into(),
+                reason: "alac and gp are regression methods, rfo, gpc and svc are classification methods"
+                    .into(),
             }
             .into());
         }
@@ -235,6 +248,7 @@ impl Params for CvParams {
             Method::Gbdt => self.gbdt.validate(),
             Method::Gp => self.gp.validate(),
             Method::Gpc => self.gpc.validate(),
+            Method::Svc => self.svc.validate(),
         }
     }
 }

@@ -47,6 +47,7 @@
 //! * [`model`]: the fitted model, prediction (Student-t mixture), the learned kernel, the model file;
 //! * [`baselines`]: RKS and MKL with random features (§4.2);
 //! * [`gp_classify`]: GP classification with the Laplace approximation (a baseline);
+//! * [`svm`]: RBF support-vector classification with `C` and the width tuned, Platt probabilities (a baseline);
 //! * [`cv`]: K-fold cross-validation;
 //! * [`calibration`]: log-loss, Brier score, expected calibration error and the reliability diagram.
 //!
@@ -77,6 +78,7 @@ pub mod relevance;
 pub mod rfo;
 pub mod sampler;
 pub mod slice;
+pub mod svm;
 
 pub use error::BankError;
 pub use model::BankModel;

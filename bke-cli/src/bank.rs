@@ -128,7 +128,8 @@ pub struct CvArgs {
     #[arg(long, default_value_t = CvParams::new(Method::Bank, Task::default()).folds)]
     folds: usize,
     /// The method (see `bke_bank::cv::Method`): bank, rks, mkl, alac (regression), rfo
-    /// (classification), gbdt, gp (regression) or gpc (GP classification, Laplace).
+    /// (classification), gbdt, gp (regression), gpc (GP classification, Laplace) or svc (RBF
+    /// support-vector classification, C and width tuned by inner CV, Platt probabilities).
     #[arg(long, default_value = Method::Bank.name())]
     method: String,
 }
