@@ -117,6 +117,7 @@ fn fit<B: Backend>(
     let m = params.frequencies;
     let mut inputs = if params.standardize_inputs { Standardizer::fit(x) } else { Standardizer::identity(d) };
     let mut xs = inputs.apply(x);
+    progress.update("bank fit: input relevance", 0, 1);
     let relevance = crate::relevance::fit::<B>(params.relevance, &xs, y)?;
     if let Some(r) = relevance.as_ref().filter(|r| r.used) {
         for (s, l) in inputs.scale.iter_mut().zip(&r.lengthscales) {
@@ -140,6 +141,8 @@ fn fit<B: Backend>(
     };
     let retained = params.retained_iterations();
     let total = params.iterations as u64;
+    // a stage of its own, so the chain's time estimate does not count the setup above
+    progress.update("bank fit", 0, total);
     let warmup = params.warmup();
     let (y_mean, y_scale, samples) = match params.task {
         Task::Regression => {

@@ -144,34 +144,45 @@ pub const ESTIMATE_AFTER: Duration = Duration::from_secs(2);
 /// The expected duration from which a stage tells it.
 pub const LONG_STAGE: Duration = Duration::from_secs(60);
 
-/// When the current stage started, and whether its expected duration was told.
+/// When the current stage started, its first step (time and count), and whether its expected
+/// duration was told.
 struct StageClock {
     stage: String,
     start: Instant,
+    first: Option<(Instant, u64)>,
     told: bool,
 }
 
 impl StageClock {
     fn new(stage: &str) -> Self {
-        Self { stage: stage.to_string(), start: Instant::now(), told: false }
+        Self { stage: stage.to_string(), start: Instant::now(), first: None, told: false }
     }
 
-    /// The line announcing a long stage, once per stage, when `done` of `total` steps are done.
+    /// The line announcing a long stage, once per stage, when `done` of `total` steps are done:
+    /// the time so far plus the remaining steps at the rate measured since the first step, once
+    /// that rate has been measured for [`ESTIMATE_AFTER`] (so setup work before the first step,
+    /// such as BaNK's input-relevance fit, is not extrapolated).
     fn estimate(&mut self, stage: &str, done: u64, total: u64) -> Option<String> {
         if self.stage != stage {
             *self = Self::new(stage);
         }
-        let elapsed = self.start.elapsed();
-        if self.told || done == 0 || done >= total || elapsed < ESTIMATE_AFTER {
+        if self.told || done == 0 || done >= total {
+            return None;
+        }
+        let now = Instant::now();
+        let (t0, d0) = *self.first.get_or_insert((now, done));
+        let measured = now - t0;
+        if measured < ESTIMATE_AFTER || done <= d0 {
             return None;
         }
         self.told = true;
-        let expected = elapsed.as_secs_f64() * total as f64 / done as f64;
+        let elapsed = self.start.elapsed().as_secs_f64();
+        let expected = elapsed + measured.as_secs_f64() * (total - done) as f64 / (done - d0) as f64;
         (expected >= LONG_STAGE.as_secs_f64()).then(|| {
             format!(
                 "{stage}: expected to take about {} in all ({done} of {total} done after {})",
                 human_duration(expected),
-                human_duration(elapsed.as_secs_f64())
+                human_duration(elapsed)
             )
         })
     }
@@ -256,33 +267,44 @@ mod tests {
         assert_eq!(human_duration(-1.0), "0 s");
     }
 
-    /// A clock whose stage started `ago` seconds ago.
-    fn started(stage: &str, ago: f64) -> StageClock {
-        StageClock { start: Instant::now() - Duration::from_secs_f64(ago), ..StageClock::new(stage) }
+    /// A clock whose stage started `ago` seconds ago and whose first step (`first` done) came
+    /// `since` seconds ago.
+    fn started(stage: &str, ago: f64, since: f64, first: u64) -> StageClock {
+        let now = Instant::now();
+        StageClock {
+            start: now - Duration::from_secs_f64(ago),
+            first: Some((now - Duration::from_secs_f64(since), first)),
+            ..StageClock::new(stage)
+        }
     }
 
     #[test]
     fn a_long_stage_is_announced_once_with_its_extrapolated_duration() {
-        // 1 of 10⁹ sweeps in 3 s: about 95 years in all.
-        let mut clock = started("bank fit", 3.0);
-        let line = clock.estimate("bank fit", 1, 1_000_000_000).expect("a long stage is announced");
+        // sweeps 1 → 2 took 3 s after 10 s of setup: about 95 years for 10⁹ sweeps.
+        let mut clock = started("bank fit", 13.0, 3.0, 1);
+        let line = clock.estimate("bank fit", 2, 1_000_000_000).expect("a long stage is announced");
         assert!(
-            line.starts_with("bank fit: expected to take about 95 years in all (1 of 1000000000"),
+            line.starts_with("bank fit: expected to take about 95 years in all (2 of 1000000000"),
             "{line}"
         );
-        assert_eq!(clock.estimate("bank fit", 2, 1_000_000_000), None, "told once");
+        assert_eq!(clock.estimate("bank fit", 3, 1_000_000_000), None, "told once");
         // A new stage starts its own clock: too early to tell.
         assert_eq!(clock.estimate("NUTS", 1, 1_000_000_000), None);
+        // setup is not extrapolated: 30 s before the first of 100 steps, then 1 step a second
+        let line = started("fit", 32.0, 2.0, 1).estimate("fit", 3, 100).expect("long");
+        assert!(line.contains("about 2 min 9 s"), "{line}");
     }
 
     #[test]
     fn short_or_young_stages_say_nothing() {
         // 900 of 1000 after 3 s: 3.3 s in all.
-        assert_eq!(started("NUTS", 3.0).estimate("NUTS", 900, 1000), None);
-        // under ESTIMATE_AFTER, whatever the projection
-        assert_eq!(started("NUTS", 0.5).estimate("NUTS", 1, 1_000_000), None);
+        assert_eq!(started("NUTS", 3.0, 3.0, 1).estimate("NUTS", 900, 1000), None);
+        // a rate measured for less than ESTIMATE_AFTER, whatever the projection
+        assert_eq!(started("NUTS", 9.0, 0.5, 1).estimate("NUTS", 2, 1_000_000), None);
+        // the first step only: no rate yet
+        assert_eq!(StageClock::new("NUTS").estimate("NUTS", 1, 1_000_000), None);
         // nothing done yet, or all done
-        assert_eq!(started("NUTS", 3.0).estimate("NUTS", 0, 1000), None);
-        assert_eq!(started("NUTS", 3.0).estimate("NUTS", 1000, 1000), None);
+        assert_eq!(started("NUTS", 3.0, 3.0, 1).estimate("NUTS", 0, 1000), None);
+        assert_eq!(started("NUTS", 3.0, 3.0, 1).estimate("NUTS", 1000, 1000), None);
     }
 }
