@@ -23,6 +23,8 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The learner being cross-validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,6 +143,9 @@ pub struct CvParams {
     pub folds: usize,
     /// Seed of the fold shuffle and of the fits.
     pub seed: u64,
+    /// Fit the folds one after another instead of one per thread at a time (same results; for
+    /// timing a single fit). Default `false`.
+    pub sequential_folds: bool,
     /// BaNK's parameters.
     pub bank: BankParams,
     /// RKS/MKL parameters.
@@ -273,21 +278,72 @@ pub fn fold_indices(n: usize, k: usize, seed: u64) -> Vec<Vec<usize>> {
     (0..k).map(|f| idx.iter().enumerate().filter(|(i, _)| i % k == f).map(|(_, &v)| v).collect()).collect()
 }
 
-/// Reports each fold's progress as one stage of the whole cross-validation.
+/// Reports the folds, which run concurrently, as one stage: each fold's latest fraction done, summed
+/// in units of the folds' own steps (e.g. sweeps).
 struct FoldProgress<'a> {
     inner: &'a dyn Progress,
     fold: usize,
-    folds: usize,
+    shared: &'a FoldsDone,
+}
+
+/// The fraction done of every fold (as `f64` bits) and the latest step count seen.
+struct FoldsDone {
+    fractions: Vec<AtomicU64>,
+    steps: AtomicU64,
 }
 
 impl Progress for FoldProgress<'_> {
-    fn update(&self, stage: &str, done: u64, total: u64) {
-        let (f, k) = (self.fold as u64, self.folds as u64);
-        self.inner.update(&format!("fold {}/{k}: {stage}", f + 1), f * total + done, k * total);
+    fn update(&self, _stage: &str, done: u64, total: u64) {
+        let s = self.shared;
+        let fraction = if total == 0 { 1.0 } else { done as f64 / total as f64 };
+        s.fractions[self.fold].store(fraction.to_bits(), Ordering::Relaxed);
+        s.steps.fetch_max(total, Ordering::Relaxed);
+        let k = s.fractions.len() as u64;
+        let steps = s.steps.load(Ordering::Relaxed).max(1);
+        let sum: f64 = s.fractions.iter().map(|f| f64::from_bits(f.load(Ordering::Relaxed))).sum();
+        self.inner.update(&format!("{k}-fold cross-validation"), (sum * steps as f64) as u64, k * steps);
     }
     fn cancelled(&self) -> bool {
         self.inner.cancelled()
     }
+}
+
+/// `job(0), …, job(k − 1)` by as many workers as the current thread pool has threads (each job's
+/// own parallel work runs on the same pool), handed out in order; stops handing out jobs after
+/// the first error and returns it. The folds are independent fits with their own seeds, so
+/// running them concurrently changes no result, and a fit that cannot use every core (BaNK's
+/// sweep is sequential over frequencies) leaves the others to the next fold; at most one fold per
+/// worker is alive, which bounds memory.
+fn in_parallel<T: Send>(
+    k: usize,
+    job: impl Fn(usize) -> Result<T, BankError> + Sync,
+) -> Result<Vec<T>, BankError> {
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Result<T, BankError>>>> = (0..k).map(|_| Mutex::new(None)).collect();
+    rayon::scope(|scope| {
+        for _ in 0..rayon::current_num_threads().clamp(1, k.max(1)) {
+            scope.spawn(|_| {
+                loop {
+                    let f = next.fetch_add(1, Ordering::Relaxed);
+                    if f >= k {
+                        break;
+                    }
+                    let r = job(f);
+                    if r.is_err() {
+                        next.store(k, Ordering::Relaxed);
+                    }
+                    *slots[f].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(k);
+    // jobs are handed out in order and stop only after an error, so a job that never ran follows
+    // an error that is returned here
+    for r in slots.into_iter().filter_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner())) {
+        out.push(r?);
+    }
+    Ok(out)
 }
 
 fn cross_validate<B: Backend>(
@@ -314,19 +370,31 @@ fn cross_validate<B: Backend>(
         }
     };
     let all = Dataset::new(x.clone(), ys.clone())?;
-    let mut predictions = vec![0.0; x.len()];
-    let mut scores = Vec::with_capacity(folds);
-    let mut held_out = Vec::with_capacity(folds);
-    for (f, test) in fold_indices(x.len(), folds, params.seed).iter().enumerate() {
+    let shared =
+        FoldsDone { fractions: (0..folds).map(|_| AtomicU64::new(0)).collect(), steps: AtomicU64::new(0) };
+    let test_sets = fold_indices(x.len(), folds, params.seed);
+    let run_fold = |f: usize| -> Result<Vec<f64>, BankError> {
         progress.checkpoint()?;
+        let test = &test_sets[f];
         let mut is_test = vec![false; x.len()];
         for &i in test {
             is_test[i] = true;
         }
         let train: Vec<usize> = (0..x.len()).filter(|&i| !is_test[i]).collect();
-        let fp = FoldProgress { inner: progress, fold: f, folds };
+        let fp = FoldProgress { inner: progress, fold: f, shared: &shared };
         let pred = params.fit_predict::<B>(f, &all.select(&train), &x.select(test), &fp)?;
         fp.update("done", 1, 1);
+        Ok(pred)
+    };
+    let fold_predictions = if params.sequential_folds {
+        (0..folds).map(run_fold).collect::<Result<Vec<_>, _>>()?
+    } else {
+        in_parallel(folds, run_fold)?
+    };
+    let mut predictions = vec![0.0; x.len()];
+    let mut scores = Vec::with_capacity(folds);
+    let mut held_out = Vec::with_capacity(folds);
+    for (test, pred) in test_sets.iter().zip(fold_predictions) {
         for (&i, &p) in test.iter().zip(&pred) {
             predictions[i] = p;
         }
@@ -422,5 +490,30 @@ mod tests {
             assert!(json.get(key).is_some(), "{key}");
         }
         assert!(json["probabilistic"]["log_loss"]["stderr"].is_number());
+    }
+
+    /// The folds run concurrently, one per thread: a BaNK classification CV gives the same result
+    /// on one thread as on three, and an error in a fold is returned.
+    #[test]
+    fn concurrent_folds_do_not_change_the_result() {
+        let xs: Vec<f64> = (0..90).map(|i| i as f64 / 9.0).collect();
+        let y: Vec<f64> = xs.iter().map(|x| if (1.1 * x).sin() > 0.2 { 1.0 } else { 0.0 }).collect();
+        let data = Dataset::new(Points::from_1d("x", &xs).unwrap(), y).unwrap();
+        let mut p = CvParams::new(Method::Bank, Task::Classification);
+        p.bank.frequencies = 8;
+        p.bank.iterations = 6;
+        let run = |p: &CvParams, threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| p.check().unwrap().fit::<DefaultBackend>(&data).unwrap())
+        };
+        let (one, three) = (run(&p, 1), run(&p, 3));
+        assert_eq!(one.folds, three.folds);
+        assert_eq!(one.predictions, three.predictions);
+        let sequential = CvParams { sequential_folds: true, ..p };
+        assert_eq!(run(&sequential, 3).predictions, three.predictions);
+        let e =
+            in_parallel(6, |f| if f == 3 { Err(invalid("fold", 3.0, "fails")) } else { Ok(f) }).unwrap_err();
+        assert!(e.to_string().contains("fails"), "{e}");
+        assert_eq!(in_parallel(4, Ok).unwrap(), vec![0, 1, 2, 3]);
     }
 }

@@ -40,6 +40,7 @@ fn cv(
     let data = spec.load(rows)?;
     let mut p = CvParams::new(method, spec.task);
     p.seed = 7;
+    p.sequential_folds = true; // the time of one fit
     p.bank = BankParams { frequencies: m, iterations, ..Default::default() };
     p.baseline.frequencies = m;
     let t0 = std::time::Instant::now();
