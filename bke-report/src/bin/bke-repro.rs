@@ -72,7 +72,7 @@ const REPROS: &[Repro] = &[
     ),
     (
         "bank-table",
-        "BaNK seed 001 Tables 1-2: every baseline (RKS, MKL, AlaC/RFO, GBDT, GP-ARD) and dataset (--smoke)",
+        "BaNK seed 001 Tables 1-2: every baseline (RKS, MKL, AlaC/RFO, GBDT, GP-ARD or GP classification, RBF SVC) and dataset (--smoke)",
         bke_report::repro::bank_table::run,
     ),
     (
