@@ -4,8 +4,9 @@
 //!
 //! **GEMM bound.** The sweep's matrix products are the joint weight move's negative Hessians
 //! `Φ̃ᵀDΦ̃` (`F = 2M + 1` columns), formed as symmetric products: `N F²` flops each (the lower
-//! triangle of a `2NF²` product). The sweep counts them (Newton from the current weights to the
-//! mode, typically five); the bound is their flops at the sweep-shaped DGEMM rate per CPU second.
+//! triangle of a `2NF²` product). The sweep counts them (typically two: one at the current weights,
+//! reused by chord steps to the mode, and one at the mode; [`bke_bank::logistic::weight_laplace`]);
+//! the bound is their flops at the sweep-shaped DGEMM rate per CPU second.
 //! Beyond the bound the sweep spends `O(NM)` per Newton step of the `M` two-weight Laplace fits (one
 //! exponential per row) and `O(NMd)` plus `NM` sine–cosine pairs on the proposals' features: work
 //! linear in `M`, so the ratio falls as `M` grows.
