@@ -76,6 +76,11 @@ const REPROS: &[Repro] = &[
         bke_report::repro::bank_table::run,
     ),
     (
+        "bank-relevance",
+        "BaNK input relevance (ARD): the gate per fold and 5-fold error with relevance auto / ard / off (--smoke, --datasets)",
+        bke_report::repro::bank_relevance::run,
+    ),
+    (
         "bank-fig4",
         "BaNK seed 001 Fig. 4: error and time vs N and vs M (the M-curve on concrete and abalone; --smoke)",
         bke_report::repro::bank_fig4::run,

@@ -5,6 +5,9 @@
 //!   `y = 10 sin(π x₁x₂) + 20(x₃ − ½)² + 10x₄ + 5x₅ + ε`, `ε ~ N(0, 1)` (five inputs are noise).
 //! * `ring` (classification): `x ~ N(0, I₈)`, `y = 1[sin(2x₁) + x₂x₃ + ½x₄² − ½ + ε > 0]`,
 //!   `ε ~ N(0, ½²)`: a smooth non-linear boundary with label noise.
+//! * `sparse60` (classification): `x ~ N(0, I₆₀)`,
+//!   `y = 1[sin(1.5x₁) + 0.8x₂x₃ + 0.5x₄ − 0.4x₅² + 0.3 + ½ε > 0]`, `ε` standard logistic, 5,000
+//!   rows: five of sixty inputs matter (the case for per-input relevance, [`bke_bank::relevance`]).
 
 use anyhow::Context;
 use bke_bank::Task;
@@ -24,6 +27,8 @@ pub enum Source {
     Friedman,
     /// Synthetic non-linear classification.
     Ring,
+    /// Synthetic classification with 5 relevant inputs of 60.
+    Sparse60,
 }
 
 /// One dataset of the tables.
@@ -81,6 +86,20 @@ fn friedman(n: usize, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Vec<f64>) {
     (xs, y)
 }
 
+fn sparse60(n: usize, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let xs: Vec<Vec<f64>> =
+        (0..n).map(|_| (0..60).map(|_| rng.sample::<f64, _>(StandardNormal)).collect()).collect();
+    let y = xs
+        .iter()
+        .map(|x| {
+            let u: f64 = rng.random::<f64>().clamp(1e-12, 1.0 - 1e-12);
+            let f = (1.5 * x[0]).sin() + 0.8 * x[1] * x[2] + 0.5 * x[3] - 0.4 * x[4] * x[4] + 0.3;
+            f64::from(u8::from(f + 0.5 * (u / (1.0 - u)).ln() > 0.0))
+        })
+        .collect();
+    (xs, y)
+}
+
 fn ring(n: usize, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Vec<f64>) {
     let xs: Vec<Vec<f64>> =
         (0..n).map(|_| (0..8).map(|_| rng.sample::<f64, _>(StandardNormal)).collect()).collect();
@@ -104,6 +123,7 @@ impl Spec {
             Source::Csv(target) => read_csv(&data_dir().join(format!("{}.csv", self.name)), target)?,
             Source::Friedman => friedman(rows.unwrap_or(100_000), &mut rng),
             Source::Ring => ring(rows.unwrap_or(100_000), &mut rng),
+            Source::Sparse60 => sparse60(rows.unwrap_or(5000), &mut rng),
         };
         if let Some(k) = rows.filter(|&k| k < y.len()) {
             let mut idx: Vec<usize> = (0..y.len()).collect();
@@ -140,7 +160,11 @@ pub const CLASSIFICATION: &[Spec] = &[
     Spec { name: "ring", source: Source::Ring, task: Task::Classification, rows: Some(100_000) },
 ];
 
+/// The simulation with 5 relevant inputs of 60 (not in the tables' default list).
+pub const SPARSE60: Spec =
+    Spec { name: "sparse60", source: Source::Sparse60, task: Task::Classification, rows: Some(5000) };
+
 /// A dataset by name.
 pub fn find(name: &str) -> Option<Spec> {
-    REGRESSION.iter().chain(CLASSIFICATION).find(|s| s.name == name).copied()
+    REGRESSION.iter().chain(CLASSIFICATION).chain([&SPARSE60]).find(|s| s.name == name).copied()
 }
