@@ -286,7 +286,7 @@ struct FoldProgress<'a> {
     shared: &'a FoldsDone,
 }
 
-/// The fraction done of every fold (as `f64` bits) and the latest step count seen.
+/// The fraction done of every fold (as `f64` bits) and the largest step count seen.
 struct FoldsDone {
     fractions: Vec<AtomicU64>,
     steps: AtomicU64,
