@@ -220,6 +220,12 @@ fn offset(alpha: &[f64], g: &[f64], s: &[f64], c: f64) -> f64 {
     }
 }
 
+/// `Σ_i softplus(z_i) − t_i z_i` with `z = A f + B`: the cross-entropy of `σ(z)` against targets
+/// `t` (Platt's smoothed targets while fitting, the labels when scoring).
+fn cross_entropy(f: &[f64], t: &[f64], a: f64, b: f64) -> f64 {
+    f.iter().zip(t).map(|(fi, ti)| softplus(a * fi + b) - ti * (a * fi + b)).sum()
+}
+
 /// Platt's sigmoid `P(y = 1 | f) = σ(A f + B)` fitted to decision values `f` and labels `y`
 /// (module docs): Newton's method with a backtracking line search on the cross-entropy with
 /// Platt's targets, from `A = 0`, `B = log((N₊ + 1)/(N₋ + 1))`. Returns `(A, B)`.
@@ -228,9 +234,7 @@ pub fn platt(f: &[f64], y: &[f64]) -> (f64, f64) {
     let neg = y.len() as f64 - pos;
     let t: Vec<f64> =
         y.iter().map(|&v| if v > 0.5 { (pos + 1.0) / (pos + 2.0) } else { 1.0 / (neg + 2.0) }).collect();
-    let loss = |a: f64, b: f64| -> f64 {
-        f.iter().zip(&t).map(|(fi, ti)| softplus(a * fi + b) - ti * (a * fi + b)).sum()
-    };
+    let loss = |a: f64, b: f64| cross_entropy(f, &t, a, b);
     let (mut a, mut b) = (0.0, ((pos + 1.0) / (neg + 1.0)).ln());
     let mut current = loss(a, b);
     for _ in 0..100 {
@@ -437,14 +441,7 @@ fn grid_scores(
         for (&cost, decisions) in params.costs.iter().zip(decisions) {
             let errors = decisions.iter().zip(s).filter(|(f, si)| **f * **si <= 0.0).count();
             let (a, b) = platt(&decisions, y);
-            let log_loss = decisions
-                .iter()
-                .zip(y)
-                .map(|(f, yi)| {
-                    let z = a * f + b;
-                    softplus(z) - yi * z
-                })
-                .sum();
+            let log_loss = cross_entropy(&decisions, y, a, b);
             scores.push(GridScore { cost, length, errors, log_loss, decisions });
         }
     }
