@@ -1,7 +1,8 @@
-//! One model test suite instantiated for every compiled linear-algebra backend (as burn's
-//! `testgen` macros do for its backends): every estimator fits and predicts on faer, nalgebra and
-//! (with `--features openblas`) OpenBLAS, and its results equal faer's to 1e-8 (relative to the
-//! magnitude, absolute below 1).
+//! One model test suite run on every compiled linear-algebra backend (as burn's `testgen` macros do
+//! for its backends): every estimator fits and predicts on faer, nalgebra and (with `--features
+//! openblas`) OpenBLAS, selected at run time through `bke_linalg::Selected` as the CLI and Python do,
+//! and its results equal the static faer backend's to 1e-8 (relative to the magnitude, absolute
+//! below 1).
 //!
 //! `cargo test -p bke-backend-suite` (faer, nalgebra);
 //! `cargo test -p bke-backend-suite --features openblas` (also OpenBLAS; CI runs it).
@@ -17,10 +18,11 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 macro_rules! backend_suite {
-    ($name:ident, $backend:ty) => {
+    ($name:ident, $kind:expr) => {
         mod $name {
             use super::*;
-            type B = $backend;
+            type B = bke_linalg::Selected;
+            const KIND: bke_linalg::BackendKind = $kind;
 
             suite_tests! {
                 // ==== embeddings, fully Bayesian hyperparameters, densities (api; append below) ====
@@ -63,22 +65,27 @@ macro_rules! backend_suite {
     };
 }
 
-/// `name: call,` → `#[test] fn name() { call }`: one line per test in [`backend_suite!`].
+/// `name: call,` → `#[test] fn name() { call }` with the module's backend selected: one line per
+/// test in [`backend_suite!`].
 macro_rules! suite_tests {
     ($($test:ident: $call:expr,)*) => {
         $(
             #[test]
             fn $test() {
+                let _selection = bke_linalg::Selected::enter(KIND).unwrap();
                 $call
             }
         )*
     };
 }
 
-backend_suite!(faer, bke_linalg::Faer);
-backend_suite!(nalgebra, bke_linalg::Nalgebra);
+// Every module runs the suite on `Selected` (what the CLI and Python run) with its backend selected,
+// so the models compile twice (`Selected` and the reference `Faer`), not once per backend; the faer
+// module also checks that `Selected` reproduces the static `Faer`.
+backend_suite!(faer, bke_linalg::BackendKind::Faer);
+backend_suite!(nalgebra, bke_linalg::BackendKind::Nalgebra);
 #[cfg(feature = "openblas")]
-backend_suite!(openblas, bke_linalg::OpenBlas);
+backend_suite!(openblas, bke_linalg::BackendKind::OpenBlas);
 
 /// Asserts `a ≈ b` elementwise to `1e-8 · max(1, |b|)` (equal infinities pass); `what` names the
 /// quantity.

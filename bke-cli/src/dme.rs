@@ -289,7 +289,7 @@ fn loglik_json<B: Backend>(problem: &Problem, h: &TtgpParams) -> anyhow::Result<
         "gradient": h.named_gradient(&grad, true),
         "gradient_log": h.named_gradient(&grad, false),
         "hyperparameters": h,
-        "backend": B::NAME,
+        "backend": B::name(),
     });
     io::merge(&out, extra)
 }

@@ -175,14 +175,14 @@ fn parse_lengthscale(s: &str) -> anyhow::Result<Vec<f64>> {
 fn loglik_json<B: Backend>(x: PointChunks, z: &Points, params: &BkeParams) -> anyhow::Result<Value> {
     let (ml, n) = streamed_loglik::<B>(x, z, params)?;
     let extra = json!({"n": n, "m": z.len(), "prior": params.prior,
-                       "jacobian": params.jacobian, "backend": B::NAME});
+                       "jacobian": params.jacobian, "backend": B::name()});
     io::merge(&ml.finite()?, extra)
 }
 
 /// `bke embed fit` with backend `B`.
 fn fit_json<B: Backend>(x: &Points, params: &EmbeddingParams) -> anyhow::Result<Value> {
     let fitted = fit::<B, _>("ML-II", params, x)?;
-    io::merge(&fitted, json!({"backend": B::NAME}))
+    io::merge(&fitted, json!({"backend": B::name()}))
 }
 
 /// `bke embed posterior` with backend `B`: conditioned at the data, at some of its rows, or at
@@ -203,7 +203,7 @@ fn posterior_json<B: Backend>(
     };
     let extra = json!({"conditioning_points": post.conditioning_points().len(),
                        "conditioned_at": conditioned_at,
-                       "jitter": post.jitter(), "prior": params.prior, "backend": B::NAME});
+                       "jitter": post.jitter(), "prior": params.prior, "backend": B::name()});
     let mut v = io::merge(&post.predict::<B>(q)?, extra)?;
     out.divert(&mut v, q.len(), &["mean", "variance"])?;
     Ok(v)

@@ -325,7 +325,7 @@ fn witness_json<B: Backend>(
         "posterior": "bke",
         "n_x": data.x.len(),
         "n_y": data.y.len(),
-        "backend": B::NAME,
+        "backend": B::name(),
     });
     if let Value::Object(fields) = serde_json::to_value(SelectionFields::new(fitted.selected(), "", true))? {
         m.as_object_mut().expect("object").extend(fields);

@@ -334,7 +334,7 @@ fn witness_json<B: Backend>(
             "posterior": "bke, hyperparameters integrated out by NUTS",
             "n_x": x.len(),
             "n_y": y.len(),
-            "backend": B::NAME,
+            "backend": B::name(),
         }),
     )
 }

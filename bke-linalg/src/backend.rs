@@ -77,6 +77,12 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
     /// Human-readable name ("faer", "nalgebra", "openblas").
     const NAME: &'static str;
 
+    /// The name of the backend that runs: [`Backend::NAME`], except for [`Selected`](crate::Selected),
+    /// where it is the selected backend's. Reports and JSON output use this.
+    fn name() -> &'static str {
+        Self::NAME
+    }
+
     /// `C ← α op(A) op(B) + β C`. With `β = 0`, `C` is overwritten (NaN in `C` does not propagate).
     fn gemm(
         alpha: f64,

@@ -9,6 +9,9 @@
 //! [`Nalgebra`] (`nalgebra`, default) and `OpenBlas` (`openblas`: LAPACK through ndarray-linalg,
 //! linked against the system OpenBLAS). [`DefaultBackend`] is the first of faer, nalgebra, openblas
 //! that is compiled in. Model crates are generic over `B: Backend` and never see the libraries' types.
+//! A backend picked at run time (the CLI's `--backend`, Python's `backend=`) runs through
+//! [`Selected`], which forwards each kernel to the selected backend, so front ends compile the
+//! models once rather than once per backend ([`with_backend!`]).
 //!
 //! ```
 //! use bke_linalg::{Backend, DefaultBackend as B, Mat};
@@ -24,6 +27,7 @@
 mod backend;
 mod error;
 mod mat;
+mod selected;
 pub mod update;
 
 #[cfg(feature = "faer")]
@@ -37,6 +41,7 @@ pub use backend::{Backend, JitterOptions, Product, SymEigen, Trans};
 pub use error::LinalgError;
 pub(crate) use error::check_same_shape;
 pub use mat::{Mat, MatMut, MatRef};
+pub use selected::{Selected, Selection};
 
 #[cfg(feature = "faer")]
 pub use faer_backend::Faer;
@@ -129,97 +134,27 @@ impl BackendKind {
 }
 
 /// Runs an expression generic over the backend with the backend picked at run time: in
-/// `with_backend!(kind, B => expr)`, `expr` is compiled once per backend with `B` a type alias of
-/// that backend ([`Faer`], [`Nalgebra`], `OpenBlas`), and the arm of `kind` runs. The value is
-/// `Ok(expr)`, or `Err(`[`LinalgError::Backend`]`)` ("not compiled in …") when `kind` names a
-/// backend this build of bke-linalg lacks. A `?` inside `expr` returns from the calling function.
+/// `with_backend!(kind, B => expr)`, `B` is [`Selected`] (compiled once, whatever `kind` is) and
+/// `kind` is selected while `expr` runs. The value is `Ok(expr)`, or `Err(`[`LinalgError::Backend`]`)`
+/// when `kind` is not compiled in (or this thread is already running another backend, see
+/// [`Selected::enter`]). A `?` inside `expr` returns from the calling function.
 ///
 /// ```
 /// use bke_linalg::{Backend, BackendKind, with_backend};
-/// fn name<B: Backend>() -> &'static str { B::NAME }
+/// fn name<B: Backend>() -> &'static str { B::name() }
 /// assert_eq!(with_backend!(BackendKind::Faer, B => name::<B>()).unwrap(), "faer");
 /// ```
 #[macro_export]
 macro_rules! with_backend {
     ($kind:expr, $B:ident => $body:expr) => {
-        match $kind {
-            $crate::BackendKind::Faer => $crate::__with_faer!($B => $body),
-            $crate::BackendKind::Nalgebra => $crate::__with_nalgebra!($B => $body),
-            $crate::BackendKind::OpenBlas => $crate::__with_openblas!($B => $body),
+        match $crate::Selected::enter($kind) {
+            ::core::result::Result::Ok(selection) => ::core::result::Result::<_, $crate::LinalgError>::Ok({
+                let _selection = selection;
+                type $B = $crate::Selected;
+                $body
+            }),
+            ::core::result::Result::Err(e) => ::core::result::Result::Err(e),
         }
-    };
-}
-
-// One arm of `with_backend!` per backend. Each is defined here under bke-linalg's own features (a
-// `#[cfg]` inside `with_backend!`'s expansion would test the *calling* crate's features): the real
-// arm when the backend is compiled in, the "not compiled in" error otherwise.
-
-/// `with_backend!`'s arm for faer (compiled in).
-#[cfg(feature = "faer")]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __with_faer {
-    ($B:ident => $body:expr) => {
-        ::core::result::Result::<_, $crate::LinalgError>::Ok({
-            type $B = $crate::Faer;
-            $body
-        })
-    };
-}
-
-/// `with_backend!`'s arm for faer (not compiled in).
-#[cfg(not(feature = "faer"))]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __with_faer {
-    ($B:ident => $body:expr) => {
-        ::core::result::Result::Err($crate::BackendKind::Faer.not_compiled_in())
-    };
-}
-
-/// `with_backend!`'s arm for nalgebra (compiled in).
-#[cfg(feature = "nalgebra")]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __with_nalgebra {
-    ($B:ident => $body:expr) => {
-        ::core::result::Result::<_, $crate::LinalgError>::Ok({
-            type $B = $crate::Nalgebra;
-            $body
-        })
-    };
-}
-
-/// `with_backend!`'s arm for nalgebra (not compiled in).
-#[cfg(not(feature = "nalgebra"))]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __with_nalgebra {
-    ($B:ident => $body:expr) => {
-        ::core::result::Result::Err($crate::BackendKind::Nalgebra.not_compiled_in())
-    };
-}
-
-/// `with_backend!`'s arm for OpenBLAS (compiled in).
-#[cfg(feature = "openblas")]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __with_openblas {
-    ($B:ident => $body:expr) => {
-        ::core::result::Result::<_, $crate::LinalgError>::Ok({
-            type $B = $crate::OpenBlas;
-            $body
-        })
-    };
-}
-
-/// `with_backend!`'s arm for OpenBLAS (not compiled in).
-#[cfg(not(feature = "openblas"))]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __with_openblas {
-    ($B:ident => $body:expr) => {
-        ::core::result::Result::Err($crate::BackendKind::OpenBlas.not_compiled_in())
     };
 }
 

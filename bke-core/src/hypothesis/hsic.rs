@@ -251,7 +251,7 @@ impl FittedHsic {
             permutations: resampled.then_some(p.permutations),
             seed: resampled.then_some(p.seed),
             u_alpha,
-            backend: B::NAME,
+            backend: B::name(),
             kernels,
         })
     }

@@ -343,7 +343,7 @@ impl FittedMmd {
             permutations: resampled.then_some(p.permutations),
             seed: resampled.then_some(p.seed),
             u_alpha,
-            backend: B::NAME,
+            backend: B::name(),
             kernels,
         })
     }

@@ -1,10 +1,10 @@
-//! `with_backend!`: each compiled-in backend runs the expression with its own type; a backend this
+//! `with_backend!`: each compiled-in backend runs the expression (through `Selected`); a backend this
 //! build lacks gives the "not compiled in" error without running it.
 
 use bke_linalg::{Backend, BackendKind, LinalgError, with_backend};
 
 fn name<B: Backend>() -> &'static str {
-    B::NAME
+    B::name()
 }
 
 #[test]
@@ -17,8 +17,8 @@ fn each_compiled_in_backend_gets_its_type() {
 #[test]
 fn a_question_mark_in_the_expression_returns_from_the_caller() {
     fn fails(kind: BackendKind) -> Result<usize, String> {
-        let n: usize =
-            with_backend!(kind, B => { Err::<(), _>(B::NAME.to_string())?; 0 }).map_err(|e| e.to_string())?;
+        let n: usize = with_backend!(kind, B => { Err::<(), _>(B::name().to_string())?; 0 })
+            .map_err(|e| e.to_string())?;
         Ok(n)
     }
     assert_eq!(fails(BackendKind::default_kind()), Err(BackendKind::default_kind().name().to_string()));
