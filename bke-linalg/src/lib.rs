@@ -106,7 +106,13 @@ impl BackendKind {
 
     /// The kind of [`DefaultBackend`].
     pub fn default_kind() -> BackendKind {
-        Self::available()[0]
+        if cfg!(feature = "faer") {
+            BackendKind::Faer
+        } else if cfg!(feature = "nalgebra") {
+            BackendKind::Nalgebra
+        } else {
+            BackendKind::OpenBlas
+        }
     }
 
     /// Parses a backend name; errors list the compiled-in backends.
