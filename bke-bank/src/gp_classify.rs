@@ -154,11 +154,6 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// Squared distances between the rows of `a` (`n × d`) and of `b` (`m × d`).
-fn sq_dist(a: &Mat, b: &Mat) -> Mat {
-    Mat::from_fn(a.nrows(), b.nrows(), |i, j| (0..a.ncols()).map(|k| (a[(i, k)] - b[(j, k)]).powi(2)).sum())
-}
-
 /// `σ_f² exp(−D/(2ℓ²))`.
 fn kernel_of(d2: &Mat, length: f64, signal: f64) -> Mat {
     Mat::from_fn(d2.nrows(), d2.ncols(), |i, j| signal * (-d2[(i, j)] / (2.0 * length * length)).exp())
@@ -199,7 +194,7 @@ impl Estimator for GpClassParams {
         let inputs = Standardizer::fit(data.x());
         let x = inputs.apply(data.x());
         let ell = bke_core::median_distance(&Points::from_mat("inputs", &x)?).unwrap_or(1.0);
-        let d2 = sq_dist(&x, &x);
+        let d2 = crate::distances::pairwise::<B>(&x)?;
         let y = data.y();
         let mut best: Option<(f64, f64, LaplaceFit)> = None;
         let total = (params.length_factors.len() * params.signal_variances.len()) as u64;
@@ -230,7 +225,7 @@ impl GpClassModel {
             return Err(mismatch("prediction inputs (columns)", self.x.ncols(), x.dim()));
         }
         let xt = self.inputs.apply(x);
-        let ks = kernel_of(&sq_dist(&self.x, &xt), self.length, self.signal);
+        let ks = kernel_of(&crate::distances::between::<B>(&self.x, &xt)?, self.length, self.signal);
         let mut mean = vec![0.0; xt.nrows()];
         B::gemv(1.0, ks.as_ref(), Trans::Yes, &self.fit.residual, 0.0, &mut mean)?;
         let sw = &self.fit.sqrt_w;
@@ -270,7 +265,7 @@ mod tests {
         let x = Mat::from_fn(n, 2, |i, k| ((i * (k + 2)) as f64 * 0.61).sin() * 1.5);
         let y: Vec<f64> =
             (0..n).map(|i| if x[(i, 0)] + 0.5 * x[(i, 1)].powi(2) > 0.3 { 1.0 } else { 0.0 }).collect();
-        let k = kernel_of(&sq_dist(&x, &x), 0.9, 2.0);
+        let k = kernel_of(&crate::distances::pairwise::<B>(&x).unwrap(), 0.9, 2.0);
         (x, y, k)
     }
 
@@ -311,7 +306,7 @@ mod tests {
         let data = Dataset::new(pts.clone(), y.clone()).unwrap();
         let model = GpClassParams::default().check().unwrap().fit::<B>(&data).unwrap();
         let (mean, var) = model.latent::<B>(&pts).unwrap();
-        let k = kernel_of(&sq_dist(&model.x, &model.x), model.length, model.signal);
+        let k = kernel_of(&crate::distances::pairwise::<B>(&model.x).unwrap(), model.length, model.signal);
         let w: Vec<f64> = model.fit.sqrt_w.iter().map(|s| s * s).collect();
         let kw = Mat::from_fn(n, n, |i, j| k[(i, j)] + if i == j { 1.0 / w[i] } else { 0.0 });
         let l2 = B::cholesky(kw.as_ref()).unwrap();

@@ -287,21 +287,6 @@ fn stratified_folds(y: &[f64], k: usize, seed: u64) -> Vec<Vec<usize>> {
     folds
 }
 
-/// All squared distances between the rows of `x` (`N × N`, column-major, `f32`), from `XXᵀ`.
-fn squared_distances<B: Backend>(x: &Mat) -> Result<Vec<f32>, BankError> {
-    let n = x.nrows();
-    let mut gram = Mat::zeros(n, n);
-    B::gemm_symmetric(1.0, x.as_ref(), Trans::No, x.as_ref(), Trans::Yes, 0.0, gram.as_mut())?;
-    let norms: Vec<f64> = (0..n).map(|i| gram[(i, i)]).collect();
-    let mut d2 = vec![0f32; n * n];
-    d2.par_chunks_mut(n.max(1)).enumerate().for_each(|(j, col)| {
-        for (i, v) in col.iter_mut().enumerate() {
-            *v = (norms[i] + norms[j] - 2.0 * gram[(i, j)]).max(0.0) as f32;
-        }
-    });
-    Ok(d2)
-}
-
 /// One grid point's inner cross-validation: error, out-of-fold decision values and Platt log-loss.
 struct GridScore {
     cost: f64,
@@ -367,7 +352,8 @@ impl Estimator for SvcParams {
         let x = inputs.apply(data.x());
         let n = x.nrows();
         let median = bke_core::median_distance(&Points::from_mat("inputs", &x)?).unwrap_or(1.0);
-        let d2 = squared_distances::<B>(&x)?;
+        let d2: Vec<f32> =
+            crate::distances::pairwise::<B>(&x)?.as_slice().iter().map(|&v| v as f32).collect();
         let s: Vec<f64> = y.iter().map(|&v| 2.0 * v - 1.0).collect();
         let folds = stratified_folds(y, params.inner_folds, params.seed);
         let scores = grid_scores(params, &d2, n, y, &s, &folds, median, progress)?;
@@ -456,15 +442,11 @@ impl SvcModel {
             return Err(mismatch("prediction inputs (columns)", d, x.dim()));
         }
         let xt = self.inputs.apply(x);
-        let mut cross = Mat::zeros(xt.nrows(), self.support.nrows());
-        B::gemm(1.0, xt.as_ref(), Trans::No, self.support.as_ref(), Trans::Yes, 0.0, cross.as_mut())?;
-        let sv_norms: Vec<f64> =
-            (0..self.support.nrows()).map(|a| (0..d).map(|c| self.support[(a, c)].powi(2)).sum()).collect();
+        let d2 = crate::distances::between::<B>(&xt, &self.support)?;
         let scale = -1.0 / (2.0 * self.length * self.length);
         Ok((0..xt.nrows())
             .map(|i| {
-                let norm: f64 = (0..d).map(|c| xt[(i, c)].powi(2)).sum();
-                let k = |a: usize| ((norm + sv_norms[a] - 2.0 * cross[(i, a)]).max(0.0) * scale).exp();
+                let k = |a: usize| (d2[(i, a)] * scale).exp();
                 self.coefficients.iter().enumerate().map(|(a, w)| w * k(a)).sum::<f64>() - self.rho
             })
             .collect())
