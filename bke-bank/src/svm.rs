@@ -30,7 +30,7 @@ use crate::error::{BankError, check_count, check_labels, check_positive, mismatc
 use crate::features::Standardizer;
 use crate::logistic::{sigmoid, softplus};
 use bke_core::{Dataset, Estimator, Points, Predict, Prediction, Progress, Valid};
-use bke_linalg::{Backend, Mat, Trans};
+use bke_linalg::{Backend, Mat};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
