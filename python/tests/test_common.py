@@ -115,3 +115,23 @@ def test_stubs_declare_every_public_name(module):
     declared |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     public = getattr(mod, "__all__", [n for n in declared if not n.startswith("_")])
     assert set(public) <= declared, f"{stub.name} lacks {set(public) - declared}"
+
+
+def test_concurrent_calls_on_different_backends_each_run_their_own():
+    # The backend is selected per call and process-wide (bke_linalg::Selected): calls on another
+    # backend wait for the running ones, so concurrent threads get the results of serial calls.
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = np.random.default_rng(3).normal(size=(300, 2))
+    backends = ["faer", "nalgebra"] * 3
+
+    def fit(backend):
+        e = bke.KernelEmbedding(num_landmarks=20, backend=backend).fit(x)
+        t = bke.mmd_test(x[:150], x[150:] + 0.2, backend=backend, permutations=100)
+        return e.log_marginal_, t.to_dict()["backend"], t.pvalue
+
+    serial = {b: fit(b) for b in ("faer", "nalgebra")}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for backend, result in zip(backends, pool.map(fit, backends)):
+            assert result == serial[backend], backend
+            assert result[1] == backend
