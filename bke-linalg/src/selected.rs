@@ -176,3 +176,19 @@ impl Backend for Selected {
         forward!(cholesky_downdate(l, w))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // In this test binary nothing else selects a backend, so the no-selection state is observable.
+    #[test]
+    fn without_a_selection_the_default_backend_runs() {
+        assert_eq!(Selected::current(), BackendKind::default_kind());
+        assert_eq!(Selected::name(), BackendKind::default_kind().name());
+        let selection = Selected::enter(*BackendKind::available().last().unwrap()).unwrap();
+        assert_eq!(Selected::current(), selection.kind());
+        drop(selection);
+        assert_eq!(Selected::current(), BackendKind::default_kind());
+    }
+}

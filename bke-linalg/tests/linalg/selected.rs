@@ -74,14 +74,6 @@ fn selected_equals_the_static_backend_bit_for_bit() {
 }
 
 #[test]
-fn without_a_selection_the_default_backend_runs() {
-    // other tests may hold a selection meanwhile: take one of the default kind, which waits for them
-    let selection = Selected::enter(BackendKind::default_kind()).unwrap();
-    assert_eq!(Selected::name(), BackendKind::default_kind().name());
-    drop(selection);
-}
-
-#[test]
 fn another_kind_inside_a_selection_is_an_error_and_the_same_kind_nests() {
     let kinds = BackendKind::available();
     let outer = Selected::enter(kinds[0]).unwrap();
