@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() -> anyhow::Result<()> {
+    forget_own_package_vars();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = project_root();
     std::env::set_current_dir(&root)?;
@@ -122,6 +123,31 @@ fn report_dir(root: &Path) -> PathBuf {
 
 fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), Into::into)
+}
+
+/// Removes the variables `cargo run` (the `cargo xtask` alias) sets for xtask itself —
+/// `CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, … — so that the builds xtask starts (cargo, maturin) see the
+/// environment a plain `cargo test` sees. ring's build script tracks `CARGO_MANIFEST_DIR`: inherited,
+/// it made ring, the OpenBLAS build chain and every bke crate compile again whenever `cargo test` and
+/// a `cargo xtask` command alternated.
+fn forget_own_package_vars() {
+    let own = |k: &str| {
+        k.starts_with("CARGO_PKG_")
+            || [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+            ]
+            .contains(&k)
+    };
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(own) {
+            // SAFETY: called first thing in `main`, before any other thread exists.
+            unsafe { std::env::remove_var(&key) };
+        }
+    }
 }
 
 fn cargo() -> Command {
