@@ -95,6 +95,7 @@ use super::mmd_null::{
 };
 use super::mmd_statistic::{check_gram, linear_h};
 use super::nystrom::NystromLandmarks;
+use rayon::prelude::*;
 // The statistic lives in its own module (shared with the nulls); these keep the public paths.
 pub use super::mmd_statistic::{MmdStatistic, check_samples, mmd_from_gram, mmd_statistic};
 use super::report::{KernelReport, MmdReport, Outcome, SelectionFields};
@@ -443,48 +444,57 @@ impl FittedMmd {
         let relabellings = (p.null == NullDistribution::Permutation && !blocked)
             .then(|| Relabellings::draw(pooled.len(), n, 0..draws, p.seed));
         let mut stats = KernelStatistics { observed: Vec::new(), draws: Vec::new() };
-        for (i, kernel) in kernels.iter().enumerate() {
+        let batch = batch_size(pooled.len(), draws);
+        let group = rayon::current_num_threads().clamp(1, FACTORS_AT_ONCE);
+        for (g, kernels_g) in kernels.chunks(group).enumerate() {
             progress.checkpoint()?;
-            progress.update("kernels", i as u64, kernels.len() as u64);
-            // a factor, or the exact Gram matrix where the landmarks cannot resolve the kernel
-            let factor = match &landmarks {
-                Some(l) => l.factor::<B>(kernel)?,
-                None => None,
+            // the group's Nyström factors and their nulls, one kernel per task (shared relabellings)
+            let low_rank: Vec<Option<(f64, Vec<f64>, f64)>> = match (&landmarks, &relabellings) {
+                (Some(l), Some(r)) => l
+                    .factors::<B>(kernels_g)?
+                    .into_par_iter()
+                    .map(|f| f.map(|f| factor_null::<B>(&f, n, r, batch, !is_agg)).transpose())
+                    .collect::<Result<_, _>>()?,
+                _ => vec![None; kernels_g.len()],
             };
-            let tiles = blocked || (landmarks.is_some() && factor.is_none() && self.blocks(pooled.len()));
-            let (mut observed, mut null, norm) =
-                if tiles {
-                    let stage = format!("kernel {} of {}: permutation null", i + 1, kernels.len());
-                    let r = BlockedMmd::new(&pooled, n, *kernel, self.blocking)?
-                        .named(&stage)
-                        .permutation::<B>(MmdStatistic::Unbiased, 0..draws, p.seed, progress)?;
-                    (r.observed, r.null, r.off_diagonal_norm)
-                } else {
-                    let is_factor = factor.is_some();
-                    // without a factor here the dense Gram matrix fits (else `tiles`)
-                    let gram = factor.unwrap_or_else(|| dist.gram(kernel));
-                    let perm = match is_factor {
-                        true => MmdPermutation::from_factor(&gram, n)?,
-                        false => MmdPermutation::new(&gram, n)?,
-                    };
-                    // the permutation null's relabellings are shared; otherwise the wild bootstrap
-                    let (observed, null) = match &relabellings {
-                        Some(r) => (
-                            perm.observed(MmdStatistic::Unbiased),
-                            perm.null_of::<B>(MmdStatistic::Unbiased, r, batch_size(pooled.len(), draws))?,
-                        ),
-                        None => wild_null::<B>(&gram, n, MmdStatistic::Unbiased, draws, p.seed)?,
-                    };
-                    let norm = if is_agg { 0.0 } else { perm.off_diagonal_norm::<B>()? };
-                    (observed, null, norm)
+            for (j, (kernel, low_rank)) in kernels_g.iter().zip(low_rank).enumerate() {
+                let i = g * group + j;
+                progress.checkpoint()?;
+                progress.update("kernels", i as u64, kernels.len() as u64);
+                // where the landmarks cannot resolve the kernel: the exact Gram matrix, dense or in tiles
+                let tiles = blocked || (landmarks.is_some() && self.blocks(pooled.len()));
+                let (mut observed, mut null, norm) = match low_rank {
+                    Some(statistics) => statistics,
+                    None if tiles => {
+                        let stage = format!("kernel {} of {}: permutation null", i + 1, kernels.len());
+                        let r = BlockedMmd::new(&pooled, n, *kernel, self.blocking)?
+                            .named(&stage)
+                            .permutation::<B>(MmdStatistic::Unbiased, 0..draws, p.seed, progress)?;
+                        (r.observed, r.null, r.off_diagonal_norm)
+                    }
+                    None => {
+                        let gram = dist.gram(kernel);
+                        let perm = MmdPermutation::new(&gram, n)?;
+                        // the permutation null's relabellings are shared; otherwise the wild bootstrap
+                        let (observed, null) = match &relabellings {
+                            Some(r) => (
+                                perm.observed(MmdStatistic::Unbiased),
+                                perm.null_of::<B>(MmdStatistic::Unbiased, r, batch)?,
+                            ),
+                            None => wild_null::<B>(&gram, n, MmdStatistic::Unbiased, draws, p.seed)?,
+                        };
+                        let norm = if is_agg { 0.0 } else { perm.off_diagonal_norm::<B>()? };
+                        (observed, null, norm)
+                    }
                 };
-            if !is_agg {
-                let c = min_n * (min_n - 1.0) / fuse_normaliser(norm)?;
-                observed *= c;
-                null.iter_mut().for_each(|v| *v *= c);
+                if !is_agg {
+                    let c = min_n * (min_n - 1.0) / fuse_normaliser(norm)?;
+                    observed *= c;
+                    null.iter_mut().for_each(|v| *v *= c);
+                }
+                stats.observed.push(observed);
+                stats.draws.push(null);
             }
-            stats.observed.push(observed);
-            stats.draws.push(null);
         }
         progress.update("kernels", kernels.len() as u64, kernels.len() as u64);
         let weights: Vec<f64> = kernels.iter().map(|k| k.weight).collect();
@@ -500,6 +510,26 @@ impl FittedMmd {
         Ok((soft_max_test(&stats, &weights, (min_n * (min_n - 1.0)).sqrt()), stats, p_values))
     }
 }
+
+/// The observed statistic, the null statistics of `relabellings` and (when `normaliser`) MMD-FUSE's
+/// normaliser of the low-rank Gram matrix with factor `Φᵀ` (`factor`).
+fn factor_null<B: Backend>(
+    factor: &Mat,
+    n: usize,
+    relabellings: &Relabellings,
+    batch: usize,
+    normaliser: bool,
+) -> Result<(f64, Vec<f64>, f64), CoreError> {
+    let perm = MmdPermutation::from_factor(factor, n)?;
+    let null = perm.null_of::<B>(MmdStatistic::Unbiased, relabellings, batch)?;
+    let norm = if normaliser { perm.off_diagonal_norm::<B>()? } else { 0.0 };
+    Ok((perm.observed(MmdStatistic::Unbiased), null, norm))
+}
+
+/// The most Nyström factors an aggregated test holds at once: [`NystromLandmarks::factors`] builds
+/// one per thread at a time, up to this many (each at most
+/// [`super::nystrom::MAX_FACTOR_ENTRIES`] entries).
+const FACTORS_AT_ONCE: usize = 4;
 
 /// `√(Σ_{i≠j} K_ij²)`, MMD-FUSE's relabelling-invariant normaliser (module docs), or an error when it is 0.
 fn fuse_normaliser(s: f64) -> Result<f64, CoreError> {

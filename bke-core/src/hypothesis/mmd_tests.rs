@@ -220,6 +220,34 @@ fn results_do_not_depend_on_the_thread_count() {
     }
 }
 
+/// The aggregated tests on Nyström factors (more than `EXACT_MAX_POINTS` pooled points), whose
+/// factors and nulls are computed a few kernels at a time in parallel (as many as the pool has
+/// threads, up to four), give identical results on 1, 2, 3 and 5 threads.
+#[test]
+fn low_rank_aggregated_tests_do_not_depend_on_the_thread_count() {
+    let x = gaussian_points(16, 300, 2, 0.0, 1.0);
+    let y = gaussian_points(17, 300, 2, 0.2, 1.0);
+    for rule in [SelectRule::Fuse, SelectRule::Mmdagg, SelectRule::BklBayes] {
+        let params = MmdParams {
+            permutations: 60,
+            seed: 5,
+            selection: LengthscaleSelection::new(rule),
+            ..MmdParams::default()
+        };
+        let in_pool = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| run(&x, &y, &params).unwrap())
+        };
+        let a = in_pool(1);
+        for threads in [2, 3, 5] {
+            let b = in_pool(threads);
+            assert_eq!(a.outcome.statistic.to_bits(), b.outcome.statistic.to_bits(), "{rule:?}, {threads}");
+            assert_eq!(a.outcome.p_value.to_bits(), b.outcome.p_value.to_bits(), "{rule:?}, {threads}");
+            assert_eq!(a.outcome.null_samples, b.outcome.null_samples, "{rule:?}, {threads}");
+        }
+    }
+}
+
 /// The exact permutation mean of the biased statistic (c·tr K̃) against the mean of many draws, and
 /// the gamma p-value against the permutation p-value on the same data.
 #[test]

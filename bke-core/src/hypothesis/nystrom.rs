@@ -122,6 +122,15 @@ impl<'a> NystromLandmarks<'a> {
         Ok(Some(ft))
     }
 
+    /// [`NystromLandmarks::factor`] of each kernel, built in parallel, one kernel per task: a factor's
+    /// own loops are short (a column per pivot, a row per point), so running several factors side by
+    /// side keeps the threads busy with far fewer fork-joins than one factor at a time (measured on
+    /// 1000 points and the 17 kernels of a BKL-Bayes test: 45 → 38 ms in 1-D, 165 → 116 ms in 5-D on
+    /// 2 threads).
+    pub fn factors<B: Backend>(&self, kernels: &[WeightedKernel]) -> Result<Vec<Option<Mat>>, CoreError> {
+        kernels.par_iter().map(|k| self.factor::<B>(k)).collect()
+    }
+
     fn factor_on<B: Backend>(&self, landmarks: &Points, kernel: &WeightedKernel) -> Result<Mat, CoreError> {
         let pivots = pivoted_cholesky(landmarks, kernel);
         let r = pivots.order.len();
@@ -270,6 +279,23 @@ mod tests {
                 full.off_diagonal_norm::<DefaultBackend>().unwrap(),
             );
             assert!(close(norms.0, norms.1), "{norms:?}");
+        }
+    }
+
+    /// The factors built side by side are each kernel's own factor, bit for bit.
+    #[test]
+    fn factors_in_parallel_are_the_factors_one_by_one() {
+        let z = sample(800, 2, 9);
+        let lm = NystromLandmarks::new(&z).unwrap();
+        let laplace = WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(0.3) };
+        let kernels = [WeightedKernel::gaussian(0.05), WeightedKernel::gaussian(0.5), laplace];
+        let together = lm.factors::<DefaultBackend>(&kernels).unwrap();
+        for (k, f) in kernels.iter().zip(&together) {
+            let alone = lm.factor::<DefaultBackend>(k).unwrap();
+            let bits = |m: &Option<Mat>| {
+                m.as_ref().map(|m| m.as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+            };
+            assert_eq!(bits(f), bits(&alone), "{k:?}");
         }
     }
 

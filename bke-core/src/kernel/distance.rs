@@ -37,7 +37,7 @@ impl TestFamily {
             TestFamily::Gaussian => {
                 KernelFamily::SquaredExponential.profile(d / (lengthscale * lengthscale)).0
             }
-            TestFamily::LaplaceL1 => (-d / lengthscale).exp(),
+            TestFamily::LaplaceL1 => crate::special::exp_neg(d / lengthscale),
         }
     }
 

@@ -64,7 +64,7 @@ impl KernelFamily {
     pub fn profile(&self, r2: f64) -> (f64, f64) {
         match *self {
             KernelFamily::SquaredExponential => {
-                let f = (-0.5 * r2).exp();
+                let f = crate::special::exp_neg(0.5 * r2);
                 (f, -0.5 * f)
             }
             KernelFamily::Laplace => {
