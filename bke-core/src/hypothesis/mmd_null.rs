@@ -275,9 +275,18 @@ impl<'a> MmdPermutation<'a> {
                 .into_par_iter()
                 .any(|j| k.col(j).iter().enumerate().any(|(i, &v)| i != j && v == self.diag[j])),
             PooledGram::Factor(f) => {
-                let mut seen = std::collections::HashSet::with_capacity(f.ncols());
-                (0..f.ncols())
-                    .any(|i| !seen.insert(f.col(i).iter().map(|v| v.to_bits()).collect::<Vec<u64>>()))
+                // columns sorted by a hash of their bits; only columns of equal hash are compared
+                let bits = |i: usize| f.col(i).iter().map(|v| v.to_bits());
+                let hash = |i: usize| {
+                    bits(i).fold(0u64, |h, b| (h.rotate_left(5) ^ b).wrapping_mul(0x517c_c1b7_2722_0a95))
+                };
+                let mut keyed: Vec<(u64, usize)> = (0..f.ncols()).map(|i| (hash(i), i)).collect();
+                keyed.sort_unstable();
+                keyed.chunk_by(|a, b| a.0 == b.0).any(|same| {
+                    same.iter()
+                        .enumerate()
+                        .any(|(a, &(_, i))| same[a + 1..].iter().any(|&(_, j)| bits(i).eq(bits(j))))
+                })
             }
         }
     }
@@ -629,4 +638,20 @@ pub(crate) fn linear_permutation(
             },
         )
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Repeated points are found in a factor's columns (bit-equal columns anywhere in the sample),
+    /// and distinct columns are not mistaken for them, `-0.0` against `0.0` included.
+    #[test]
+    fn repeated_factor_columns_are_found() {
+        let columns = |cols: &[[f64; 2]]| Mat::from_fn(2, cols.len(), |i, j| cols[j][i]);
+        let distinct = columns(&[[1.0, 0.0], [0.5, 0.25], [0.0, 1.0], [-0.0, 1.0], [0.25, 0.5]]);
+        assert!(!MmdPermutation::from_factor(&distinct, 2).unwrap().has_repeated_points());
+        let repeated = columns(&[[1.0, 0.0], [0.5, 0.25], [0.0, 1.0], [0.25, 0.5], [0.5, 0.25]]);
+        assert!(MmdPermutation::from_factor(&repeated, 2).unwrap().has_repeated_points());
+    }
 }
