@@ -41,8 +41,9 @@
 //! `R = N/`[`POINTS_PER_LANDMARK`] clamped to [[`MIN_LANDMARKS`], [`MAX_LANDMARKS`]] a collection of
 //! `K` kernels the landmarks resolve costs at most `K R/N` times one dense kernel's null; a kernel
 //! that needs more landmarks costs up to `½` (`N/2` of them) or the whole dense null. Memory: at most
-//! [`MAX_FACTOR_ENTRIES`] entries of `Φᵀ` and as many again for the pivoted Cholesky (one kernel at a
-//! time), so linear in `N` at large `N`.
+//! [`MAX_FACTOR_ENTRIES`] entries of `Φᵀ` and as many again for the pivoted Cholesky per kernel, and
+//! an aggregated test builds at most four at a time ([`NystromLandmarks::factors`]), so linear in `N`
+//! at large `N`.
 
 use super::kernels::WeightedKernel;
 use crate::{CoreError, Points};
