@@ -23,7 +23,11 @@ fn view_mut(a: MatMut<'_>) -> faer::MatMut<'_, f64> {
 }
 
 fn par() -> Par {
-    if rayon::current_num_threads() > 1 { Par::rayon(0) } else { Par::Seq }
+    if rayon::current_num_threads() > 1 && !crate::threads::is_sequential() {
+        Par::rayon(0)
+    } else {
+        Par::Seq
+    }
 }
 
 /// Rows of the output each task of a parallel matrix–vector product computes.

@@ -28,6 +28,7 @@ mod backend;
 mod error;
 mod mat;
 mod selected;
+mod threads;
 pub mod update;
 
 #[cfg(feature = "faer")]
@@ -42,6 +43,7 @@ pub use error::LinalgError;
 pub(crate) use error::check_same_shape;
 pub use mat::{Mat, MatMut, MatRef};
 pub use selected::{Selected, Selection};
+pub use threads::sequential;
 
 #[cfg(feature = "faer")]
 pub use faer_backend::Faer;

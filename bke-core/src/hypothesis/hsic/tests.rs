@@ -110,6 +110,36 @@ fn permutation_draws_match_recomputation() {
     }
 }
 
+/// With several blocks of pairs (`n = 150`: 11 325 pairs) and several batches of draws, the draws
+/// still equal the recomputed statistics, and are bit-identical on 1, 2 and 3 threads.
+#[test]
+fn blocked_permutation_draws_match_recomputation_on_any_thread_count() {
+    let (x, y) = dependent(12, 150, 0.4);
+    let kxs = [WeightedKernel::gaussian(0.5), WeightedKernel::gaussian(1.5)];
+    let kys = [WeightedKernel::gaussian(0.7), WeightedKernel::gaussian(2.0)];
+    let ks: Vec<Mat> = kxs.iter().map(|k| Distances::new(&x).gram(k)).collect();
+    let ls: Vec<Mat> = kys.iter().map(|k| Distances::new(&y).gram(k)).collect();
+    for stat in [HsicStatistic::Biased, HsicStatistic::Unbiased] {
+        let in_pool = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| permutation_stats::<DefaultBackend>(&ks, &ls, stat, 7, 3, Some(4)).unwrap())
+        };
+        let one = in_pool(1);
+        for threads in [2, 3] {
+            assert_eq!(one.draws, in_pool(threads).draws, "{stat:?}, {threads} threads");
+        }
+        for (pair, draws) in one.draws.iter().enumerate() {
+            let (kx, ky) = (&kxs[pair / 2], &kys[pair % 2]);
+            for (b, v) in draws.iter().enumerate() {
+                let mut idx = vec![0usize; 150];
+                draw_permutation(&mut draw_rng(3, b), &mut idx);
+                let direct = hsic_statistic(&x, &y.select(&idx), kx, ky, stat).unwrap();
+                assert!((v - direct).abs() < 1e-13, "{stat:?} {pair} {b}: {v} vs {direct}");
+            }
+        }
+    }
+}
+
 /// The wild bootstrap's statistic and draws from the pairs-of-pairs definition.
 #[test]
 fn wild_bootstrap_matches_its_definition() {
