@@ -191,7 +191,9 @@ pub(crate) fn permutation_stats<B: Backend>(
             // the x-kernels' weights of those pairs (one sequential GEMM per block, blocks in parallel)
             let partials: Vec<Mat> = blocks
                 .par_iter()
-                .map(|&(j0, j1)| block_product::<B>(&xa, &y.m, perms, (j0, j1), len))
+                .map_init(Vec::new, |buffer, &(j0, j1)| {
+                    block_product::<B>(&xa, &y.m, perms, (j0, j1), len, buffer)
+                })
                 .collect::<Result<_, _>>()?;
             let mut out = Mat::zeros(nx, len);
             for part in &partials {
@@ -248,31 +250,28 @@ fn pair_blocks(n: usize) -> Vec<(usize, usize)> {
 /// the weighted upper triangles, pair `j(j+1)/2 + i`) and every permutation `π_b` of `perms`
 /// (`len` of them, `n` entries each): the block's permuted pairs gathered into a buffer, times the
 /// block's columns of `xa` in one sequential GEMM ([`bke_linalg::sequential`]: the blocks are the
-/// parallel tasks).
+/// parallel tasks). `packed` is the gather's buffer, reused from block to block.
 fn block_product<B: Backend>(
     xa: &Mat,
     l: &Mat,
     perms: &[usize],
     (j0, j1): (usize, usize),
     len: usize,
+    packed: &mut Vec<f64>,
 ) -> Result<Mat, CoreError> {
     let n = l.nrows();
     let (p0, p1) = (j0 * (j0 + 1) / 2, j1 * (j1 + 1) / 2);
     let count = p1 - p0;
-    let mut packed = vec![0.0; count * len];
-    for (col, idx) in packed.chunks_mut(count).zip(perms.chunks(n)) {
-        let mut p = 0;
+    packed.clear();
+    for idx in perms.chunks(n).take(len) {
         for j in j0..j1 {
             let lcol = l.col(idx[j]);
-            for &pi in &idx[..=j] {
-                col[p] = lcol[pi];
-                p += 1;
-            }
+            packed.extend(idx[..=j].iter().map(|&pi| lcol[pi]));
         }
     }
     let nx = xa.nrows();
     let x = MatRef::from_slice(&xa.as_slice()[p0 * nx..p1 * nx], nx, count, nx)?;
-    let pv = MatRef::from_slice(&packed, count, len, count)?;
+    let pv = MatRef::from_slice(packed, count, len, count)?;
     let mut out = Mat::zeros(nx, len);
     bke_linalg::sequential(|| B::gemm(1.0, x, Trans::No, pv, Trans::No, 0.0, out.as_mut()))?;
     Ok(out)
