@@ -448,12 +448,15 @@ impl FittedMmd {
         let group = rayon::current_num_threads().clamp(1, FACTORS_AT_ONCE);
         for (g, kernels_g) in kernels.chunks(group).enumerate() {
             progress.checkpoint()?;
-            // the group's Nyström factors and their nulls, one kernel per task (shared relabellings)
+            // the group's Nyström factors and their nulls, one kernel per task (shared relabellings):
+            // a factor's own loops are short (a column per pivot, a row per point), so kernels side
+            // by side keep the threads busy with far fewer fork-joins than one kernel at a time
             let low_rank: Vec<Option<(f64, Vec<f64>, f64)>> = match (&landmarks, &relabellings) {
-                (Some(l), Some(r)) => l
-                    .factors::<B>(kernels_g)?
-                    .into_par_iter()
-                    .map(|f| f.map(|f| factor_null::<B>(&f, n, r, batch, !is_agg)).transpose())
+                (Some(l), Some(r)) => kernels_g
+                    .par_iter()
+                    .map(|k| {
+                        l.factor::<B>(k)?.map(|f| factor_null::<B>(&f, n, r, batch, !is_agg)).transpose()
+                    })
                     .collect::<Result<_, _>>()?,
                 _ => vec![None; kernels_g.len()],
             };
@@ -526,9 +529,8 @@ fn factor_null<B: Backend>(
     Ok((perm.observed(MmdStatistic::Unbiased), null, norm))
 }
 
-/// The most Nyström factors an aggregated test holds at once: [`NystromLandmarks::factors`] builds
-/// one per thread at a time, up to this many (each at most
-/// [`super::nystrom::MAX_FACTOR_ENTRIES`] entries).
+/// The most Nyström factors an aggregated test holds at once: one per thread, up to this many (each
+/// at most [`super::nystrom::MAX_FACTOR_ENTRIES`] entries).
 const FACTORS_AT_ONCE: usize = 4;
 
 /// `√(Σ_{i≠j} K_ij²)`, MMD-FUSE's relabelling-invariant normaliser (module docs), or an error when it is 0.

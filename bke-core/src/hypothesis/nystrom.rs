@@ -42,8 +42,7 @@
 //! `K` kernels the landmarks resolve costs at most `K R/N` times one dense kernel's null; a kernel
 //! that needs more landmarks costs up to `½` (`N/2` of them) or the whole dense null. Memory: at most
 //! [`MAX_FACTOR_ENTRIES`] entries of `Φᵀ` and as many again for the pivoted Cholesky per kernel, and
-//! an aggregated test builds at most four at a time ([`NystromLandmarks::factors`]), so linear in `N`
-//! at large `N`.
+//! an aggregated test builds at most four at a time (one per thread), so linear in `N` at large `N`.
 
 use super::kernels::WeightedKernel;
 use crate::{CoreError, Points};
@@ -121,15 +120,6 @@ impl<'a> NystromLandmarks<'a> {
             ft = self.factor_on::<B>(&every_nth(&self.canonical, count), kernel)?;
         }
         Ok(Some(ft))
-    }
-
-    /// [`NystromLandmarks::factor`] of each kernel, built in parallel, one kernel per task: a factor's
-    /// own loops are short (a column per pivot, a row per point), so running several factors side by
-    /// side keeps the threads busy with far fewer fork-joins than one factor at a time (measured on
-    /// 1000 points and the 17 kernels of a BKL-Bayes test: 45 → 38 ms in 1-D, 165 → 116 ms in 5-D on
-    /// 2 threads).
-    pub fn factors<B: Backend>(&self, kernels: &[WeightedKernel]) -> Result<Vec<Option<Mat>>, CoreError> {
-        kernels.par_iter().map(|k| self.factor::<B>(k)).collect()
     }
 
     fn factor_on<B: Backend>(&self, landmarks: &Points, kernel: &WeightedKernel) -> Result<Mat, CoreError> {
@@ -280,23 +270,6 @@ mod tests {
                 full.off_diagonal_norm::<DefaultBackend>().unwrap(),
             );
             assert!(close(norms.0, norms.1), "{norms:?}");
-        }
-    }
-
-    /// The factors built side by side are each kernel's own factor, bit for bit.
-    #[test]
-    fn factors_in_parallel_are_the_factors_one_by_one() {
-        let z = sample(800, 2, 9);
-        let lm = NystromLandmarks::new(&z).unwrap();
-        let laplace = WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(0.3) };
-        let kernels = [WeightedKernel::gaussian(0.05), WeightedKernel::gaussian(0.5), laplace];
-        let together = lm.factors::<DefaultBackend>(&kernels).unwrap();
-        for (k, f) in kernels.iter().zip(&together) {
-            let alone = lm.factor::<DefaultBackend>(k).unwrap();
-            let bits = |m: &Option<Mat>| {
-                m.as_ref().map(|m| m.as_slice().iter().map(|v| v.to_bits()).collect::<Vec<_>>())
-            };
-            assert_eq!(bits(f), bits(&alone), "{k:?}");
         }
     }
 
