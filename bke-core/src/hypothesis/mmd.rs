@@ -464,7 +464,8 @@ impl FittedMmd {
                 let i = g * group + j;
                 progress.checkpoint()?;
                 progress.update("kernels", i as u64, kernels.len() as u64);
-                // where the landmarks cannot resolve the kernel: the exact Gram matrix, dense or in tiles
+                // no factor (few pooled points, a null other than the permutation one, `dense`, or a
+                // kernel the landmarks cannot resolve): the exact Gram matrix, dense or in tiles
                 let tiles = blocked || (landmarks.is_some() && self.blocks(pooled.len()));
                 let (mut observed, mut null, norm) = match low_rank {
                     Some(statistics) => statistics,
