@@ -271,9 +271,7 @@ impl<'a> MmdPermutation<'a> {
     /// `K` equal to its diagonal one (`k(x, y) = k(x, x)` only for `y = x` for the tests' kernels).
     fn has_repeated_points(&self) -> bool {
         match self.k {
-            PooledGram::Dense(k) => (0..k.ncols())
-                .into_par_iter()
-                .any(|j| k.col(j).iter().enumerate().any(|(i, &v)| i != j && v == self.diag[j])),
+            PooledGram::Dense(k) => gram_has_repeated_points(k),
             PooledGram::Factor(f) => {
                 // columns sorted by a hash of their bits; only columns of equal hash are compared
                 let bits = |i: usize| f.col(i).iter().map(|v| v.to_bits());
@@ -379,8 +377,19 @@ fn column_sum(f: &Mat, columns: std::ops::Range<usize>) -> Vec<f64> {
     sum
 }
 
-/// The precision of a permutation null's GEMM ([`MmdPermutation::null_of`]).
-trait NullScalar: Copy + Send + Sync + Into<f64> + 'static {
+/// Whether two points of a Gram matrix `K` coincide: an off-diagonal entry equal to its column's
+/// diagonal one (`k(x, y) = k(x, x)` only for `y = x` for the tests' kernels; a kernel so wide that
+/// it rounds to its diagonal counts too, which only costs the single-precision null).
+pub(super) fn gram_has_repeated_points(k: &Mat) -> bool {
+    (0..k.ncols()).into_par_iter().any(|j| {
+        let d = k[(j, j)];
+        k.col(j).iter().enumerate().any(|(i, &v)| i != j && v == d)
+    })
+}
+
+/// The precision of a permutation null's GEMM ([`MmdPermutation::null_of`]; the HSIC null's
+/// block products, [`super::hsic_null`]).
+pub(super) trait NullScalar: Copy + Send + Sync + Into<f64> + 'static {
     const ZERO: Self;
     const ONE: Self;
     /// `v` rounded to this precision.

@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::hypothesis::SelectRule;
-use crate::hypothesis::hsic_null::permutation_stats;
+use crate::hypothesis::aggregate::KernelStatistics;
+use crate::hypothesis::hsic_null::{permutation_stats, permutation_stats_in};
 use crate::hypothesis::mmd_null::draw_permutation;
 use crate::hypothesis::resampling::draw_rng;
 
@@ -83,8 +84,23 @@ fn statistics_match_definitions() {
     assert!((hu - u / count).abs() < 1e-13, "{hu} vs {}", u / count);
 }
 
+/// Within this of the largest `|draw|`, single-precision draws agree with double-precision ones.
+const SINGLE_TOLERANCE: f64 = 1e-5;
+
+/// `single` within [`SINGLE_TOLERANCE`] of `double`, draw by draw.
+fn assert_close_in_single(single: &KernelStatistics, double: &KernelStatistics) {
+    assert_eq!(single.observed, double.observed);
+    for (s, d) in single.draws.iter().zip(&double.draws) {
+        let scale = d.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (a, b) in s.iter().zip(d) {
+            assert!((a - b).abs() <= SINGLE_TOLERANCE * scale, "{a} vs {b} (scale {scale})");
+        }
+    }
+}
+
 /// Every permutation draw equals the statistic recomputed on explicitly permuted `y`, for a
-/// collection of 2 × 3 kernel pairs, in batches of 4 (several GEMMs) and in one, on two backends.
+/// collection of 2 × 3 kernel pairs, in batches of 4 (several GEMMs) and in one; the biased
+/// statistic's default single-precision draws agree with them to [`SINGLE_TOLERANCE`].
 #[test]
 fn permutation_draws_match_recomputation() {
     let (x, y) = dependent(2, 15, 0.5);
@@ -93,8 +109,9 @@ fn permutation_draws_match_recomputation() {
     let ks: Vec<Mat> = kxs.iter().map(|k| Distances::new(&x).gram(k)).collect();
     let ls: Vec<Mat> = kys.iter().map(|k| Distances::new(&y).gram(k)).collect();
     for stat in [HsicStatistic::Biased, HsicStatistic::Unbiased] {
-        let batched = permutation_stats::<DefaultBackend>(&ks, &ls, stat, 25, 5, Some(4)).unwrap();
-        let one = permutation_stats::<DefaultBackend>(&ks, &ls, stat, 25, 5, None).unwrap();
+        let double =
+            |batch| permutation_stats_in::<DefaultBackend, f64>(&ks, &ls, stat, 25, 5, batch).unwrap();
+        let (batched, one) = (double(Some(4)), double(None));
         for (pair, draws) in batched.draws.iter().enumerate() {
             let (kx, ky) = (&kxs[pair / 3], &kys[pair % 3]);
             let direct = hsic_statistic(&x, &y, kx, ky, stat).unwrap();
@@ -107,11 +124,17 @@ fn permutation_draws_match_recomputation() {
                 assert!((one.draws[pair][b] - direct).abs() < 1e-13);
             }
         }
+        let default = permutation_stats::<DefaultBackend>(&ks, &ls, stat, 25, 5, Some(4)).unwrap();
+        match stat {
+            HsicStatistic::Biased => assert_close_in_single(&default, &batched),
+            HsicStatistic::Unbiased => assert_eq!(default.draws, batched.draws),
+        }
     }
 }
 
 /// With several blocks of pairs (`n = 150`: 11 325 pairs) and several batches of draws, the draws
-/// still equal the recomputed statistics, and are bit-identical on 1, 2 and 3 threads.
+/// still equal the recomputed statistics (to [`SINGLE_TOLERANCE`] in single precision), and are
+/// bit-identical on 1, 2 and 3 threads in either precision.
 #[test]
 fn blocked_permutation_draws_match_recomputation_on_any_thread_count() {
     let (x, y) = dependent(12, 150, 0.4);
@@ -120,13 +143,18 @@ fn blocked_permutation_draws_match_recomputation_on_any_thread_count() {
     let ks: Vec<Mat> = kxs.iter().map(|k| Distances::new(&x).gram(k)).collect();
     let ls: Vec<Mat> = kys.iter().map(|k| Distances::new(&y).gram(k)).collect();
     for stat in [HsicStatistic::Biased, HsicStatistic::Unbiased] {
-        let in_pool = |threads: usize| {
+        let in_pool = |threads: usize, single: bool| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| permutation_stats::<DefaultBackend>(&ks, &ls, stat, 7, 3, Some(4)).unwrap())
+            pool.install(|| match single {
+                true => permutation_stats_in::<DefaultBackend, f32>(&ks, &ls, stat, 7, 3, Some(4)),
+                false => permutation_stats_in::<DefaultBackend, f64>(&ks, &ls, stat, 7, 3, Some(4)),
+            })
+            .unwrap()
         };
-        let one = in_pool(1);
+        let (one, single) = (in_pool(1, false), in_pool(1, true));
         for threads in [2, 3] {
-            assert_eq!(one.draws, in_pool(threads).draws, "{stat:?}, {threads} threads");
+            assert_eq!(one.draws, in_pool(threads, false).draws, "{stat:?}, {threads} threads");
+            assert_eq!(single.draws, in_pool(threads, true).draws, "{stat:?}, {threads} threads, f32");
         }
         for (pair, draws) in one.draws.iter().enumerate() {
             let (kx, ky) = (&kxs[pair / 2], &kys[pair % 2]);
@@ -137,6 +165,27 @@ fn blocked_permutation_draws_match_recomputation_on_any_thread_count() {
                 assert!((v - direct).abs() < 1e-13, "{stat:?} {pair} {b}: {v} vs {direct}");
             }
         }
+        if stat == HsicStatistic::Biased {
+            assert_close_in_single(&single, &one);
+        }
+    }
+}
+
+/// A sample with repeated values keeps the double-precision null, whose relabellings that only swap
+/// equal values tie with the observed statistic: rounding would break those ties at random.
+#[test]
+fn repeated_values_keep_the_double_precision_null() {
+    let (x, y) = dependent(3, 40, 0.3);
+    let rounded: Vec<f64> = y.as_slice().iter().map(|v| (2.0 * v).round() / 2.0).collect();
+    let y_tied = Points::from_1d("y", &rounded).unwrap();
+    let k = Distances::new(&x).gram(&WeightedKernel::gaussian(1.0));
+    let biased = HsicStatistic::Biased;
+    for (y, tied) in [(&y, false), (&y_tied, true)] {
+        let l = Distances::new(y).gram(&WeightedKernel::gaussian(0.8));
+        let (ks, ls) = (std::slice::from_ref(&k), std::slice::from_ref(&l));
+        let default = permutation_stats::<DefaultBackend>(ks, ls, biased, 30, 1, None).unwrap();
+        let double = permutation_stats_in::<DefaultBackend, f64>(ks, ls, biased, 30, 1, None).unwrap();
+        assert_eq!(default.draws == double.draws, tied, "tied = {tied}");
     }
 }
 
