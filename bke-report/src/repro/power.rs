@@ -1,4 +1,4 @@
-//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2,blobs,laplace,gmm10,gmm50] [--scales a,b,…] [--n N]
+//! `cargo xtask repro power [--smoke] [--reps R] [--permutations B] [--dims 1,2,blobs,laplace,gmm10,gmm50] [--scales a,b,…] [--n N,…]
 //! [--selections median,bkl,…]`: the power of every
 //! kernel selection of the MMD test (median heuristic, BKL, MMDAgg, MMD-FUSE, BKL-Bayes) on the
 //! perturbed-uniform benchmark of MMDAgg (Schrab et al., JMLR 2023, §6) and MMD-FUSE (Biggs, Schrab &
@@ -10,7 +10,8 @@
 //! for every data set, and the bump `G(t) = exp(−1/(1 − (4t + 3)²))` on `(−1, −½)`,
 //! `−exp(−1/(1 − (4t + 1)²))` on `(−½, 0)`, 0 elsewhere (so `|G| ≤ e^{−1}` and `f ∈ [1 − s, 1 + s]`;
 //! the scale `s` is the papers' "perturbation amplitude"). Drawn by rejection from the uniform
-//! proposal with bound `1 + s`. `n = m = 500`; `s ∈ {0, 0.1, …, 0.5}` for `d = 1` and
+//! proposal with bound `1 + s`. `n = m = 500` (`--n`: one row per size, e.g. `--n 50,100,200`);
+//! `s ∈ {0, 0.1, …, 0.5}` for `d = 1` and
 //! `{0, 0.2, …, 1}` for `d = 2`, as in the papers' figures.
 //!
 //! # The other benchmarks (`--dims blobs`, `--dims laplace`, `--dims gmmD`)
@@ -27,7 +28,9 @@
 //! Unbiased MMD², permutation null with `B` relabellings (MMDAgg: `B₁ = B₂ = B`), α = 0.05, every
 //! selection at its defaults (`bke test mmd --select …`): the papers' collections (Gaussian and
 //! Laplace, 10 bandwidths each), BKL and BKL-Bayes with 100 held-out landmarks and `τ² = 1`. Each
-//! cell is the rejection rate over `R` data sets with its binomial standard error `√(p(1 − p)/R)`.
+//! cell is the rejection rate over `R` data sets with its binomial standard error `√(p(1 − p)/R)`;
+//! every selection runs on the same data sets, so BKL-Bayes is compared with the best other selection
+//! by the paired difference of their rates (issue 31's bar: within 2 paired SE of the best or above).
 //! Defaults: `R = 200`, `B = 2000` (the papers' sizes); `--smoke`: `R = 10`, `B = 500`, three scales
 //! of `d = 1`.
 
@@ -63,12 +66,21 @@ fn selections(seed: u64) -> Vec<(&'static str, LengthscaleSelection, bool)> {
     ]
 }
 
-/// `--n N`: points per sample of the perturbed-uniform benchmark (default 500, the papers' size).
-fn sample_size() -> anyhow::Result<usize> {
+/// `--n N,…`: points per sample of the perturbed-uniform and mixture benchmarks, one row per size
+/// (default 500, the papers' size).
+fn sample_sizes() -> anyhow::Result<Vec<usize>> {
     let args: Vec<String> = std::env::args().collect();
     match args.iter().position(|a| a == "--n").and_then(|i| args.get(i + 1)) {
-        Some(v) => v.parse().map_err(|_| anyhow::anyhow!("--n takes a whole number of points, not {v}")),
-        None => Ok(N),
+        Some(v) => v
+            .split(',')
+            .map(|n| match n.parse() {
+                Ok(n) if n >= 4 => Ok(n),
+                _ => Err(anyhow::anyhow!(
+                    "--n takes whole numbers of points (at least 4), comma-separated, not {v}"
+                )),
+            })
+            .collect(),
+        None => Ok(vec![N]),
     }
 }
 
@@ -163,19 +175,36 @@ impl Bench {
         }
     }
 
+    /// Whether `--n` sets the sample size (the blobs have 450 + 450 points; normal vs Laplace has
+    /// the size as its scale).
+    fn sized(self) -> bool {
+        matches!(self, Bench::Uniform(_) | Bench::Mixture(_))
+    }
+
     /// What the benchmark is, for titles and captions.
     fn description(self) -> String {
         match self {
-            Bench::Uniform(d) => {
-                let n = sample_size().unwrap_or(N);
-                format!("perturbed uniform, d = {d} (n = m = {n}, {PERTURBATIONS} perturbations)")
-            }
+            Bench::Uniform(d) => format!("perturbed uniform, d = {d} ({PERTURBATIONS} perturbations)"),
             Bench::Blobs => "3×3 Gaussian blobs of seed Fig. 2C (450 + 450 points)".into(),
             Bench::Laplace => "N(0, 1) vs Laplace with equal variance (seed Fig. 3)".into(),
-            Bench::Mixture(d) => {
-                let n = sample_size().unwrap_or(N);
-                format!("Gaussian mixtures in d = {d} differing in one correlation (n = m = {n})")
-            }
+            Bench::Mixture(d) => format!("Gaussian mixtures in d = {d} differing in one correlation"),
+        }
+    }
+
+    /// [`Bench::description`] with the sample size `n` of a sized benchmark.
+    fn description_at(self, n: usize) -> String {
+        match self.sized() {
+            true => format!("{}, n = m = {n}", self.description()),
+            false => self.description(),
+        }
+    }
+
+    /// The `n = m` column: `n` for a sized benchmark, else what the benchmark fixes.
+    fn size_cell(self, n: usize, scale: f64) -> String {
+        match self {
+            Bench::Blobs => "450".into(),
+            Bench::Laplace => format!("{scale}"),
+            _ => n.to_string(),
         }
     }
 
@@ -218,10 +247,10 @@ impl Bench {
         Ok(())
     }
 
-    fn draw(self, rng: &mut ChaCha8Rng, scale: f64) -> TwoSamples {
+    /// One data set at `scale`, `n` points per sample where the benchmark is sized.
+    fn draw(self, rng: &mut ChaCha8Rng, scale: f64, n: usize) -> TwoSamples {
         match self {
             Bench::Uniform(d) => {
-                let n = sample_size().unwrap_or(N);
                 let x = perturbed_uniform(rng, n, d, None);
                 TwoSamples { x, y: perturbed_uniform(rng, n, d, (scale > 0.0).then_some(scale)) }
             }
@@ -231,7 +260,6 @@ impl Bench {
             }
             Bench::Laplace => normal_vs_laplace(rng, scale as usize),
             Bench::Mixture(d) => {
-                let n = sample_size().unwrap_or(N);
                 let x = correlated_mixture(rng, n, d, 0.0);
                 TwoSamples { x, y: correlated_mixture(rng, n, d, scale) }
             }
@@ -268,17 +296,26 @@ pub fn normal_vs_laplace(rng: &mut ChaCha8Rng, n: usize) -> TwoSamples {
     }
 }
 
-/// Decisions and chosen (deciding) lengthscales of one data set, per selection.
-fn replicate(bench: Bench, scale: f64, rep: usize, permutations: usize) -> anyhow::Result<Vec<(bool, f64)>> {
+/// Decisions and chosen (deciding) lengthscales of one data set, per selection (every selection on
+/// the same data set).
+fn replicate(
+    bench: Bench,
+    scale: f64,
+    n: usize,
+    rep: usize,
+    permutations: usize,
+) -> anyhow::Result<Vec<(bool, f64)>> {
     let code = match bench {
         Bench::Uniform(d) => d as u64,
         Bench::Blobs => 7,
         Bench::Laplace => 8,
         Bench::Mixture(d) => 100 + d as u64,
     };
-    let seed = 31_337 * (rep as u64 + 1) + 1000 * code + (scale * 1000.0).round() as u64;
+    // the papers' size keeps the seeds of the runs before `--n` took several sizes
+    let size = if bench.sized() && n != N { 7_919 * n as u64 } else { 0 };
+    let seed = 31_337 * (rep as u64 + 1) + 1000 * code + (scale * 1000.0).round() as u64 + size;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let data = bench.draw(&mut rng, scale);
+    let data = bench.draw(&mut rng, scale, n);
     let only = selection_filter();
     selections(seed)
         .into_iter()
@@ -308,6 +345,36 @@ fn published(d: usize, scale: f64) -> (String, String) {
     })
 }
 
+/// The column comparing BKL-Bayes with the best of the other selections on each benchmark point.
+const BEST_HEADER: &str = "bkl-bayes − best other (paired SE)";
+
+/// `bkl-bayes − best other (paired SE)`: the difference of BKL-Bayes's rejection rate (selection
+/// `own` of `names`) and the highest other selection's (its dense variant aside) on the same data
+/// sets, with the paired standard error `√(b + c − (b − c)²/R)/R` from the `b`, `c` data sets on
+/// which exactly one of the two rejects, and `*` where BKL-Bayes is more than 2 SE below.
+fn against_best(names: &[&str], decisions: &[Vec<bool>], own: usize) -> String {
+    let rate = |s: usize| decisions[s].iter().filter(|&&x| x).count();
+    let Some(best) = (0..names.len())
+        .filter(|&s| s != own && names[s] != "bkl-bayes-dense")
+        .max_by_key(|&s| (rate(s), std::cmp::Reverse(s)))
+    else {
+        return String::new();
+    };
+    let r = decisions[own].len() as f64;
+    let (mut b, mut c) = (0.0, 0.0);
+    for (&mine, &theirs) in decisions[own].iter().zip(&decisions[best]) {
+        match (mine, theirs) {
+            (true, false) => b += 1.0,
+            (false, true) => c += 1.0,
+            _ => {}
+        }
+    }
+    let diff = (b - c) / r;
+    let se = (b + c - (b - c) * (b - c) / r).max(0.0).sqrt() / r;
+    let flag = if diff < -2.0 * se { " *" } else { "" };
+    format!("{diff:+.3} ({se:.3}, {}){flag}", names[best])
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -333,7 +400,7 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let mut figures = Vec::new();
     let start = Instant::now();
     let only = selection_filter();
-    sample_size()?;
+    let sizes = sample_sizes()?;
     let names: Vec<&str> = selections(0)
         .iter()
         .map(|s| s.0)
@@ -344,8 +411,12 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         anyhow::bail!("--selections: unknown selection '{unknown}'; use {}", known.join(", "));
     }
     anyhow::ensure!(!names.is_empty(), "--selections: none of {} named", known.join(", "));
-    let mut headers = vec!["benchmark", "scale"];
+    let mut headers = vec!["benchmark", "n = m", "scale"];
     headers.extend(names.iter().copied());
+    let compare = names.iter().position(|n| *n == "bkl-bayes").filter(|_| names.len() > 1);
+    if compare.is_some() {
+        headers.push(BEST_HEADER);
+    }
     headers.extend(["published MMDAgg", "published MMD-FUSE", "median θ of the first / second selection"]);
     let described: Vec<String> = dims.iter().map(|b| b.description()).collect();
     let mut table = Table::new(
@@ -361,62 +432,82 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         let d = bench.label();
         let scales = scale_arg.clone().unwrap_or_else(|| bench.default_scales(smoke));
         scales.iter().try_for_each(|&s| bench.check_scale(s))?;
-        let mut curves = vec![Vec::new(); names.len()];
-        for &scale in &scales {
-            let shown = (scale * 1e6).round() / 1e6;
-            let done = std::sync::atomic::AtomicUsize::new(0);
-            let reps: Vec<Vec<(bool, f64)>> = (0..opts.reps)
-                .into_par_iter()
-                .map(|r| {
-                    let rep = replicate(bench, scale, r, opts.permutations);
-                    let k = 1 + done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if k % 25 == 0 && k < opts.reps {
-                        ctx.progress(&format!("{d}, scale {shown}: {k} of {} data sets", opts.reps));
-                    }
-                    rep
-                })
-                .collect::<anyhow::Result<_>>()?;
-            let r = opts.reps as f64;
-            let mut row = vec![d.clone(), format!("{shown}")];
-            for (s, curve) in curves.iter_mut().enumerate() {
-                let p = reps.iter().filter(|rep| rep[s].0).count() as f64 / r;
-                row.push(format!("{p:.3} ± {:.3}", (p * (1.0 - p) / r).sqrt()));
-                curve.push((scale, p));
+        for &n in if bench.sized() { &sizes[..] } else { &sizes[..1] } {
+            let mut curves = vec![Vec::new(); names.len()];
+            for &scale in &scales {
+                let shown = (scale * 1e6).round() / 1e6;
+                let at = if bench.sized() { format!("{d}, n = {n}") } else { d.clone() };
+                let done = std::sync::atomic::AtomicUsize::new(0);
+                let reps: Vec<Vec<(bool, f64)>> = (0..opts.reps)
+                    .into_par_iter()
+                    .map(|r| {
+                        let rep = replicate(bench, scale, n, r, opts.permutations);
+                        let k = 1 + done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if k % 25 == 0 && k < opts.reps {
+                            ctx.progress(&format!("{at}, scale {shown}: {k} of {} data sets", opts.reps));
+                        }
+                        rep
+                    })
+                    .collect::<anyhow::Result<_>>()?;
+                let r = opts.reps as f64;
+                let mut row = vec![d.clone(), bench.size_cell(n, scale), format!("{shown}")];
+                let decisions: Vec<Vec<bool>> =
+                    (0..names.len()).map(|s| reps.iter().map(|rep| rep[s].0).collect()).collect();
+                for (decided, curve) in decisions.iter().zip(curves.iter_mut()) {
+                    let p = decided.iter().filter(|&&x| x).count() as f64 / r;
+                    row.push(format!("{p:.3} ± {:.3}", (p * (1.0 - p) / r).sqrt()));
+                    curve.push((scale, p));
+                }
+                if let Some(own) = compare {
+                    row.push(against_best(&names, &decisions, own));
+                }
+                let (agg, fuse) = match bench {
+                    Bench::Uniform(dim) if n == N => published(dim, scale),
+                    _ => (String::new(), String::new()),
+                };
+                row.extend([agg, fuse]);
+                let theta = |s: usize| median(reps.iter().map(|rep| rep[s].1).collect());
+                row.push(if names.len() > 1 {
+                    format!("{:.3} / {:.4}", theta(0), theta(1))
+                } else {
+                    format!("{:.4}", theta(0))
+                });
+                ctx.progress(&format!(
+                    "{at}, scale {shown}: {} [{:.0} s]",
+                    row[3..3 + names.len()].join(", "),
+                    start.elapsed().as_secs_f64()
+                ));
+                table.push(row);
             }
-            let (agg, fuse) = match bench {
-                Bench::Uniform(dim) => published(dim, scale),
-                _ => (String::new(), String::new()),
+            let caption = bench.description_at(n);
+            let mut plot = Figure::new(
+                &format!("MMD power, {caption} (R = {}, α = 0.05)", opts.reps),
+                bench.scale_name(),
+                "rejection rate",
+            );
+            for (name, curve) in names.iter().zip(curves) {
+                plot = plot.with(Series::line(name, curve));
+            }
+            let file = match bench.sized() && sizes.len() > 1 {
+                true => format!("power_d{d}_n{n}.svg"),
+                false => format!("power_d{d}.svg"),
             };
-            row.extend([agg, fuse]);
-            let theta = |s: usize| median(reps.iter().map(|rep| rep[s].1).collect());
-            row.push(if names.len() > 1 {
-                format!("{:.3} / {:.4}", theta(0), theta(1))
-            } else {
-                format!("{:.4}", theta(0))
-            });
-            ctx.progress(&format!(
-                "{d}, scale {shown}: {} [{:.0} s]",
-                row[2..2 + names.len()].join(", "),
-                start.elapsed().as_secs_f64()
-            ));
-            table.push(row);
+            plot.save(&out.join(file))?;
+            figures.push((bench, caption, plot));
         }
-        let mut plot = Figure::new(
-            &format!("MMD power, {} (R = {}, α = 0.05)", bench.description(), opts.reps),
-            bench.scale_name(),
-            "rejection rate",
-        );
-        for (name, curve) in names.iter().zip(curves) {
-            plot = plot.with(Series::line(name, curve));
-        }
-        plot.save(&out.join(format!("power_d{d}.svg")))?;
-        figures.push((bench, plot));
     }
     table.notes.push(
         "cells: rejection rate ± binomial standard error; the null (type-I error, level 0.05) is scale 0 of \
          perturbed uniform and of the mixtures and ε = 1 of the blobs; the scale of normal vs Laplace is n = m"
             .into(),
     );
+    if compare.is_some() {
+        table.notes.push(format!(
+            "{BEST_HEADER}: BKL-Bayes's rejection rate minus the highest other selection's (bkl-bayes-dense aside) on \
+             the same data sets, with the paired standard error from the data sets on which exactly one of the two \
+             rejects; * = more than 2 SE below (at the null, scale 0 / ε = 1, a lower rate is no loss)"
+        ));
+    }
     table.notes.push(
         "published: Schrab et al. (JMLR 2023) and Biggs et al. (NeurIPS 2023) figures as quoted in issue 15 (B = 2000, 200 data sets)"
             .into(),
@@ -447,11 +538,8 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
                MMD-FUSE 0.18 / 0.505 / 0.825; d = 2, scale 0.4 / 0.6 / 0.8: MMD-FUSE 0.17 / 0.485 / 0.885.",
         );
     }
-    for (bench, plot) in &figures {
-        section.push_figure(
-            plot,
-            &format!("Rejection rate vs {}, {}.", bench.scale_name(), bench.description()),
-        )?;
+    for (bench, caption, plot) in &figures {
+        section.push_figure(plot, &format!("Rejection rate vs {}, {caption}.", bench.scale_name()))?;
     }
     section.push_table(&table);
     ctx.publish(section)
