@@ -87,12 +87,15 @@ impl Table {
         out
     }
 
-    /// Prints the table and writes `<dir>/<stem>.csv` and `<dir>/<stem>.md`.
+    /// Prints the table and writes `<dir>/<stem>.csv` and `<dir>/<stem>.md`. A closed stdout (e.g.
+    /// `… | head`) only stops the printing.
     pub fn emit(&self, dir: &Path, stem: &str) -> anyhow::Result<()> {
-        print!("{}", self.to_text());
         self.write_files(dir, stem)?;
-        println!("wrote {}/{stem}.csv and {stem}.md\n", dir.display());
-        Ok(())
+        let text = format!("{}wrote {}/{stem}.csv and {stem}.md\n\n", self.to_text(), dir.display());
+        match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => Ok(other?),
+        }
     }
 
     /// Writes `<dir>/<stem>.csv` and `<dir>/<stem>.md` without printing (the reproductions put
