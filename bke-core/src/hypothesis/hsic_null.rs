@@ -169,9 +169,9 @@ pub(crate) fn permutation_stats<B: Backend>(
     }
 }
 
-/// [`permutation_stats`] with the block products in precision `T`. In single precision the
-/// `y`-kernel's operand is the centred `HLH` (which leaves the biased statistic unchanged, `A`
-/// being centred), so its near-constant part stays out of the rounding.
+/// [`permutation_stats`] with the block products in precision `T`. The biased statistic's
+/// `y`-kernel operand is the centred `HLH` (which leaves the statistic unchanged, `A` being
+/// centred), so its near-constant part stays out of the rounding.
 pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
     ks: &[Mat],
     ls: &[Mat],
@@ -182,7 +182,6 @@ pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
 ) -> Result<KernelStatistics, CoreError> {
     let n = ks[0].nrows();
     let pairs = n * (n + 1) / 2;
-    let single = std::mem::size_of::<T>() < std::mem::size_of::<f64>();
     let xs: Vec<Side> = ks.iter().map(|k| Side::x(k, statistic)).collect();
     let nx = xs.len();
     // the weighted upper triangles of the x-kernels, pair-major (`nx × pairs`, column-major)
@@ -209,8 +208,11 @@ pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
     let mut cross = Mat::zeros(nx, bs);
     for (c, l) in ls.iter().enumerate() {
         let y = Side::y(l, statistic);
-        let operand: Vec<T> =
-            if single { centre(l) } else { y.m.clone() }.as_slice().iter().map(|&v| T::round(v)).collect();
+        let operand = match statistic {
+            HsicStatistic::Biased => centre(l),
+            HsicStatistic::Unbiased => y.m.clone(),
+        };
+        let operand: Vec<T> = operand.as_slice().iter().map(|&v| T::round(v)).collect();
         for (r, k) in ks.iter().enumerate() {
             observed[r * ls.len() + c] = self::observed(k, l, statistic);
         }
