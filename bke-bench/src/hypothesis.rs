@@ -11,7 +11,9 @@
 //!   (`mmd_statistic` on the relabelled points, what a direct implementation does); timed on a few
 //!   permutations and scaled to `B`.
 //!
-//! and, for scale, the HSIC permutation null (`n = 900`, `B = 1000`).
+//! and, for scale, the HSIC permutation null (`n = 900`, `B = 1000`); then the CPU seconds of a whole
+//! MMD test (`--selection-n`) and HSIC test (`--hsic-n`) under every selection rule, against the median
+//! heuristic's.
 
 use crate::timing::{GemmReference, TimingColumns, median_seconds};
 use anyhow::Context;
@@ -249,8 +251,7 @@ pub fn selection_costs(ns: &[usize], draws: usize, gemm: GemmReference) -> anyho
         ("fuse", LengthscaleSelection::new(SelectRule::Fuse)),
         ("bkl-bayes", LengthscaleSelection::new(SelectRule::BklBayes)),
     ];
-    let headers = ["selection", "n = m", "B", "CPU seconds", "x median test"];
-    let mut table = Table::new("kernel tests: CPU s per MMD test", &headers).with_timing(gemm);
+    let mut table = cost_table("kernel tests: CPU s per MMD test", gemm);
     for &n in ns {
         let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
         let mut uniform = |shift: f64| (0..n).map(|_| shift + rng.random::<f64>()).collect::<Vec<_>>();
@@ -260,23 +261,77 @@ pub fn selection_costs(ns: &[usize], draws: usize, gemm: GemmReference) -> anyho
         for (name, selection) in &rules {
             let params =
                 MmdParams { permutations: draws, selection: selection.clone(), ..MmdParams::default() };
-            let run = || -> anyhow::Result<f64> {
+            let cpu = cpu_per_call(n, || {
                 let fitted = params.clone().check()?.fit::<bke_linalg::DefaultBackend>(&data)?;
                 Ok(fitted.test::<bke_linalg::DefaultBackend>()?.outcome.p_value)
-            };
-            run()?; // warm up
-            let reps = if n <= 500 { 3 } else { 1 };
-            let start = crate::timing::process_cpu_seconds().context("CPU time needs /proc (Linux)")?;
-            for _ in 0..reps {
-                std::hint::black_box(run()?);
-            }
-            let cpu = (crate::timing::process_cpu_seconds().unwrap_or(start) - start) / reps as f64;
-            let ratio = cpu / *median_cpu.get_or_insert(cpu);
-            eprintln!("  MMD test {name:<10} n = m = {n:<5} {cpu:.3} CPU s ({ratio:.1}x median)");
-            let cells = vec![name.to_string(), n.to_string(), draws.to_string(), format!("{cpu:.3}")];
-            table.push_timed(gemm, [cells, vec![format!("{ratio:.2}")]].concat(), cpu, None);
+            })?;
+            push_cost(&mut table, gemm, ("MMD", name, n, draws), cpu, &mut median_cpu);
         }
     }
     table.notes.push("unbiased MMD², permutation null; Nyström factors above 512 pooled points".into());
     Ok(table)
+}
+
+/// CPU seconds of one `bke test hsic` call per selection rule (median, BKL, HSICAgg, BKL-Bayes — the
+/// default), on `n` pairs `y = sin(3x) + ε`, `x` uniform on `[0, 1]`, `ε ~ N(0, 0.5²)`, `B = draws`,
+/// and the ratio to the median heuristic.
+pub fn hsic_selection_costs(ns: &[usize], draws: usize, gemm: GemmReference) -> anyhow::Result<Table> {
+    use bke_core::hypothesis::MedianConvention;
+    let rules = [
+        ("median", LengthscaleSelection::median(MedianConvention::default())),
+        ("bkl", LengthscaleSelection::bkl(0)),
+        ("hsicagg", LengthscaleSelection::new(SelectRule::Hsicagg)),
+        ("bkl-bayes", LengthscaleSelection::new(SelectRule::BklBayes)),
+    ];
+    let mut table = cost_table("kernel tests: CPU s per HSIC test", gemm);
+    for &n in ns {
+        let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
+        let x: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
+        let y: Vec<f64> =
+            x.iter().map(|v| (3.0 * v).sin() + 0.5 * rng.sample::<f64, _>(StandardNormal)).collect();
+        let data = TwoSamples { x: Points::from_1d("x", &x)?, y: Points::from_1d("y", &y)? };
+        let mut median_cpu = None;
+        for (name, selection) in &rules {
+            let params =
+                HsicParams { permutations: draws, selection: selection.clone(), ..HsicParams::default() };
+            let cpu = cpu_per_call(n, || {
+                let fitted = params.clone().check()?.fit::<bke_linalg::DefaultBackend>(&data)?;
+                Ok(fitted.test::<bke_linalg::DefaultBackend>()?.outcome.p_value)
+            })?;
+            push_cost(&mut table, gemm, ("HSIC", name, n, draws), cpu, &mut median_cpu);
+        }
+    }
+    table.notes.push("biased HSIC, permutation null (HSICAgg: its own 2B draws)".into());
+    Ok(table)
+}
+
+/// The table of [`selection_costs`] and [`hsic_selection_costs`].
+fn cost_table(title: &str, gemm: GemmReference) -> Table {
+    Table::new(title, &["selection", "n = m", "B", "CPU seconds", "x median test"]).with_timing(gemm)
+}
+
+/// CPU seconds of one `run()`, after a warm-up call (the mean of 3 calls for `n ≤ 500`, else one).
+fn cpu_per_call(n: usize, run: impl Fn() -> anyhow::Result<f64>) -> anyhow::Result<f64> {
+    run()?;
+    let reps = if n <= 500 { 3 } else { 1 };
+    let start = crate::timing::process_cpu_seconds().context("CPU time needs /proc (Linux)")?;
+    for _ in 0..reps {
+        std::hint::black_box(run()?);
+    }
+    Ok((crate::timing::process_cpu_seconds().unwrap_or(start) - start) / reps as f64)
+}
+
+/// One row of a cost table: `(test, selection, n, B)`, the CPU seconds and the ratio to the first
+/// row of this `n` (the median heuristic, remembered in `median_cpu`).
+fn push_cost(
+    table: &mut Table,
+    gemm: GemmReference,
+    (test, name, n, draws): (&str, &str, usize, usize),
+    cpu: f64,
+    median_cpu: &mut Option<f64>,
+) {
+    let ratio = cpu / *median_cpu.get_or_insert(cpu);
+    eprintln!("  {test} test {name:<10} n = m = {n:<5} {cpu:.3} CPU s ({ratio:.1}x median)");
+    let cells = vec![name.to_string(), n.to_string(), draws.to_string(), format!("{cpu:.3}")];
+    table.push_timed(gemm, [cells, vec![format!("{ratio:.2}")]].concat(), cpu, None);
 }

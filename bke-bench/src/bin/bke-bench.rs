@@ -44,7 +44,9 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or(1000);
             bke_bench::hypothesis::bench(n, b, gemm)?.emit(&out, "tests")?;
             let ns = list(&args, "--selection-n", &[500, 2000])?;
-            bke_bench::hypothesis::selection_costs(&ns, b, gemm)?.emit(&out, "tests-selection")
+            bke_bench::hypothesis::selection_costs(&ns, b, gemm)?.emit(&out, "tests-selection")?;
+            let hsic_ns = list(&args, "--hsic-n", &[500, 1000])?;
+            bke_bench::hypothesis::hsic_selection_costs(&hsic_ns, b, gemm)?.emit(&out, "tests-hsic-selection")
         }
         "dme" => {
             let sizes = list(&args, "--sizes", &[500, 1000, 2000, 4000])?;

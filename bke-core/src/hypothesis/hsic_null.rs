@@ -143,10 +143,14 @@ fn finish(statistic: HsicStatistic, n: usize, s: f64, cross: f64, x: &Side, y: &
 
 /// The statistic of one pair of Gram matrices under the observed pairing, from the definitions.
 pub(crate) fn observed(k: &Mat, l: &Mat, statistic: HsicStatistic) -> f64 {
-    let (x, y) = (Side::x(k, statistic), Side::y(l, statistic));
+    observed_of(&Side::x(k, statistic), &Side::y(l, statistic), statistic)
+}
+
+/// [`observed`] from the two kernels' [`Side`]s.
+fn observed_of(x: &Side, y: &Side, statistic: HsicStatistic) -> f64 {
     let s: f64 = x.m.as_slice().iter().zip(y.m.as_slice()).map(|(a, b)| a * b).sum();
     let cross: f64 = x.sums.iter().zip(&y.sums).map(|(a, b)| a * b).sum();
-    finish(statistic, k.nrows(), s, cross, &x, &y)
+    finish(statistic, x.m.nrows(), s, cross, x, y)
 }
 
 /// Every pair `(k, l)` of `ks × ls` (x-major: pair `i·|ls| + j`): the observed statistic and
@@ -213,8 +217,8 @@ pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
             HsicStatistic::Unbiased => y.m.clone(),
         };
         let operand: Vec<T> = operand.as_slice().iter().map(|&v| T::round(v)).collect();
-        for (r, k) in ks.iter().enumerate() {
-            observed[r * ls.len() + c] = self::observed(k, l, statistic);
+        for (r, x) in xs.iter().enumerate() {
+            observed[r * ls.len() + c] = observed_of(x, &y, statistic);
         }
         let mut start = 0;
         while start < draws {
