@@ -336,17 +336,7 @@ impl Estimator for EmbeddingParams {
         x: &Points,
         progress: &dyn Progress,
     ) -> Result<FittedEmbedding, CoreError> {
-        x.check_len("data", 2)?;
-        check_data_scale(x, opts.jacobian)?;
-        let (data, landmarks, landmark_indices) = match &opts.landmarks {
-            Some(z) => (x.clone(), z.clone(), None),
-            None => {
-                let (d, z, idx) = hold_out_landmarks(x, opts.num_landmarks, opts.seed)?;
-                (d, z, Some(idx))
-            }
-        };
-        validate_data_landmarks(&data, &landmarks)?;
-        let median = crate::median_distance(x)?;
+        let Split { data, landmarks, landmark_indices, median } = Split::of(opts, x)?;
         let learned = learn_from_stats::<B>(opts, &landmarks, median, &|plan| plan.partial(&data), progress)?;
         let params = learned.params;
         let posterior = BkePosterior::conditioned_at::<B>(&params, x, &landmarks)?;
@@ -363,6 +353,85 @@ impl Estimator for EmbeddingParams {
             posterior,
         })
     }
+}
+
+/// Step 1 of the module docs: the data and landmarks of the objective.
+struct Split {
+    data: Points,
+    landmarks: Points,
+    /// Indices of the held-out landmarks in the input (None for user landmarks).
+    landmark_indices: Option<Vec<usize>>,
+    /// Median distance of the whole input.
+    median: f64,
+}
+
+impl Split {
+    fn of(opts: &Valid<EmbeddingParams>, x: &Points) -> Result<Self, CoreError> {
+        x.check_len("data", 2)?;
+        check_data_scale(x, opts.jacobian)?;
+        let (data, landmarks, landmark_indices) = match &opts.landmarks {
+            Some(z) => (x.clone(), z.clone(), None),
+            None => {
+                let (d, z, idx) = hold_out_landmarks(x, opts.num_landmarks, opts.seed)?;
+                (d, z, Some(idx))
+            }
+        };
+        validate_data_landmarks(&data, &landmarks)?;
+        Ok(Self { data, landmarks, landmark_indices, median: crate::median_distance(x)? })
+    }
+}
+
+/// The lengthscale scan of ML-II alone (steps 1–2 of the module docs, no polishing): what a rule
+/// that weighs the scan's grid points needs (BKL-Bayes, [`crate::hypothesis::select`]), at a
+/// fraction of the cost of the whole fit.
+#[derive(Debug, Clone)]
+pub struct PseudolikelihoodScan {
+    /// The scan over isotropic lengthscales at the initial `τ²`.
+    pub scan: Vec<ScanPoint>,
+    /// The landmarks used.
+    pub landmarks: Points,
+    /// Median heuristic `median ‖x_i − x_j‖` of the input.
+    pub median_heuristic: f64,
+    /// Number of data points in the objective (input minus held-out landmarks).
+    pub n_data: usize,
+}
+
+impl PseudolikelihoodScan {
+    /// The scan's local maxima `(θ, log marginal)`, best first, at the grid's resolution.
+    pub fn maxima(&self) -> Vec<(f64, f64)> {
+        scan_maxima(&self.scan, self.scan.len())
+            .into_iter()
+            .map(|i| (self.scan[i].lengthscale, self.scan[i].log_marginal))
+            .collect()
+    }
+}
+
+/// Steps 1–2 of the module docs for `x`: the held-out landmarks and the scan (reported as stage
+/// `scan`), without polishing the scan's maxima or conditioning the posterior.
+pub fn scan_pseudolikelihood<B: Backend>(
+    opts: &Valid<EmbeddingParams>,
+    x: &Points,
+    progress: &dyn Progress,
+) -> Result<PseudolikelihoodScan, CoreError> {
+    let Split { data, landmarks, median, .. } = Split::of(opts, x)?;
+    let base = base_params(opts);
+    let objective = Objective { stats: &|plan| plan.partial(&data), landmarks: &landmarks, base: &base };
+    let scan = objective.scan::<B>(&default_grid(opts, median)?, progress)?;
+    Ok(PseudolikelihoodScan { scan, landmarks, median_heuristic: median, n_data: data.len() })
+}
+
+/// The scan grid: the given one, or [`LengthscaleGrid::around`] the median distance `median`.
+fn default_grid(opts: &Valid<EmbeddingParams>, median: f64) -> Result<LengthscaleGrid, CoreError> {
+    let grid = opts.grid.unwrap_or_else(|| {
+        LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
+    });
+    grid.check()?;
+    Ok(grid)
+}
+
+/// The isotropic starting parameters of the scan (lengthscale set per grid point).
+fn base_params(opts: &Valid<EmbeddingParams>) -> BkeParams {
+    BkeParams { lengthscales: vec![1.0], tau2: opts.tau2, prior: opts.prior, jacobian: opts.jacobian }
 }
 
 /// The data's statistics for a plan: [`PseudolikelihoodPlan::partial`] over the data, merged in a
@@ -397,12 +466,8 @@ pub fn learn_from_stats<B: Backend>(
     stats: &StatsSource<'_>,
     progress: &dyn Progress,
 ) -> Result<Learned, CoreError> {
-    let grid = opts.grid.unwrap_or_else(|| {
-        LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
-    });
-    grid.check()?;
-    let base =
-        BkeParams { lengthscales: vec![1.0], tau2: opts.tau2, prior: opts.prior, jacobian: opts.jacobian };
+    let grid = default_grid(opts, median)?;
+    let base = base_params(opts);
     let objective = Objective { stats, landmarks, base: &base };
     let scan = objective.scan::<B>(&grid, progress)?;
     let starts = scan_maxima(&scan, opts.max_starts);

@@ -67,7 +67,8 @@ mod tests;
 
 pub use learn::{
     EmbeddingParams, FittedEmbedding, Learned, LengthscaleGrid, LocalOptimum, MEDIAN_HEURISTIC_CONVENTION,
-    ScanPoint, StatsSource, default_num_landmarks, hold_out_landmarks, landmark_indices, learn_from_stats,
+    PseudolikelihoodScan, ScanPoint, StatsSource, default_num_landmarks, hold_out_landmarks,
+    landmark_indices, learn_from_stats, scan_pseudolikelihood,
 };
 pub use marginal::{
     MarginalLikelihood, PseudolikelihoodPlan, PseudolikelihoodStream, marginal_pseudolikelihood,

@@ -13,8 +13,9 @@
 //! significant; MMD-FUSE/BKL-Bayes: the soft maximum), and `lengthscale` / `kernel` name the kernel
 //! that decides it ([`super::aggregate::AggregateOutcome::leading`]). MMDAgg/HSICAgg add `u_alpha`.
 //! BKL adds `bkl_log_marginal`, `bkl_local_optima`, `bkl_landmarks`, `bkl_resolution`, `bkl_upper_limit`,
-//! `median_distance` (suffixed `_x`, `_y` for HSIC) and `bkl_tau2`; the median heuristic adds
-//! `median_convention`.
+//! `median_distance` (suffixed `_x`, `_y` for HSIC) and `bkl_tau2` (BKL-Bayes, which weighs the
+//! scan's grid points and polishes nothing, reports the scan's local maxima as `bkl_local_optima`);
+//! the median heuristic adds `median_convention`.
 
 use super::kernels::TestFamily;
 use super::median::MedianConvention;

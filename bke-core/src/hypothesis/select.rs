@@ -124,7 +124,7 @@ use super::kernels::{
 };
 use super::median::{MedianConvention, median_lengthscale};
 use super::resampling::invalid;
-use crate::embedding::FittedEmbedding;
+use crate::embedding::{FittedEmbedding, PseudolikelihoodScan, ScanPoint};
 use crate::{CoreError, Points, Progress};
 use bke_linalg::Backend;
 use serde::Serialize;
@@ -139,7 +139,8 @@ pub use rule::SelectRule;
 pub struct BklSummary {
     /// Log marginal pseudolikelihood at the chosen θ (the mode of the posterior for BKL-Bayes).
     pub log_marginal: f64,
-    /// All local optima `(θ, log marginal)`, best first.
+    /// All local optima `(θ, log marginal)`, best first: polished for BKL and ML-II, the scan's
+    /// maxima (grid points) for BKL-Bayes.
     pub local_optima: Vec<(f64, f64)>,
     /// The median distance of the sample.
     pub median_distance: f64,
@@ -213,10 +214,9 @@ pub fn select_kernels<B: Backend>(
         }),
         SelectRule::Bkl => {
             let r = p.fit::<B>(&z, progress)?;
-            let limits = scan_limits(&r);
+            let limits = scan_limits(&r.scan, &r.landmarks, r.median_heuristic);
             let (theta, log_marginal) = bkl_choice(&r, limits);
-            let mut summary = summarise(&r, p, limits);
-            summary.log_marginal = log_marginal;
+            let summary = summarise(&scan_of(&r), p, polished_optima(&r), log_marginal);
             Ok(SelectedKernels {
                 bkl: Some(summary),
                 ..SelectedKernels::single(WeightedKernel::gaussian(theta))
@@ -225,8 +225,7 @@ pub fn select_kernels<B: Backend>(
         SelectRule::MlIi => {
             let r = p.fit::<B>(&z, progress)?;
             let (theta, log_marginal) = global_optimum(&r);
-            let mut summary = summarise(&r, p, scan_limits(&r));
-            summary.log_marginal = log_marginal;
+            let summary = summarise(&scan_of(&r), p, polished_optima(&r), log_marginal);
             Ok(SelectedKernels {
                 bkl: Some(summary),
                 ..SelectedKernels::single(WeightedKernel::gaussian(theta))
@@ -247,30 +246,47 @@ pub fn select_kernels<B: Backend>(
         }
         SelectRule::Fuse => Ok(SelectedKernels::collection(fuse_collection(&z, &a.families.list(), 10)?)),
         SelectRule::BklBayes => {
-            let r = p.fit::<B>(&z, progress)?;
+            let r = p.scan::<B>(&z, progress)?;
             let posterior = posterior_collection(&r)?;
             let kernels = contaminate(&posterior, &prior_collection(&z, test)?, PRIOR_SHARE);
-            let mut summary = summarise(&r, p, scan_limits(&r));
             let mode = posterior.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).expect("non-empty");
-            summary.log_marginal = r
-                .scan
-                .iter()
-                .min_by(|a, b| {
-                    (a.lengthscale.ln() - mode.lengthscale.ln())
-                        .abs()
-                        .total_cmp(&(b.lengthscale.ln() - mode.lengthscale.ln()).abs())
-                })
-                .map_or(r.log_marginal, |s| s.log_marginal);
+            // the mode's kernel sits on a scan point (posterior_collection)
+            let at_mode = r.scan.iter().find(|s| s.lengthscale == mode.lengthscale);
+            let log_marginal = at_mode.map_or(f64::NEG_INFINITY, |s| s.log_marginal);
+            let summary = summarise(&r, p, r.maxima(), log_marginal);
             Ok(SelectedKernels { kernels, median_convention: None, bkl: Some(summary) })
         }
     }
 }
 
-fn summarise(r: &FittedEmbedding, p: &BklParams, (low, high): (usize, usize)) -> BklSummary {
+/// The scan part of a whole ML-II fit.
+fn scan_of(r: &FittedEmbedding) -> PseudolikelihoodScan {
+    PseudolikelihoodScan {
+        scan: r.scan.clone(),
+        landmarks: r.landmarks.clone(),
+        median_heuristic: r.median_heuristic,
+        n_data: r.n_data,
+    }
+}
+
+/// The polished local optima `(θ, log marginal)` of an ML-II fit, best first.
+fn polished_optima(r: &FittedEmbedding) -> Vec<(f64, f64)> {
+    r.local_optima.iter().map(|o| (o.lengthscales[0], o.log_marginal)).collect()
+}
+
+/// The report of a BKL fit: its scan, the local optima (polished for BKL and ML-II, the scan's own
+/// maxima for BKL-Bayes, which weighs the grid points) and the log marginal of the kernel chosen.
+fn summarise(
+    r: &PseudolikelihoodScan,
+    p: &BklParams,
+    local_optima: Vec<(f64, f64)>,
+    log_marginal: f64,
+) -> BklSummary {
+    let (low, high) = scan_limits(&r.scan, &r.landmarks, r.median_heuristic);
     let lengthscale = |i: usize| r.scan.get(i).map_or(0.0, |s| s.lengthscale);
     BklSummary {
-        log_marginal: r.log_marginal,
-        local_optima: r.local_optima.iter().map(|o| (o.lengthscales[0], o.log_marginal)).collect(),
+        log_marginal,
+        local_optima,
         median_distance: r.median_heuristic,
         landmarks: r.landmarks.len(),
         tau2: p.tau2,
@@ -307,16 +323,16 @@ pub fn landmark_spacing(landmarks: &Points) -> f64 {
 
 /// The resolution limit of a BKL fit (module docs): the index of the smallest scan lengthscale at or
 /// above the [`landmark_spacing`] (the last scan point if none is).
-fn resolution_index(r: &FittedEmbedding) -> usize {
-    let h = landmark_spacing(&r.landmarks);
-    r.scan.iter().position(|s| s.lengthscale >= h).unwrap_or(r.scan.len().saturating_sub(1))
+fn resolution_index(scan: &[ScanPoint], landmarks: &Points) -> usize {
+    let h = landmark_spacing(landmarks);
+    scan.iter().position(|s| s.lengthscale >= h).unwrap_or(scan.len().saturating_sub(1))
 }
 
 /// The scan indices of BKL's range (module docs): the [`resolution_index`], and the largest scan
-/// lengthscale at or below the sample's median distance (not below the former).
-fn scan_limits(r: &FittedEmbedding) -> (usize, usize) {
-    let low = resolution_index(r);
-    let below = r.scan.iter().rposition(|s| s.lengthscale <= r.median_heuristic);
+/// lengthscale at or below the sample's median distance `median` (not below the former).
+fn scan_limits(scan: &[ScanPoint], landmarks: &Points, median: f64) -> (usize, usize) {
+    let low = resolution_index(scan, landmarks);
+    let below = scan.iter().rposition(|s| s.lengthscale <= median);
     (low, below.map_or(low, |i| i.max(low)))
 }
 
@@ -356,7 +372,7 @@ pub fn bkl_posterior_kernels<B: Backend>(
     progress: &dyn Progress,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
     params.validate()?;
-    posterior_collection(&params.fit::<B>(&canonical_order(points), progress)?)
+    posterior_collection(&params.scan::<B>(&canonical_order(points), progress)?)
 }
 
 /// The share `ε` of the prior collection in the BKL-Bayes weights (module docs).
@@ -429,7 +445,7 @@ const SCAN_POINTS_PER_KERNEL: usize = 4;
 const MIN_RELATIVE_MASS: f64 = 1e-3;
 
 /// The BKL-Bayes collection from the whole ML-II scan (module docs).
-fn posterior_collection(r: &FittedEmbedding) -> Result<Vec<WeightedKernel>, CoreError> {
+fn posterior_collection(r: &PseudolikelihoodScan) -> Result<Vec<WeightedKernel>, CoreError> {
     let n = r.n_data as f64;
     let top = r.scan.iter().map(|s| s.log_marginal).fold(f64::NEG_INFINITY, f64::max);
     if !top.is_finite() {

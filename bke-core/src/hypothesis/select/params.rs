@@ -3,8 +3,10 @@
 //! themselves are in the [parent module](super).
 
 use super::rule::SelectRule;
-use crate::embedding::{EmbeddingParams, EmbeddingPrior, FittedEmbedding};
-use crate::estimator::Params;
+use crate::embedding::{
+    EmbeddingParams, EmbeddingPrior, FittedEmbedding, PseudolikelihoodScan, scan_pseudolikelihood,
+};
+use crate::estimator::{Params, Valid};
 use crate::hypothesis::kernels::BandwidthWeights;
 use crate::hypothesis::kernels::TestFamily;
 use crate::hypothesis::median::MedianConvention;
@@ -41,11 +43,26 @@ impl BklParams {
         Ok(())
     }
 
+    /// The whole ML-II fit (scan and polished optima; BKL and the seed's ML-II).
     pub(super) fn fit<B: bke_linalg::Backend>(
         &self,
         x: &Points,
         progress: &dyn Progress,
     ) -> Result<FittedEmbedding, CoreError> {
+        self.embedding(x)?.fit_with_progress::<B>(x, progress)
+    }
+
+    /// The ML-II scan alone (BKL-Bayes weighs its grid points).
+    pub(super) fn scan<B: bke_linalg::Backend>(
+        &self,
+        x: &Points,
+        progress: &dyn Progress,
+    ) -> Result<PseudolikelihoodScan, CoreError> {
+        scan_pseudolikelihood::<B>(&self.embedding(x)?, x, progress)
+    }
+
+    /// The ML-II settings for the sample `x`.
+    fn embedding(&self, x: &Points) -> Result<Valid<EmbeddingParams>, CoreError> {
         x.check_len("sample for BKL", 2)?;
         let mut opts = EmbeddingParams {
             num_landmarks: self.landmarks,
@@ -57,7 +74,7 @@ impl BklParams {
         if opts.num_landmarks >= x.len() {
             opts.num_landmarks = (x.len() / 5).max(x.dim()).max(1);
         }
-        opts.check()?.fit_with_progress::<B>(x, progress)
+        opts.check()
     }
 }
 
