@@ -18,8 +18,16 @@ fn main() -> anyhow::Result<()> {
         None => 2048,
     };
     let known = ["linalg", "tests", "dme", "bank", "bkl", "io"];
-    if suite.is_empty() || suite == "--help" || suite == "-h" {
-        println!("bke-bench <suite> [--out DIR] [--sizes a,b,..] …; suites: {}", known.join(", "));
+    if suite.is_empty() || args.iter().any(|a| a == "--help" || a == "-h") {
+        println!(
+            "bke-bench <suite> [--out DIR] [--gemm-n N] [flags]; suites and their flags:\n  \
+             linalg [--sizes a,b,..]\n  \
+             tests [--n N] [--permutations B] [--selection-n a,b,..] [--hsic-n a,b,..]\n  \
+             dme [--sizes a,b,..] [--all] [--backends a,b]\n  \
+             bank [--n a,b,..] [--m a,b,..] [--classification-n a,b,..] [--classification-m a,b,..] [--backends a,b]\n  \
+             bkl [--sizes a,b,..] [--landmarks a,b,..] [--dims a,b,..]\n  \
+             io [--sizes a,b,..]"
+        );
         return Ok(());
     }
     if !known.contains(&suite) {
