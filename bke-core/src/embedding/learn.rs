@@ -20,9 +20,10 @@
 //! runs into the search box; the seed fixes `τ² = 1` for ML-II and learns `τ²` only under a prior.
 
 use super::marginal::PseudolikelihoodPlan;
-use super::params::{BkeParams, check_data_scale, validate_data_landmarks};
+use super::params::BkeParams;
 use super::posterior::BkePosterior;
 use super::prior::EmbeddingPrior;
+use super::scan::{LengthscaleGrid, Split, base_params, default_grid};
 use super::stats::PartialStats;
 use crate::budget::Bytes;
 use crate::estimator::{Estimator, Params, Predict, Prediction, Progress, Valid};
@@ -34,44 +35,6 @@ use rand::SeedableRng;
 use rand::seq::index::sample;
 use rand_chacha::ChaCha8Rng;
 use serde::{Serialize, Serializer};
-
-/// A log-spaced grid of isotropic lengthscales `min · (max/min)^{i/(points−1)}`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LengthscaleGrid {
-    /// Smallest lengthscale (> 0).
-    pub min: f64,
-    /// Largest lengthscale (> min).
-    pub max: f64,
-    /// Number of grid points (≥ 3).
-    pub points: usize,
-}
-
-impl LengthscaleGrid {
-    /// The default grid relative to a data scale `s` (the median heuristic): `[s/100, 10 s]`.
-    pub fn around(scale: f64, points: usize) -> Self {
-        Self { min: scale / 100.0, max: scale * 10.0, points }
-    }
-
-    /// Errors unless `0 < min < max` (finite) and `points ≥ 3`.
-    pub fn check(&self) -> Result<(), CoreError> {
-        check_positive("grid minimum lengthscale", self.min)?;
-        check_positive("grid maximum lengthscale", self.max)?;
-        if !(self.max > self.min) || self.points < 3 {
-            return Err(CoreError::InvalidParameter {
-                name: "lengthscale grid".into(),
-                value: self.points as f64,
-                reason: "need 0 < min < max and at least 3 points".into(),
-            });
-        }
-        Ok(())
-    }
-
-    /// The grid values, ascending.
-    pub fn values(&self) -> Vec<f64> {
-        let (a, b) = (self.min.ln(), self.max.ln());
-        (0..self.points).map(|i| (a + (b - a) * i as f64 / (self.points - 1) as f64).exp()).collect()
-    }
-}
 
 /// ML-II settings: learning the BKE hyperparameters by maximum marginal pseudolikelihood (see the
 /// module docs). Defaults: 100 held-out landmarks, `τ² = 1` fixed, Lebesgue prior, Jacobian on,
@@ -355,85 +318,6 @@ impl Estimator for EmbeddingParams {
     }
 }
 
-/// Step 1 of the module docs: the data and landmarks of the objective.
-struct Split {
-    data: Points,
-    landmarks: Points,
-    /// Indices of the held-out landmarks in the input (None for user landmarks).
-    landmark_indices: Option<Vec<usize>>,
-    /// Median distance of the whole input.
-    median: f64,
-}
-
-impl Split {
-    fn of(opts: &Valid<EmbeddingParams>, x: &Points) -> Result<Self, CoreError> {
-        x.check_len("data", 2)?;
-        check_data_scale(x, opts.jacobian)?;
-        let (data, landmarks, landmark_indices) = match &opts.landmarks {
-            Some(z) => (x.clone(), z.clone(), None),
-            None => {
-                let (d, z, idx) = hold_out_landmarks(x, opts.num_landmarks, opts.seed)?;
-                (d, z, Some(idx))
-            }
-        };
-        validate_data_landmarks(&data, &landmarks)?;
-        Ok(Self { data, landmarks, landmark_indices, median: crate::median_distance(x)? })
-    }
-}
-
-/// The lengthscale scan of ML-II alone (steps 1–2 of the module docs, no polishing): what a rule
-/// that weighs the scan's grid points needs (BKL-Bayes, [`crate::hypothesis::select`]), at a
-/// fraction of the cost of the whole fit.
-#[derive(Debug, Clone)]
-pub struct PseudolikelihoodScan {
-    /// The scan over isotropic lengthscales at the initial `τ²`.
-    pub scan: Vec<ScanPoint>,
-    /// The landmarks used.
-    pub landmarks: Points,
-    /// Median heuristic `median ‖x_i − x_j‖` of the input.
-    pub median_heuristic: f64,
-    /// Number of data points in the objective (input minus held-out landmarks).
-    pub n_data: usize,
-}
-
-impl PseudolikelihoodScan {
-    /// The scan's local maxima `(θ, log marginal)`, best first, at the grid's resolution.
-    pub fn maxima(&self) -> Vec<(f64, f64)> {
-        scan_maxima(&self.scan, self.scan.len())
-            .into_iter()
-            .map(|i| (self.scan[i].lengthscale, self.scan[i].log_marginal))
-            .collect()
-    }
-}
-
-/// Steps 1–2 of the module docs for `x`: the held-out landmarks and the scan (reported as stage
-/// `scan`), without polishing the scan's maxima or conditioning the posterior.
-pub fn scan_pseudolikelihood<B: Backend>(
-    opts: &Valid<EmbeddingParams>,
-    x: &Points,
-    progress: &dyn Progress,
-) -> Result<PseudolikelihoodScan, CoreError> {
-    let Split { data, landmarks, median, .. } = Split::of(opts, x)?;
-    let base = base_params(opts);
-    let objective = Objective { stats: &|plan| plan.partial(&data), landmarks: &landmarks, base: &base };
-    let scan = objective.scan::<B>(&default_grid(opts, median)?, progress)?;
-    Ok(PseudolikelihoodScan { scan, landmarks, median_heuristic: median, n_data: data.len() })
-}
-
-/// The scan grid: the given one, or [`LengthscaleGrid::around`] the median distance `median`.
-fn default_grid(opts: &Valid<EmbeddingParams>, median: f64) -> Result<LengthscaleGrid, CoreError> {
-    let grid = opts.grid.unwrap_or_else(|| {
-        LengthscaleGrid::around(if median > 0.0 { median } else { 1.0 }, opts.grid_points)
-    });
-    grid.check()?;
-    Ok(grid)
-}
-
-/// The isotropic starting parameters of the scan (lengthscale set per grid point).
-fn base_params(opts: &Valid<EmbeddingParams>) -> BkeParams {
-    BkeParams { lengthscales: vec![1.0], tau2: opts.tau2, prior: opts.prior, jacobian: opts.jacobian }
-}
-
 /// The data's statistics for a plan: [`PseudolikelihoodPlan::partial`] over the data, merged in a
 /// fixed order (in memory, over chunks of a file, or over the workers of a cluster).
 pub type StatsSource<'a> = dyn Fn(&PseudolikelihoodPlan) -> Result<PartialStats, CoreError> + 'a;
@@ -503,10 +387,10 @@ pub fn learn_from_stats<B: Backend>(
 }
 
 /// The marginal pseudolikelihood of the data at the landmarks, as a function of the hyperparameters.
-struct Objective<'a> {
-    stats: &'a StatsSource<'a>,
-    landmarks: &'a Points,
-    base: &'a BkeParams,
+pub(super) struct Objective<'a> {
+    pub(super) stats: &'a StatsSource<'a>,
+    pub(super) landmarks: &'a Points,
+    pub(super) base: &'a BkeParams,
 }
 
 /// Where polishing may go (on the log scale) and how far one step may reach.
@@ -583,7 +467,7 @@ impl Objective<'_> {
     }
 
     /// The log-grid scan at the initial `τ²` (NaN counts as `−∞`).
-    fn scan<B: Backend>(
+    pub(super) fn scan<B: Backend>(
         &self,
         grid: &LengthscaleGrid,
         progress: &dyn Progress,
@@ -641,7 +525,7 @@ impl Objective<'_> {
 }
 
 /// Indices of the local maxima of the scan (ties: the first of a plateau), best first, at most `max`.
-fn scan_maxima(scan: &[ScanPoint], max: usize) -> Vec<usize> {
+pub(super) fn scan_maxima(scan: &[ScanPoint], max: usize) -> Vec<usize> {
     let vals: Vec<f64> = scan.iter().map(|s| s.log_marginal).collect();
     let k = vals.len();
     let mut starts: Vec<usize> = (0..k)

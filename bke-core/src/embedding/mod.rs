@@ -60,15 +60,15 @@ mod params;
 mod pass;
 mod posterior;
 mod prior;
+mod scan;
 mod simd;
 mod stats;
 #[cfg(test)]
 mod tests;
 
 pub use learn::{
-    EmbeddingParams, FittedEmbedding, Learned, LengthscaleGrid, LocalOptimum, MEDIAN_HEURISTIC_CONVENTION,
-    PseudolikelihoodScan, ScanPoint, StatsSource, default_num_landmarks, hold_out_landmarks,
-    landmark_indices, learn_from_stats, scan_pseudolikelihood,
+    EmbeddingParams, FittedEmbedding, Learned, LocalOptimum, MEDIAN_HEURISTIC_CONVENTION, ScanPoint,
+    StatsSource, default_num_landmarks, hold_out_landmarks, landmark_indices, learn_from_stats,
 };
 pub use marginal::{
     MarginalLikelihood, PseudolikelihoodPlan, PseudolikelihoodStream, marginal_pseudolikelihood,
@@ -77,6 +77,7 @@ pub use params::{BkeParams, check_column_ranges};
 pub(crate) use params::{check_data_scale, one_or_many, validate_data_landmarks};
 pub use posterior::BkePosterior;
 pub use prior::EmbeddingPrior;
+pub use scan::{LengthscaleGrid, PseudolikelihoodScan, scan_pseudolikelihood};
 pub use stats::PartialStats;
 
 use crate::estimator::{Estimator, Progress, Valid};

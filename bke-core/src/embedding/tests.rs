@@ -684,26 +684,3 @@ fn square_jacobian_matches_exact_determinant() {
         }
     }
 }
-
-/// The scan alone is the whole fit's scan, bit for bit (same landmarks, grid and evaluations); its
-/// maxima are the scan points above both neighbours, best first, and polishing only improves on them.
-#[test]
-fn scan_alone_is_the_fits_scan() {
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let x = random_points(&mut rng, 300, 2, 1.0);
-    let opts = EmbeddingParams { num_landmarks: 40, ..EmbeddingParams::default() }.check().unwrap();
-    let fit = opts.fit::<DefaultBackend>(&x).unwrap();
-    let scan = scan_pseudolikelihood::<DefaultBackend>(&opts, &x, &()).unwrap();
-    assert_eq!(scan.scan, fit.scan);
-    assert_eq!(scan.landmarks.as_slice(), fit.landmarks.as_slice());
-    assert_eq!((scan.median_heuristic, scan.n_data), (fit.median_heuristic, fit.n_data));
-    let v: Vec<f64> = scan.scan.iter().map(|s| s.log_marginal).collect();
-    let mut expected: Vec<(f64, f64)> = (0..v.len())
-        .filter(|&i| (i == 0 || v[i] > v[i - 1]) && (i + 1 == v.len() || v[i] >= v[i + 1]))
-        .map(|i| (scan.scan[i].lengthscale, v[i]))
-        .collect();
-    expected.sort_by(|a, b| b.1.total_cmp(&a.1));
-    assert!(!expected.is_empty());
-    assert_eq!(scan.maxima(), expected);
-    assert!(fit.log_marginal >= expected[0].1, "{} < {:?}", fit.log_marginal, expected[0]);
-}
