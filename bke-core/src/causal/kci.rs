@@ -218,13 +218,18 @@ pub struct ZKernel {
 /// The smallest ridge used: below it `K_Z + εI` is too ill-conditioned to factor reliably.
 const MIN_RIDGE: f64 = 1e-6;
 
-/// The lengthscales of the `Z` factor of `K_Ẍ` over those of `K_Z^x` (module docs).
+/// The lengthscales of the `Z` factor of `K_Ẍ` over the median pairwise distance of `Z` (module
+/// docs).
 pub const XZ_WIDENING: f64 = 2.0;
 
 impl ZKernel {
-    /// The kernel with lengthscales `XZ_WIDENING` times longer: the `Z` factor of `K_Ẍ`.
-    fn widened(&self) -> ZKernel {
-        ZKernel { lengthscales: self.lengthscales.iter().map(|l| l * XZ_WIDENING).collect(), ..self.clone() }
+    /// The `Z` factor of `K_Ẍ` when this is the regression's kernel of the `X` side (module docs):
+    /// the median heuristic on `z` with lengthscales [`XZ_WIDENING`] times longer, whatever the
+    /// rule of the regression; where the median heuristic has no lengthscale (more than half of the
+    /// pairs of `z` coincide), this kernel's lengthscales widened.
+    fn xz_factor(&self, z: &Points) -> ZKernel {
+        let base = median_distance(z).map_or_else(|_| self.lengthscales.clone(), |l| vec![l; z.dim()]);
+        ZKernel { lengthscales: base.iter().map(|l| l * XZ_WIDENING).collect(), ..self.clone() }
     }
 
     /// [`ZRule::Median`]: one lengthscale, the median pairwise distance of `z`, and
@@ -381,7 +386,7 @@ pub fn kci<B: Backend>(
     let gram = |s: Side<'_>| Mat::from_fn(n, n, |i, j| mixture(s.kernels, s.values[i], s.values[j]));
     let mut kx = gram(x);
     if let Some(zk) = x.z {
-        kx = hadamard(&kx, &z_gram(z, &zk.widened()));
+        kx = hadamard(&kx, &z_gram(z, &zk.xz_factor(z)));
     }
     let kx = conditioned::<B>(&kx, z, x.z)?;
     let ky = conditioned::<B>(&gram(y), z, y.z)?;
@@ -455,7 +460,7 @@ pub fn rcit<B: Backend>(
 ) -> Result<KciOutcome, CoreError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7c1f_0000_0000_0001);
     let mut side = |s: Side<'_>, with_z: bool| -> Result<Mat, CoreError> {
-        let zk = if with_z { s.z.map(ZKernel::widened) } else { None };
+        let zk = if with_z { s.z.map(|k| k.xz_factor(z)) } else { None };
         let phi = mixture_features(s.values, s.kernels, z, zk.as_ref(), params.features, &mut rng)?;
         let psi = s.z.map(|k| (pivoted_cholesky(z, k, params.z_rank), k.ridge));
         conditioned_features::<B>(&phi, psi.as_ref().map(|(m, r)| (m, *r)))

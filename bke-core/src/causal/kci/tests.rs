@@ -50,7 +50,7 @@ fn features_with_exact_factors_equal_the_dense_test() {
     let sx = Side { values: &x, kernels: &ks, z: Some(&zx) };
     let sy = Side { values: &y, kernels: &ks, z: Some(&zy) };
     let n = x.len();
-    let kx = hadamard(&Mat::from_fn(n, n, |i, j| mixture(&ks, x[i], x[j])), &z_gram(&z, &zx.widened()));
+    let kx = hadamard(&Mat::from_fn(n, n, |i, j| mixture(&ks, x[i], x[j])), &z_gram(&z, &zx.xz_factor(&z)));
     let ky = Mat::from_fn(n, n, |i, j| mixture(&ks, y[i], y[j]));
     let a = conditioned_features::<D>(&factor(&kx), Some((&factor(&z_gram(&z, &zx)), zx.ridge))).unwrap();
     let b = conditioned_features::<D>(&factor(&ky), Some((&factor(&z_gram(&z, &zy)), zy.ridge))).unwrap();
@@ -126,6 +126,28 @@ fn level_and_power_on_a_nonlinear_problem() {
     for (k, name) in ["kci", "rcit"].iter().enumerate() {
         assert!(false_rejections[k] <= 5, "{name}: {} of 30 rejected under CI", false_rejections[k]);
         assert!(detections[k] >= 9, "{name}: {} of 10 detected", detections[k]);
+    }
+}
+
+/// Where `X` does not depend on `Z`, ML-II may give the regression a lengthscale far below the
+/// spacing of `Z` (white noise, `K_Z ≈ I`): the regression is then a multiple of `I`, harmless, and
+/// the `Z` factor of `K_Ẍ` must not be that kernel (it would make `K_Ẍ ≈ I` and the test blind).
+#[test]
+fn a_white_noise_regression_on_z_keeps_the_power() {
+    let (_, _, z) = data(150, 0.0, 6);
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let u = Uniform::new(-1.0, 1.0).unwrap();
+    let x: Vec<f64> = (0..150).map(|_| u.sample(&mut rng)).collect();
+    let y: Vec<f64> = z.iter().zip(&x).map(|(p, xi)| p[0] * p[0] + xi + 0.4 * u.sample(&mut rng)).collect();
+    let white = ZKernel { lengthscales: vec![1e-4], ridge: 10.0 };
+    let zy = z_kernel(&y, &z);
+    let ks = [WeightedKernel::gaussian(0.6)];
+    let sx = Side { values: &x, kernels: &ks, z: Some(&white) };
+    let sy = Side { values: &y, kernels: &ks, z: Some(&zy) };
+    let p = KciParams::default();
+    for out in [kci::<D>(sx, sy, &z, &p, 1), rcit::<D>(sx, sy, &z, &p, 1)] {
+        let out = out.unwrap();
+        assert!(out.p_value < 1e-3, "y depends on x given z: {out:?}");
     }
 }
 
