@@ -29,8 +29,9 @@
 //! `--ci gp-hsic,kci,rcit,auto` (the tests compared; the CI part runs all three by default, the
 //! simulation gp-hsic), `--kci-z learned,median` (KCI's and RCIT's kernel on `Z`: learned, the
 //! default, or the median heuristic with ε = 10⁻³; both to compare them), `--hyper-points M` (KCI's GP rows), `--reps R` and `--ci-n N` (CI part: repetitions, default 500, and sample size, default 150), `--p P` and `--n N` (every simulated graph
-//! with P variables and N observations), `--causal-learn` (the simulation's data sets also through
-//! causal-learn's PC + KCI, [`anchor`]).
+//! with P variables and N observations), `--mechanisms rough` (the simulation with `sin 3x` in
+//! place of `sin x`, its own sections and files), `--causal-learn` (the simulation's data sets also
+//! through causal-learn's PC + KCI, [`anchor`]).
 //! `--smoke` shrinks everything (4 ozone variables on 120 days, 100 permutations, 20 repetitions,
 //! 2 graphs of 4 variables) to check the pipeline in CI; only the full size gives the numbers.
 

@@ -35,6 +35,50 @@ use std::fmt::Write as _;
 /// A function of one parent in a simulated mechanism.
 type Mechanism = fn(f64) -> f64;
 
+/// The functions the study's mechanisms are drawn from (`--mechanisms smooth|rough`, default
+/// smooth). The rough arm puts `sin 3x` in place of `sin x` — the dependence of the CI part's
+/// "rough in Z" problem, which the median heuristic on the conditioning set does not resolve — and
+/// keeps everything else, random stream included: the same graphs, parents, weights and noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mechanisms {
+    Smooth,
+    Rough,
+}
+
+impl Mechanisms {
+    fn from_flag() -> anyhow::Result<Self> {
+        match flag("--mechanisms").as_deref() {
+            None | Some("smooth") => Ok(Self::Smooth),
+            Some("rough") => Ok(Self::Rough),
+            Some(other) => anyhow::bail!("--mechanisms {other}: use smooth or rough"),
+        }
+    }
+
+    fn functions(self) -> [Mechanism; 4] {
+        let first: Mechanism = match self {
+            Self::Smooth => f64::sin,
+            Self::Rough => |x| (3.0 * x).sin(),
+        };
+        [first, |x| (1.5 * x).tanh(), |x| 0.5 * x * x, |x| x]
+    }
+
+    /// What the arm adds to section ids and file names.
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::Smooth => "",
+            Self::Rough => "_rough",
+        }
+    }
+
+    /// What the arm adds to section titles.
+    fn title(self) -> &'static str {
+        match self {
+            Self::Smooth => "",
+            Self::Rough => " (rough mechanisms: sin 3x in place of sin x)",
+        }
+    }
+}
+
 /// The sample sizes of the study's graphs, in turn.
 const SIZES: [usize; 3] = [200, 500, 1000];
 
@@ -43,7 +87,12 @@ const SIZES: [usize; 3] = [200, 500, 1000];
 /// is `s = Σ w f(parent)` (module docs) with additive noise, `s + ν`, or multiplicative noise,
 /// `s·exp(ν) + 0.3ν'` (a coin per variable); each variable's noise `ν` is uniform on (−½, ½) or
 /// Laplace with scale ½ (another coin).
-fn random_dag(p: usize, n: usize, rng: &mut ChaCha8Rng) -> anyhow::Result<(Vec<(usize, usize)>, Points)> {
+fn random_dag(
+    p: usize,
+    n: usize,
+    mechanisms: Mechanisms,
+    rng: &mut ChaCha8Rng,
+) -> anyhow::Result<(Vec<(usize, usize)>, Points)> {
     let mut edges = Vec::new();
     for j in 0..p {
         for i in 0..j {
@@ -52,7 +101,7 @@ fn random_dag(p: usize, n: usize, rng: &mut ChaCha8Rng) -> anyhow::Result<(Vec<(
             }
         }
     }
-    let mechanisms: [Mechanism; 4] = [f64::sin, |x| (1.5 * x).tanh(), |x| 0.5 * x * x, |x| x];
+    let mechanisms = mechanisms.functions();
     let mut cols: Vec<Vec<f64>> = Vec::with_capacity(p);
     for j in 0..p {
         let parents: Vec<(usize, Mechanism, f64)> = edges
@@ -218,12 +267,13 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let graphs = flag("--graphs").and_then(|g| g.parse().ok()).unwrap_or(ctx.size(40, 2));
     let permutations = ctx.size(200, 50);
     let sels = variants()?;
+    let arm = Mechanisms::from_flag()?;
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     let dir = ctx.dir("fig4")?;
     let mut csv = format!("graph,p,n,edges,selection,orientation,{}\n", Errors::HEADER);
     let mut runs: Vec<Run> = Vec::new();
     let anchor = match std::env::args().any(|a| a == "--causal-learn") {
-        true => Some(Anchor::new(dir.join("causal-learn"))?),
+        true => Some(Anchor::new(dir.join(format!("causal-learn{}", arm.suffix())))?),
         false => None,
     };
     let (mut truths, mut times) = (Vec::new(), Vec::new());
@@ -233,7 +283,7 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         let (p, n) = (ctx.size(rng.random_range(5..=8), 4), ctx.size(SIZES[g % SIZES.len()], 80));
         let p = flag("--p").and_then(|v| v.parse().ok()).unwrap_or(p);
         let n = flag("--n").and_then(|v| v.parse().ok()).unwrap_or(n);
-        let (edges, values) = random_dag(p, n, &mut rng)?;
+        let (edges, values) = random_dag(p, n, arm, &mut rng)?;
         let dag = Pdag::from_directed(p, &edges);
         if let Some(a) = &anchor {
             a.write(g, &values)?;
@@ -271,7 +321,7 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
             line.join("; ")
         ));
         // written after every graph, so a long run that is stopped keeps what it measured
-        bke_core::model_file::write_atomic(dir.join("simulation_runs.csv"), &csv)?;
+        bke_core::model_file::write_atomic(dir.join(format!("simulation_runs{}.csv", arm.suffix())), &csv)?;
         truths.push(dag);
     }
     let labels: Vec<&'static str> = sels.iter().map(|s| s.0).collect();
@@ -283,15 +333,16 @@ pub(super) fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
             .enumerate()
             .filter_map(|(g, r)| r.graph.map(|est| (g, graph_errors(&est, &truths[g]), r.seconds)))
             .collect();
-        anchor_table(ctx, &runs, &times, &anchored, &labels)?;
+        anchor_table(ctx, arm, &runs, &times, &anchored, &labels)?;
     }
-    publish(ctx, &runs, &pairs, graphs, permutations, &labels)
+    publish(ctx, arm, &runs, &pairs, graphs, permutations, &labels)
 }
 
 /// bke's tests (standard rule) beside causal-learn's PC + KCI on the graphs it finished: SHD and its
 /// parts, the paired difference to causal-learn, seconds per graph.
 fn anchor_table(
     ctx: &mut Ctx,
+    arm: Mechanisms,
     runs: &[Run],
     times: &[(&'static str, f64)],
     anchored: &[(usize, Errors, f64)],
@@ -345,9 +396,12 @@ fn anchor_table(
         "0".into(),
         fmt(&secs),
     ]);
-    table.write_files(&ctx.dir("fig4")?, "simulation_causal_learn")?;
+    table.write_files(&ctx.dir("fig4")?, &format!("simulation_causal_learn{}", arm.suffix()))?;
     let section = ctx
-        .section("causal-learn", "PC against causal-learn's PC with KCI")
+        .section(
+            &format!("causal-learn{}", arm.suffix()),
+            &format!("PC against causal-learn's PC with KCI{}", arm.title()),
+        )
         .intro(
             "The simulation's data sets written as CSV and given to causal-learn's pc(indep_test=\"kci\", \
              stable=True, uc_rule=0) with its defaults, one process per graph with one BLAS thread \
@@ -377,6 +431,7 @@ fn paired(a: &[f64], b: &[f64]) -> String {
 
 fn publish(
     ctx: &mut Ctx,
+    arm: Mechanisms,
     runs: &[Run],
     pairs: &[(usize, &'static str, (usize, usize, usize))],
     graphs: usize,
@@ -420,7 +475,7 @@ fn publish(
             measured.push(format!("{label}/{}: SHD {} (vs {reference} {vs_ref})", rule.name(), fmt(&s)));
         }
     }
-    shd.write_files(&dir, "simulation_shd")?;
+    shd.write_files(&dir, &format!("simulation_shd{}", arm.suffix()))?;
     let mut tests = Table::new(
         "Skeleton tests against d-separation in the true DAG, and unshielded triples shared with the truth \
          (per graph, mean ± s.e.; standard rule for the triples)",
@@ -450,7 +505,7 @@ fn publish(
             c(|e| e.missed_colliders),
         ]);
     }
-    tests.write_files(&dir, "simulation_tests")?;
+    tests.write_files(&dir, &format!("simulation_tests{}", arm.suffix()))?;
     let mut agree = Table::new(
         &format!(
             "Skeleton tests run by both a selection and {reference}: where they disagree, who is right (per graph, mean ± s.e.)"
@@ -463,12 +518,16 @@ fn publish(
         };
         agree.push(vec![label.into(), v(|t| t.0), v(|t| t.1), v(|t| t.2), v(|t| t.1 - t.2)]);
     }
-    agree.write_files(&dir, "simulation_disagreements")?;
+    agree.write_files(&dir, &format!("simulation_disagreements{}", arm.suffix()))?;
+    let sine = if arm == Mechanisms::Rough { "sin 3x" } else { "sin" };
     let section = ctx
-        .section("simulation", "PC with learned kernels on random nonlinear DAGs")
+        .section(
+            &format!("simulation{}", arm.suffix()),
+            &format!("PC with learned kernels on random nonlinear DAGs{}", arm.title()),
+        )
         .intro(format!(
             "{graphs} random DAGs (5–8 variables, edge probability 2/(p − 1), n = 200, 500 and 1000 in \
-             turn at full size), each variable a sum of sin, tanh, quadratic or linear functions of its \
+             turn at full size), each variable a sum of {sine}, tanh, quadratic or linear functions of its \
              parents with additive (s + ν) or multiplicative (s·exp ν + 0.3ν′) uniform or Laplace noise, \
              standardised; PC-stable at α = 0.05 with {permutations} permutations per test, \
              each selection with each orientation rule (standard, conservative, majority, max-p). SHD = \
