@@ -7,7 +7,9 @@
 //! regenerates it, the machine it ran on, and each of its sections (what we measured, warnings,
 //! tables). [`update`] merges the way sections accumulate in the HTML report: it reads the file,
 //! replaces the block of the reproduction that ran (keeping every other one) and writes it back, so
-//! `cargo xtask repro all` regenerates the whole file and `cargo xtask repro NAME` one block.
+//! `cargo xtask repro all` regenerates the whole file and `cargo xtask repro NAME` one block. The
+//! block holds every section of the reproduction stored in the report directory, so a rerun of some
+//! parts (`--parts`) replaces those and keeps the others, each naming the command that made it.
 //!
 //! Only full-size runs write the repository's `docs/results.md`; `--smoke` runs write
 //! `results.md` in the report directory instead, so CI leaves tracked files alone.
@@ -37,24 +39,35 @@ pub struct Block {
     pub body: String,
 }
 
-/// The block of reproduction `name` (described by `what`, rerun by `command`) from the sections it
-/// published, stating the machine of `env`.
-pub fn repro_block(name: &str, what: &str, command: &str, sections: &[Section], env: &Environment) -> Block {
-    let mut md = format!("## {name}\n\n{what}\n\nRegenerate: `{command}`\n\n");
+/// The block of reproduction `name` (described by `what`) from its `sections`, stating the machine
+/// of `env`. The sections may come from several runs (`--parts` reruns one part and the report keeps
+/// the others): they appear in the order they finished, and when their runs' commands differ each
+/// section names its own instead of one `Regenerate` line for the block.
+pub fn repro_block(name: &str, what: &str, sections: &[Section], env: &Environment) -> Block {
+    let mut sections: Vec<&Section> = sections.iter().collect();
+    sections.sort_by(|a, b| a.finished.cmp(&b.finished).then(a.order.cmp(&b.order)));
+    let command = |s: &Section| s.commands.first().cloned().unwrap_or_default();
+    let shared = sections.first().map(|s| command(s)).filter(|c| sections.iter().all(|s| command(s) == *c));
+    let regenerate = match &shared {
+        Some(c) => format!("`{c}`"),
+        None => format!("`cargo xtask repro {name}` with the flags each section names"),
+    };
+    let mut md = format!("## {name}\n\n{what}\n\nRegenerate: {regenerate}\n\n");
     let machine: Vec<String> =
         env.rows.iter().filter(|(k, _)| k != "page written").map(|(k, v)| format!("{k}: {v}")).collect();
     let _ = writeln!(md, "Machine: {}.", machine.join("; "));
     for s in sections {
         md.push('\n');
-        md += &section_markdown(s);
+        md += &section_markdown(s, shared.is_none().then(|| command(s)).as_deref());
     }
     Block { name: name.into(), body: md }
 }
 
-/// One section as Markdown: its title, when it ran, warnings, what the seed reports, what we
-/// measured, and its tables (figures are left to the HTML report).
-pub fn section_markdown(s: &Section) -> String {
-    let mut md = format!("### {}\n\nFinished {} in {:.1} s.\n", s.title, s.finished, s.seconds);
+/// One section as Markdown: its title, when it ran (and by which `command`, when given), warnings,
+/// what the seed reports, what we measured, and its tables (figures are left to the HTML report).
+pub fn section_markdown(s: &Section, command: Option<&str>) -> String {
+    let by = command.map_or_else(String::new, |c| format!(" by `{c}`"));
+    let mut md = format!("### {}\n\nFinished {} in {:.1} s{by}.\n", s.title, s.finished, s.seconds);
     if s.smoke {
         md += "\n**Reduced (smoke) size**: a check that the pipeline runs, not the reproduction's numbers.\n";
     }
@@ -138,11 +151,13 @@ mod tests {
     fn block(name: &str, measured: &str) -> Block {
         let mut t = Table::new("rates", &["test", "rate"]);
         t.push(vec!["MMD".into(), "0.05".into()]);
-        let s =
-            Section::new(&format!("repro-{name}-a"), "Reproductions", 1, "A").measured(measured).table(&t);
+        let s = Section::new(&format!("repro-{name}-a"), "Reproductions", 1, "A")
+            .measured(measured)
+            .table(&t)
+            .command(format!("cargo xtask repro {name}"));
         let env =
             Environment { rows: vec![("CPU".into(), "x".into()), ("page written".into(), "now".into())] };
-        repro_block(name, "what it is", &format!("cargo xtask repro {name}"), &[s], &env)
+        repro_block(name, "what it is", &[s], &env)
     }
 
     /// A rerun replaces its own block, keeps the others, and the registry fixes the order; the
@@ -162,6 +177,26 @@ mod tests {
                 && text.contains("Regenerate: `cargo xtask repro fig1`")
         );
         assert_eq!(parse(&text), blocks);
+    }
+
+    /// Sections from runs with different flags (`--parts`) each name their command, in the order
+    /// they finished; sections of one run share the block's `Regenerate` line.
+    #[test]
+    fn sections_of_several_runs_name_their_commands() {
+        let env = Environment { rows: vec![] };
+        let section = |part: &str, finished: &str, cmd: &str| {
+            let mut s = Section::new(&format!("repro-fig4-{part}"), "Reproductions", 101, part).command(cmd);
+            s.finished = finished.into();
+            s
+        };
+        let (a, b) = ("cargo xtask repro fig4 --parts ci", "cargo xtask repro fig4 --parts ozone");
+        let mixed = repro_block("fig4", "w", &[section("ozone", "2", b), section("ci", "1", a)], &env).body;
+        assert!(mixed.contains("Regenerate: `cargo xtask repro fig4` with the flags each section names"));
+        let (ci, ozone) =
+            (mixed.find(&format!("by `{a}`")).unwrap(), mixed.find(&format!("by `{b}`")).unwrap());
+        assert!(ci < ozone, "in the order they finished:\n{mixed}");
+        let one = repro_block("fig4", "w", &[section("ozone", "2", a), section("ci", "1", a)], &env).body;
+        assert!(one.contains(&format!("Regenerate: `{a}`")) && !one.contains(" by `"), "{one}");
     }
 
     /// The committed `docs/results.md` is a file [`update`] can merge into: its blocks parse, and

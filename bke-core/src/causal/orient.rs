@@ -22,9 +22,9 @@
 //! (`pc/tests.rs` checks this on random DAGs).
 //!
 //! **Default: majority.** On the 40 random nonlinear DAGs of `repro fig4`'s simulation (n = 200,
-//! 500, 1000; issue 36) it lowered the structural Hamming distance of PC with KCI by 0.88 ± 0.29
+//! 500, 1000; issue 36) it lowered the structural Hamming distance of PC with KCI by 1.07 ± 0.25
 //! (learned kernel on `Z`) and 1.00 ± 0.24 (median heuristic) against the standard rule, paired by
-//! graph; conservative by 0.50 and 0.70, max-p by 0.78 and 0.80 (`cargo xtask repro fig4 --parts
+//! graph; conservative by 0.78 and 0.70, max-p by 0.88 and 0.80 (`cargo xtask repro fig4 --parts
 //! simulation --ci auto --selections median --kci-z learned,median`). It costs the extra tests of
 //! the votes. pcalg's `pc(…, conservative = TRUE)` and
 //! `maj.rule = TRUE` use the neighbours of `i` and `j` in the same way.

@@ -184,7 +184,14 @@ fn main() -> anyhow::Result<()> {
         let titles: Vec<&str> = ctx.published.iter().map(|s| s.title.as_str()).collect();
         summary.push(format!("  {name:<10} {dt:>7.1} s  {}", titles.join("; ")));
         sections.extend(ctx.published.iter().map(|s| s.id.clone()));
-        let block = results::repro_block(name, what, &ctx.command, &ctx.published, &env);
+        // every stored section of this reproduction, so a `--parts` rerun keeps the other parts
+        let prefix = format!("repro-{name}-");
+        let stored: Vec<Section> = report
+            .sections()?
+            .into_iter()
+            .filter(|s| s.id.starts_with(&prefix) && s.smoke == smoke)
+            .collect();
+        let block = results::repro_block(name, what, &stored, &env);
         results::update(&results_file, block, &order)?;
     }
     if json {
