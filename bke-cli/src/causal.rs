@@ -55,7 +55,7 @@ pub struct PcArgs {
     pub kci_null: String,
     /// KCI's and RCIT's kernel on the conditioning set and ridge of its regression: learned (by
     /// marginal likelihood; the default) or median (the median heuristic and ε = 1e-3,
-    /// causal-learn's defaults: 20 times faster and more powerful when the dependence on the
+    /// causal-learn's defaults: about 5 times faster, as accurate when the dependence on the
     /// conditioning set is smooth, not valid when it is rough; see bke_core::causal::ci).
     #[arg(long, default_value = PcParams::default().ci.kci.z_rule.name())]
     pub kci_z: String,

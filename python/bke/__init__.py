@@ -1,13 +1,13 @@
 """bke — Bayesian kernel learning from Python.
 
 Learned kernels for two-sample (MMD) and independence (HSIC) tests, Bayesian kernel embeddings,
-BaNK regression and classification, kernel student-t densities, task-transformed GPs and
-likelihood-free inference, computed by the Rust library ``bke`` (the GIL is released while it
+BaNK regression and classification, kernel student-t densities, task-transformed GPs,
+likelihood-free inference and causal discovery (PC with kernel conditional-independence tests), computed by the Rust library ``bke`` (the GIL is released while it
 runs; ``backend=`` picks the linear-algebra backend and ``n_jobs=`` the number of threads, and
 results never depend on ``n_jobs``). ``bke.dask`` fits the same models on Dask arrays.
 """
 
-from . import _bke, bank, density, dme, embedding
+from . import _bke, bank, causal, density, dme, embedding
 from ._bke import __version__, backends
 from .bank import (
     BankClassifier,
@@ -17,6 +17,7 @@ from .bank import (
     RKSClassifier,
     RKSRegressor,
 )
+from .causal import PcResult, pc
 from .density import GaussianKDE, KernelStudentT
 from .dme import TTGP, LfiResult, lfi
 from .embedding import HyperSamples, KernelEmbedding, LogMarginal
@@ -35,4 +36,5 @@ __all__ = [
     "hsic_test",
     "TestResult",
     *dme.__all__,
+    *causal.__all__,
 ]

@@ -62,6 +62,11 @@ def mmd_test(
     permutations: int, alpha: float, seed: int, null_draws: Optional[Sequence[float]], backend: str,
     n_jobs: Optional[int],
 ) -> tuple[str, list[float]]: ...
+def causal_pc(
+    data: Array, *, names: Sequence[str], time: Optional[Array], prewhiten: str, alpha: float, ci: str,
+    kci_null: str, kci_z: str, kci_hyper_points: int, select: Optional[str], orientation: str,
+    max_condition: Optional[int], permutations: int, seed: int, backend: str, n_jobs: Optional[int],
+) -> str: ...
 def hsic_test(
     x: Array, y: Array, *, lengthscale_x: Optional[float], lengthscale_y: Optional[float],
     selection: dict, statistic: str, null: str, permutations: int, alpha: float, seed: int,

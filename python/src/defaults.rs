@@ -6,6 +6,7 @@ use bke_bank::BankParams;
 use bke_bank::baselines::BaselineParams;
 use bke_core::Choice;
 use bke_core::bayes::SampleParams;
+use bke_core::causal::PcParams;
 use bke_core::density::KernelStudentTParams;
 use bke_core::embedding::EmbeddingParams;
 use bke_core::hypothesis::{AggParams, BklParams, HsicParams, LengthscaleSelection, MmdParams};
@@ -18,7 +19,7 @@ use pyo3::prelude::*;
 use serde_json::{Value, json};
 
 /// The defaults as JSON: `backend`, then one object of keyword defaults per section (`selection`,
-/// `mmd`, `hsic`, `embedding`, `sample`, `bank`, `baseline`, `density`, `ttgp`, `lfi`).
+/// `mmd`, `hsic`, `embedding`, `sample`, `bank`, `baseline`, `density`, `ttgp`, `lfi`, `pc`).
 fn defaults_json() -> Value {
     let (mmd, hsic, bkl) = (MmdParams::default(), HsicParams::default(), BklParams::default());
     let select = LengthscaleSelection::default().rule().map(Choice::name);
@@ -29,6 +30,7 @@ fn defaults_json() -> Value {
     let density = KernelStudentTParams::default();
     let (ttgp, search) = (TtgpParams::default(), MultiStartOptions::default());
     let kbr = KbrParams::default();
+    let pc = PcParams::default();
     json!({
         "backend": BackendKind::default_kind().name(),
         "selection": {
@@ -61,6 +63,10 @@ fn defaults_json() -> Value {
         "lfi": {"herd": HerdingParams::default().samples, "continuous": HerdingParams::default().continuous,
                 "starts": search.starts, "seed": search.seed, "kbr_variant": kbr.variant.name(),
                 "kbr_inverse": kbr.inverse.name()},
+        "pc": {"alpha": pc.alpha, "prewhiten": pc.prewhiten.name(), "ci": pc.ci.method.name(),
+               "kci_null": pc.ci.kci.null.name(), "kci_z": pc.ci.kci.z_rule.name(),
+               "kci_hyper_points": pc.ci.kci.hyper_points, "orientation": pc.orientation.name(),
+               "permutations": pc.ci.hsic.permutations, "seed": pc.ci.hsic.seed},
     })
 }
 

@@ -11,6 +11,7 @@
 //! or `RuntimeError` (numerical failures) with the CLI's messages. `convert` turns numpy arrays
 //! into [`bke_core::Points`] and back.
 
+mod causal;
 mod chunked;
 mod convert;
 mod defaults;
@@ -37,6 +38,7 @@ fn _bke(m: &Bound<'_, PyModule>) -> PyResult<()> {
     embedding::register(m)?;
     chunked::register(m)?;
     hypothesis::register(m)?;
+    causal::register(m)?;
     dme::register(m)?;
     models::register(m)?;
     Ok(())

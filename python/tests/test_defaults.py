@@ -29,6 +29,7 @@ SIGNATURES = [
     (bke.GaussianKDE.__init__, ()),
     (bke.dme.TTGP.__init__, ("ttgp",)),
     (bke.dme.lfi, ("lfi",)),
+    (bke.pc, ("pc",)),
 ]
 
 
