@@ -7,9 +7,10 @@
 //! regenerates it, the machine it ran on, and each of its sections (what we measured, warnings,
 //! tables). [`update`] merges the way sections accumulate in the HTML report: it reads the file,
 //! replaces the block of the reproduction that ran (keeping every other one) and writes it back, so
-//! `cargo xtask repro all` regenerates the whole file and `cargo xtask repro NAME` one block. The
-//! block holds every section of the reproduction stored in the report directory, so a rerun of some
-//! parts (`--parts`) replaces those and keeps the others, each naming the command that made it.
+//! `cargo xtask repro all` regenerates the whole file and `cargo xtask repro NAME` one block. A run
+//! of some parts (`--parts`) writes every section of the reproduction stored in the report directory
+//! (the parts it ran replaced, the others kept, each naming the command that made it); a whole run
+//! writes its own sections only.
 //!
 //! Only full-size runs write the repository's `docs/results.md`; `--smoke` runs write
 //! `results.md` in the report directory instead, so CI leaves tracked files alone.

@@ -8,8 +8,9 @@ majority of their separating sets — the defaults measured best by ``cargo xtas
 (``bke_core::causal::ci`` has the numbers: the learned kernel on the conditioning set holds the
 level where the median heuristic's does not, and on random DAGs finds the same graphs; causal-learn's
 defaults are ``kci_z="median", orientation="standard"``). With ``time=`` every variable is first
-pre-whitened against it. The keywords are the flags of ``bke causal pc`` (dashes as underscores) and
-the result's ``to_dict()`` is its JSON. The computation runs in Rust with the GIL released.
+pre-whitened against it. The keywords are named as the flags of ``bke causal pc`` (dashes as
+underscores) and the result's ``to_dict()`` is its JSON. The computation runs in Rust with the GIL
+released.
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ class PcResult(JsonReport):
         return f"PcResult({self.ci_test}, α = {self.alpha}: {', '.join(arrows) or 'no edges'})"
 
 
+def _count(value, name: str) -> int:
+    """A non-negative integer keyword, as ``ValueError`` otherwise (Rust takes unsigned counts)."""
+    if isinstance(value, bool) or int(value) != value or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer; got {value!r}")
+    return int(value)
+
+
 def pc(
     data,
     *,
@@ -69,23 +77,55 @@ def pc(
     orientation: str = _PC["orientation"],
     max_condition: Optional[int] = None,
     permutations: int = _PC["permutations"],
-    random_state=_PC["seed"],
+    seed: int = _PC["seed"],
     backend: str = _BACKEND,
     n_jobs: Optional[int] = None,
 ) -> PcResult:
-    """The PC algorithm (stable) on the columns of ``data`` (n_samples, n_variables).
+    """The PC algorithm (stable) on the columns of ``data`` (``bke causal pc``; its flags' names).
 
-    ``names``: the variables' names (default: a DataFrame's columns, else ``x0, x1, …``).
-    ``time``: a time index (n_samples,) to pre-whiten every variable against first (``prewhiten``:
-    "gp", "ar:P" or "none"). ``ci``: "auto" (KCI up to 500 rows, RCIT above), "kci", "rcit" or
-    "gp-hsic" (seed 000's test: GP regression on the conditioning set, HSIC on the residuals);
-    ``kci_null``: "gamma" or "spectral"; ``kci_z``: "learned" (by marginal likelihood) or "median"
-    (the median heuristic and ridge 1e-3, causal-learn's defaults: about 5 times faster, not valid
-    when the dependence on the conditioning set is rough); ``select``: the kernels on the variables
-    (default: "median" for KCI and RCIT, "bkl-bayes" for gp-hsic); ``orientation``: "majority",
-    "standard", "conservative" or "max-p"; ``max_condition``: the largest conditioning set tried;
-    ``permutations``: gp-hsic's permutations per test. Returns a :class:`PcResult`.
+    Parameters
+    ----------
+    data : array of shape (n_samples, n_variables), or a DataFrame
+    names : sequence of str, optional
+        The variables' names (default: a DataFrame's columns, else ``x0, x1, …``).
+    time : array of shape (n_samples,), optional
+        A time index every variable is pre-whitened against first.
+    prewhiten : {"gp", "ar:P", "none"}, default "gp"
+        How, when ``time`` is given.
+    alpha : float, default 0.05
+        Level of every conditional-independence test: an edge is removed when p > alpha.
+    ci : {"auto", "kci", "rcit", "gp-hsic"}, default "auto"
+        The test: KCI up to 500 rows and RCIT above ("auto"), or seed 000's gp-hsic (GP regression
+        on the conditioning set, HSIC on the residuals).
+    kci_null : {"gamma", "spectral"}, default "gamma"
+    kci_z : {"learned", "median"}, default "learned"
+        KCI's kernel on the conditioning set and ridge: by marginal likelihood, or the median
+        heuristic and ridge 1e-3 (causal-learn's defaults: about 5 times faster, not valid when the
+        dependence on the conditioning set is rough).
+    kci_hyper_points : int, default 200
+        Rows of the GP that shapes the learned kernel on the conditioning set.
+    select : str, optional
+        Kernels on the variables (gp-hsic: on the residuals): "median" (KCI's and RCIT's default),
+        "bkl-bayes" (gp-hsic's default), "bkl" or "hsicagg".
+    orientation : {"majority", "standard", "conservative", "max-p"}, default "majority"
+    max_condition : int, optional
+        Largest conditioning set tried (default: no limit).
+    permutations : int, default 1000
+        gp-hsic's permutations per test.
+    seed : int, default 0
+        Seed of the tests' random features and permutations; results never depend on ``n_jobs``.
+    backend : str, default "faer"
+    n_jobs : int or None
+
+    Returns
+    -------
+    PcResult
+        ``to_dict()`` is ``bke causal pc``'s JSON less the fields naming its input (``data``,
+        ``time``, ``backend``, ``svg``). gp-hsic's HSIC statistic and the CLI's further kernel options
+        keep their defaults here.
     """
+    if isinstance(names, str):
+        raise ValueError(f"names must be a sequence of names, one per column; got the string {names!r}")
     if names is None:
         found = feature_names(data)
         names = list(found) if found is not None else None
@@ -96,18 +136,18 @@ def pc(
         x,
         names=names,
         time=t,
-        prewhiten=prewhiten,
+        prewhiten=str(prewhiten),
         alpha=float(alpha),
-        ci=ci,
-        kci_null=kci_null,
-        kci_z=kci_z,
-        kci_hyper_points=int(kci_hyper_points),
-        select=select,
-        orientation=orientation,
-        max_condition=None if max_condition is None else int(max_condition),
-        permutations=int(permutations),
-        seed=seed_from(random_state),
-        backend=backend,
+        ci=str(ci),
+        kci_null=str(kci_null),
+        kci_z=str(kci_z),
+        kci_hyper_points=_count(kci_hyper_points, "kci_hyper_points"),
+        select=None if select is None else str(select),
+        orientation=str(orientation),
+        max_condition=None if max_condition is None else _count(max_condition, "max_condition"),
+        permutations=_count(permutations, "permutations"),
+        seed=seed_from(seed),
+        backend=str(backend),
         n_jobs=n_jobs,
     )
     return PcResult(json.loads(report))

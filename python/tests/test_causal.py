@@ -25,12 +25,22 @@ def test_pc_finds_a_nonlinear_collider():
     assert "x → z" in repr(result)
 
 
-def test_pc_is_the_cli(cli, tmp_path):
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"kci_z": "median", "orientation": "standard"},
+        {"ci": "rcit", "max_condition": 1},
+        {"ci": "gp-hsic", "permutations": 200, "seed": 3},
+    ],
+    ids=["kci", "rcit", "gp-hsic"],
+)
+def test_pc_is_the_cli(cli, tmp_path, kw):
     data = collider(n=150, seed=1)
     names = ["a", "b", "c"]
     path = write_csv(tmp_path / "d.csv", data, names)
-    theirs = cli("causal", "pc", "--data", path, "--kci-z", "median", "--orientation", "standard")
-    ours = bke.pc(data, names=names, kci_z="median", orientation="standard").to_dict()
+    flags = [a for k, v in kw.items() for a in (f"--{k.replace('_', '-')}", v)]
+    theirs = cli("causal", "pc", "--data", path, *flags)
+    ours = bke.pc(data, names=names, **kw).to_dict()
     for field in ("data", "time", "backend", "svg"):
         theirs.pop(field, None)
     assert ours == theirs
@@ -53,6 +63,8 @@ def test_undirected_edges_fill_both_entries_of_the_adjacency():
         ({"kci_z": "gp"}, "learned or median"),
         ({"orientation": "vote"}, "standard, conservative, majority or max-p"),
         ({"time": np.arange(5.0)}, "time"),
+        ({"names": "xyz"}, "sequence of names"),
+        ({"permutations": -1}, "non-negative integer"),
     ],
 )
 def test_bad_settings_raise_value_error_with_the_library_message(kw, message):

@@ -55,9 +55,9 @@
 //!   three problems (`x = sin 2z + e`, `y = z² + e`; heteroscedastic; two-dimensional `Z`; n = 150),
 //!   against 4, 0 and 3 of 40 with the features' likelihood (power 25 and 38 of 40 on two dependent
 //!   variants). `R_s` uses every row.
-//! - The `Z` factor of `K_Ẍ`: the median heuristic on `Z` with lengthscales [`XZ_WIDENING`] = 2
-//!   times longer, whichever rule chose `K_Z^s` (causal-learn joins `x` with `z/2` into one kernel,
-//!   the same ratio). It only has to make `K_Ẍ` characteristic on `(X, Z)` and smooth enough in `z`
+//! - The `Z` factor of `K_Ẍ` ([`xz_factor`]): the median heuristic on `Z` (standardised column by
+//!   column) with lengthscales [`XZ_WIDENING`] = 2 times longer, whichever rule chose `K_Z^s`
+//!   (causal-learn standardises the data and joins `x` with `z/2` into one kernel, the same ratio). It only has to make `K_Ẍ` characteristic on `(X, Z)` and smooth enough in `z`
 //!   for the regression to remove; the regression's own lengthscales are too rough for that (13 of
 //!   40 rejections under CI on the first problem above with a fixed `ε = 10⁻³`, 1–2 of 40 widened),
 //!   and they are not always informative: where `X` does not depend on `Z` the GP's ML-II often
@@ -226,20 +226,10 @@ pub struct ZKernel {
 /// The smallest ridge used: below it `K_Z + εI` is too ill-conditioned to factor reliably.
 const MIN_RIDGE: f64 = 1e-6;
 
-/// The lengthscales of the `Z` factor of `K_Ẍ` over the median pairwise distance of `Z` (module
-/// docs).
+/// The lengthscales of the `Z` factor of `K_Ẍ` over the median heuristic's ([`xz_factor`]).
 pub const XZ_WIDENING: f64 = 2.0;
 
 impl ZKernel {
-    /// The `Z` factor of `K_Ẍ` when this is the regression's kernel of the `X` side (module docs):
-    /// the median heuristic on `z` with lengthscales [`XZ_WIDENING`] times longer, whatever the
-    /// rule of the regression; where the median heuristic has no lengthscale (more than half of the
-    /// pairs of `z` coincide), this kernel's lengthscales widened.
-    fn xz_factor(&self, z: &Points) -> ZKernel {
-        let base = median_distance(z).map_or_else(|_| self.lengthscales.clone(), |l| vec![l; z.dim()]);
-        ZKernel { lengthscales: base.iter().map(|l| l * XZ_WIDENING).collect(), ..self.clone() }
-    }
-
     /// [`ZRule::Median`]: one lengthscale, the median pairwise distance of `z`, and
     /// `ε =` [`MEDIAN_RIDGE`].
     pub fn median(z: &Points) -> Result<Self, CoreError> {
@@ -280,6 +270,27 @@ impl ZKernel {
         let ridge = best.2;
         Ok(Self { lengthscales, ridge: ridge.max(MIN_RIDGE) })
     }
+}
+
+/// The `Z` factor of `K_Ẍ` (module docs), a function of `z` alone: with `m` the median pairwise
+/// distance of `z` standardised column by column (or, when more than half of those pairs coincide,
+/// as for a discrete `Z`, `√(2D)`, the root-mean-square distance of standardised data in `D`
+/// dimensions), column `d` of standard deviation `s_d` gets the lengthscale `XZ_WIDENING · m · s_d`
+/// (`XZ_WIDENING · m` for a constant column): the median heuristic, widened, in each column's units.
+fn xz_factor(z: &Points) -> ZKernel {
+    let (n, dim) = (z.len() as f64, z.dim());
+    let sd: Vec<f64> = (0..dim)
+        .map(|d| {
+            let mean = z.iter().map(|p| p[d]).sum::<f64>() / n;
+            let sd = (z.iter().map(|p| (p[d] - mean).powi(2)).sum::<f64>() / n).sqrt();
+            if sd > 0.0 && sd.is_finite() { sd } else { 1.0 }
+        })
+        .collect();
+    let standardised: Vec<f64> = z.iter().flat_map(|p| p.iter().zip(&sd).map(|(v, s)| v / s)).collect();
+    let m = Points::new("conditioning set", standardised, dim)
+        .and_then(|p| median_distance(&p))
+        .unwrap_or((2.0 * dim as f64).sqrt());
+    ZKernel { lengthscales: sd.iter().map(|s| XZ_WIDENING * m * s).collect(), ridge: 0.0 }
 }
 
 /// The factors of the GP's lengthscales tried by [`ZKernel::learn`].
@@ -393,8 +404,8 @@ pub fn kci<B: Backend>(
     let n = x.values.len();
     let gram = |s: Side<'_>| Mat::from_fn(n, n, |i, j| mixture(s.kernels, s.values[i], s.values[j]));
     let mut kx = gram(x);
-    if let Some(zk) = x.z {
-        kx = hadamard(&kx, &z_gram(z, &zk.xz_factor(z)));
+    if x.z.is_some() {
+        kx = hadamard(&kx, &z_gram(z, &xz_factor(z)));
     }
     let kx = conditioned::<B>(&kx, z, x.z)?;
     let ky = conditioned::<B>(&gram(y), z, y.z)?;
@@ -468,7 +479,7 @@ pub fn rcit<B: Backend>(
 ) -> Result<KciOutcome, CoreError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7c1f_0000_0000_0001);
     let mut side = |s: Side<'_>, with_z: bool| -> Result<Mat, CoreError> {
-        let zk = if with_z { s.z.map(|k| k.xz_factor(z)) } else { None };
+        let zk = if with_z && s.z.is_some() { Some(xz_factor(z)) } else { None };
         let phi = mixture_features(s.values, s.kernels, z, zk.as_ref(), params.features, &mut rng)?;
         let psi = s.z.map(|k| (pivoted_cholesky(z, k, params.z_rank), k.ridge));
         conditioned_features::<B>(&phi, psi.as_ref().map(|(m, r)| (m, *r)))

@@ -184,14 +184,19 @@ fn main() -> anyhow::Result<()> {
         let titles: Vec<&str> = ctx.published.iter().map(|s| s.title.as_str()).collect();
         summary.push(format!("  {name:<10} {dt:>7.1} s  {}", titles.join("; ")));
         sections.extend(ctx.published.iter().map(|s| s.id.clone()));
-        // every stored section of this reproduction, so a `--parts` rerun keeps the other parts
-        let prefix = format!("repro-{name}-");
-        let stored: Vec<Section> = report
-            .sections()?
-            .into_iter()
-            .filter(|s| s.id.starts_with(&prefix) && s.smoke == smoke)
-            .collect();
-        let block = results::repro_block(name, what, &stored, &env);
+        // a run of some parts (`--parts`) keeps the reproduction's other stored sections; a whole
+        // run writes only its own, so sections no longer produced do not linger
+        let block = if args.iter().any(|a| a == "--parts") {
+            let prefix = format!("repro-{name}-");
+            let stored: Vec<Section> = report
+                .sections()?
+                .into_iter()
+                .filter(|s| s.id.starts_with(&prefix) && s.smoke == smoke)
+                .collect();
+            results::repro_block(name, what, &stored, &env)
+        } else {
+            results::repro_block(name, what, &ctx.published, &env)
+        };
         results::update(&results_file, block, &order)?;
     }
     if json {

@@ -22,15 +22,16 @@
 //!    the true one for each selection × orientation rule (standard, conservative, majority, max-p)
 //!    over 40 graphs (200 permutations per test), split into missing, extra and misoriented edges,
 //!    with the skeleton tests checked against d-separation and paired differences; the per-run
-//!    counts are written to `simulation_runs.csv` as they come.
+//!    counts are written to `simulation_runs.csv` (`simulation_runs_rough.csv` for the rough arm)
+//!    as they come.
 //!
 //! Flags: `--parts ci,ozone,simulation` (default all), `--selections bkl,bkl-bayes,hsicagg,median`
 //! (default all; paired differences are taken against the last of them in this order), `--graphs G`,
 //! `--ci gp-hsic,kci,rcit,auto` (the tests compared; the CI part runs all three by default, the
 //! simulation gp-hsic), `--kci-z learned,median` (KCI's and RCIT's kernel on `Z`: learned, the
 //! default, or the median heuristic with ε = 10⁻³; both to compare them), `--hyper-points M` (KCI's GP rows), `--reps R` and `--ci-n N` (CI part: repetitions, default 500, and sample size, default 150), `--p P` and `--n N` (every simulated graph
-//! with P variables and N observations), `--mechanisms rough` (the simulation with `sin 3x` in
-//! place of `sin x`, its own sections and files), `--causal-learn` (the simulation's data sets also
+//! with P variables and N observations), `--mechanisms rough` (the simulation part only: `sin 3x`
+//! in place of `sin x`, its own sections and files), `--causal-learn` (the simulation's data sets also
 //! through causal-learn's PC + KCI, [`anchor`]).
 //! `--smoke` shrinks everything (4 ozone variables on 120 days, 100 permutations, 20 repetitions,
 //! 2 graphs of 4 variables) to check the pipeline in CI; only the full size gives the numbers.

@@ -50,7 +50,7 @@ fn features_with_exact_factors_equal_the_dense_test() {
     let sx = Side { values: &x, kernels: &ks, z: Some(&zx) };
     let sy = Side { values: &y, kernels: &ks, z: Some(&zy) };
     let n = x.len();
-    let kx = hadamard(&Mat::from_fn(n, n, |i, j| mixture(&ks, x[i], x[j])), &z_gram(&z, &zx.xz_factor(&z)));
+    let kx = hadamard(&Mat::from_fn(n, n, |i, j| mixture(&ks, x[i], x[j])), &z_gram(&z, &xz_factor(&z)));
     let ky = Mat::from_fn(n, n, |i, j| mixture(&ks, y[i], y[j]));
     let a = conditioned_features::<D>(&factor(&kx), Some((&factor(&z_gram(&z, &zx)), zx.ridge))).unwrap();
     let b = conditioned_features::<D>(&factor(&ky), Some((&factor(&z_gram(&z, &zy)), zy.ridge))).unwrap();
@@ -149,6 +149,25 @@ fn a_white_noise_regression_on_z_keeps_the_power() {
         let out = out.unwrap();
         assert!(out.p_value < 1e-3, "y depends on x given z: {out:?}");
     }
+}
+
+/// The `Z` factor of `K_Ẍ` is the widened median heuristic in each column's units: on one column
+/// `2 ×` its median distance; rescaling a column rescales its lengthscale only; a discrete `Z`
+/// (most pairs equal) still gets a finite, positive kernel.
+#[test]
+fn the_xz_factor_is_the_widened_median_heuristic_per_column() {
+    let (x, _, z) = data(80, 0.0, 7);
+    let one = xz_factor(&z).lengthscales[0];
+    assert!(close(one, XZ_WIDENING * median_distance(&z).unwrap(), 1e-12), "{one}");
+    let two = |scale: f64| {
+        let rows: Vec<f64> = z.iter().zip(&x).flat_map(|(p, xi)| [p[0], scale * xi]).collect();
+        xz_factor(&Points::new("z", rows, 2).unwrap()).lengthscales
+    };
+    let (a, b) = (two(1.0), two(1000.0));
+    assert!(close(a[0], b[0], 1e-9) && close(1000.0 * a[1], b[1], 1e-9), "{a:?} vs {b:?}");
+    let discrete = Points::new("z", (0..80).map(|i| f64::from(u8::from(i % 10 == 0))).collect(), 1).unwrap();
+    let l = xz_factor(&discrete).lengthscales[0];
+    assert!(l.is_finite() && l > 0.0, "{l}");
 }
 
 /// With many random features RCIT's statistic approaches KCI's.
