@@ -41,7 +41,7 @@
 //!   median heuristic removes, and the max-p rule orients it temp → O3 as the seed reports (the
 //!   majority rule leaves it undirected: the separating sets of humidity − O3 − temp split 9 to 9).
 //!   The price is time: a GP fit per variable and conditioning set, about 5 times the median
-//!   heuristic's per graph (10.3 against 2.2 s on the random DAGs, 76 against 12 s on ozone).
+//!   heuristic's per graph (5.3 against 1.1 s on the random DAGs, 32 against 6 s on ozone).
 //!   `--kci-z median` is there for smooth problems where speed matters.
 //!
 //! `--select`, `--kci-z` and `--ci gp-hsic` stay available and `repro fig4` compares them.
