@@ -17,7 +17,7 @@ from .bank import (
     RKSClassifier,
     RKSRegressor,
 )
-from .causal import PcResult, pc
+from .causal import CiResult, PcResult, ci_test, pc
 from .density import GaussianKDE, KernelStudentT
 from .dme import TTGP, LfiResult, lfi
 from .embedding import HyperSamples, KernelEmbedding, LogMarginal

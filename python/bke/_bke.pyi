@@ -67,6 +67,10 @@ def causal_pc(
     kci_null: str, kci_z: str, kci_hyper_points: int, select: Optional[str], orientation: str,
     max_condition: Optional[int], permutations: int, seed: int, backend: str, n_jobs: Optional[int],
 ) -> str: ...
+def ci_test(
+    data: Array, *, ci: str, kci_null: str, kci_z: str, kci_hyper_points: int, select: Optional[str],
+    permutations: int, alpha: float, seed: int, backend: str, n_jobs: Optional[int],
+) -> str: ...
 def hsic_test(
     x: Array, y: Array, *, lengthscale_x: Optional[float], lengthscale_y: Optional[float],
     selection: dict, statistic: str, null: str, permutations: int, alpha: float, seed: int,

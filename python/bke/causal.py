@@ -24,7 +24,7 @@ from . import _bke
 from ._base import feature_names
 from ._validation import JsonReport, as_points, as_vector, seed_from
 
-__all__ = ["PcResult", "pc"]
+__all__ = ["PcResult", "pc", "CiResult", "ci_test"]
 
 _BACKEND = _bke.defaults()["backend"]
 _PC = _bke.defaults()["pc"]
@@ -151,3 +151,85 @@ def pc(
         n_jobs=n_jobs,
     )
     return PcResult(json.loads(report))
+
+
+class CiResult(JsonReport):
+    """The outcome of :func:`ci_test`: ``p_value``, ``statistic``, ``reject`` (``p_value <=
+    alpha``), ``test`` (the test that ran: "kci", "rcit" or "gp-hsic"), ``selection``, ``kci_z``,
+    ``lengthscales`` (of the kernels on ``x`` and ``y``), ``observations``, ``conditioning`` (columns
+    of ``z``); ``to_dict()`` gives them as a dict."""
+
+    def __repr__(self) -> str:
+        given = f" | z ({self.conditioning} columns)" if self.conditioning else ""
+        return f"CiResult({self.test}: x ⫫ y{given}, p = {self.p_value:.4g}, reject = {self.reject})"
+
+
+def ci_test(
+    x,
+    y,
+    z=None,
+    *,
+    ci: str = _PC["ci"],
+    kci_null: str = _PC["kci_null"],
+    kci_z: str = _PC["kci_z"],
+    kci_hyper_points: int = _PC["kci_hyper_points"],
+    select: Optional[str] = None,
+    permutations: int = _PC["permutations"],
+    alpha: float = _PC["alpha"],
+    seed: int = _PC["seed"],
+    backend: str = _BACKEND,
+    n_jobs: Optional[int] = None,
+) -> CiResult:
+    """The conditional-independence test ``x ⫫ y | z`` that :func:`pc` runs, on its own (causal-learn's
+    ``CIT(data, "kci")``; without ``z``, ``x ⫫ y``).
+
+    Parameters
+    ----------
+    x, y : arrays of shape (n_samples,) or (n_samples, 1)
+        One variable each.
+    z : array of shape (n_samples, n_conditioning) or (n_samples,), optional
+        The conditioning set.
+    ci, kci_null, kci_z, kci_hyper_points, select, permutations, seed, backend, n_jobs
+        As :func:`pc`.
+    alpha : float, default 0.05
+        The level ``reject`` is decided at.
+
+    Returns
+    -------
+    CiResult
+    """
+    columns = [_variable(x, "x"), _variable(y, "y")]
+    if z is not None:
+        zs = np.asarray(z, dtype=np.float64)
+        columns.append(zs.reshape(-1, 1) if zs.ndim == 1 else as_points(zs, "z"))
+    rows = {c.shape[0] for c in columns}
+    if len(rows) != 1:
+        raise ValueError(f"x, y and z must have one row per observation; got {[c.shape[0] for c in columns]} rows")
+    report = _bke.ci_test(
+        np.hstack(columns),
+        ci=str(ci),
+        kci_null=str(kci_null),
+        kci_z=str(kci_z),
+        kci_hyper_points=_count(kci_hyper_points, "kci_hyper_points"),
+        select=None if select is None else str(select),
+        permutations=_count(permutations, "permutations"),
+        alpha=float(alpha),
+        seed=seed_from(seed),
+        backend=str(backend),
+        n_jobs=n_jobs,
+    )
+    return CiResult(json.loads(report))
+
+
+def _variable(v, name: str) -> np.ndarray:
+    """One variable as a column (n, 1): a vector, or a 2-D array with one column."""
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim == 1:
+        return a.reshape(-1, 1)
+    a = as_points(a, name)
+    if a.shape[1] != 1:
+        raise ValueError(
+            f"{name} must be one variable (shape (n,) or (n, 1)); got {a.shape[1]} columns — the "
+            f"kernel conditional-independence tests here take one variable on each side"
+        )
+    return a

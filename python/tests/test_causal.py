@@ -75,3 +75,39 @@ def test_bad_settings_raise_value_error_with_the_library_message(kw, message):
 def test_one_dimensional_data_is_refused_with_a_hint():
     with pytest.raises(ValueError, match="reshape"):
         bke.pc(np.arange(10.0))
+
+
+def test_ci_test_is_the_test_pc_runs():
+    data = collider(n=200, seed=4)
+    result = bke.pc(data, names=["x", "y", "z"])
+    in_pc = next(t for t in result.tests if (t["x"], t["y"], t["given"]) == ("x", "y", ["z"]))
+    alone = bke.ci_test(data[:, 0], data[:, 1], data[:, 2])
+    assert alone.p_value == in_pc["p_value"] and alone.test == "kci" and alone.conditioning == 1
+    assert alone.reject == (alone.p_value <= 0.05)
+    marginal = bke.ci_test(data[:, 0], data[:, 1])
+    assert marginal.conditioning == 0 and not marginal.reject, marginal
+    assert "x ⫫ y | z" in repr(alone)
+
+
+def test_ci_test_detects_dependence_given_z():
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal(150)
+    x = np.sin(z) + rng.uniform(-0.5, 0.5, 150)
+    y = np.cos(z) + np.tanh(2 * x) + rng.uniform(-0.5, 0.5, 150)
+    for ci in ("kci", "rcit"):
+        r = bke.ci_test(x, y, z.reshape(-1, 1), ci=ci)
+        assert r.reject and r.p_value < 1e-3 and r.test == ci, r
+
+
+@pytest.mark.parametrize(
+    "args, kw, message",
+    [
+        ((np.ones((20, 2)), np.ones(20)), {}, "one variable"),
+        ((np.ones(20), np.ones(19)), {}, "one row per observation"),
+        ((np.arange(20.0), np.arange(20.0) ** 2), {"alpha": 2.0}, "alpha"),
+        ((np.arange(20.0), np.arange(20.0) ** 2), {"ci": "fisher-z"}, "auto, kci, rcit or gp-hsic"),
+    ],
+)
+def test_ci_test_bad_input_raises_value_error(args, kw, message):
+    with pytest.raises(ValueError, match=message):
+        bke.ci_test(*args, **kw)

@@ -30,6 +30,7 @@ SIGNATURES = [
     (bke.dme.TTGP.__init__, ("ttgp",)),
     (bke.dme.lfi, ("lfi",)),
     (bke.pc, ("pc",)),
+    (bke.ci_test, ("pc",)),
 ]
 
 
