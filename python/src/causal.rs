@@ -55,23 +55,10 @@ fn causal_pc(
     n_jobs: Option<i64>,
 ) -> PyResult<String> {
     let exec = Exec::new(backend, n_jobs)?;
-    let mut params = PcParams { alpha, max_condition, ..PcParams::default() };
-    params.ci.method = CiMethod::parse(ci).map_err(Failure::from)?;
-    let mut selection = match select {
-        Some(s) => {
-            LengthscaleSelection::new(SelectRule::parse(s, TestKind::Independence).map_err(Failure::from)?)
-        }
-        None => params.ci.method.default_selection(),
-    };
-    selection.bkl.seed = seed;
-    params.ci.selection = selection;
+    let ci = ci_params(ci, kci_null, kci_z, kci_hyper_points, select, permutations, seed)?;
+    let mut params = PcParams { alpha, max_condition, ci, ..PcParams::default() };
     params.prewhiten = Prewhitening::parse(prewhiten).map_err(Failure::from)?;
     params.orientation = Orientation::parse(orientation).map_err(Failure::from)?;
-    params.ci.kci.null = KciNull::parse(kci_null).map_err(Failure::from)?;
-    params.ci.kci.z_rule = ZRule::parse(kci_z).map_err(Failure::from)?;
-    params.ci.kci.hyper_points = kci_hyper_points;
-    params.ci.hsic.permutations = permutations;
-    params.ci.hsic.seed = seed;
     let time = time.as_ref().map(values).transpose()?;
     let data = CausalData::new(names, points("data", &data)?, time).map_err(Failure::from)?;
     run_job!(exec, py, |B, progress| pc_report::<B>(&params, &data, progress))
