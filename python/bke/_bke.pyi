@@ -63,14 +63,10 @@ def mmd_test(
     n_jobs: Optional[int],
 ) -> tuple[str, list[float]]: ...
 def causal_pc(
-    data: Array, *, names: Sequence[str], time: Optional[Array], prewhiten: str, alpha: float, ci: str,
-    kci_null: str, kci_z: str, kci_hyper_points: int, select: Optional[str], orientation: str,
-    max_condition: Optional[int], permutations: int, seed: int, backend: str, n_jobs: Optional[int],
+    data: Array, *, names: Sequence[str], time: Optional[Array], prewhiten: str, alpha: float,
+    orientation: str, max_condition: Optional[int], test: dict, backend: str, n_jobs: Optional[int],
 ) -> str: ...
-def ci_test(
-    data: Array, *, ci: str, kci_null: str, kci_z: str, kci_hyper_points: int, select: Optional[str],
-    permutations: int, alpha: float, seed: int, backend: str, n_jobs: Optional[int],
-) -> str: ...
+def ci_test(data: Array, *, alpha: float, test: dict, backend: str, n_jobs: Optional[int]) -> str: ...
 def hsic_test(
     x: Array, y: Array, *, lengthscale_x: Optional[float], lengthscale_y: Optional[float],
     selection: dict, statistic: str, null: str, permutations: int, alpha: float, seed: int,

@@ -55,6 +55,20 @@ class PcResult(JsonReport):
         return f"PcResult({self.ci_test}, α = {self.alpha}: {', '.join(arrows) or 'no edges'})"
 
 
+def _test_options(ci, kci_null, kci_z, kci_hyper_points, select, permutations, seed) -> dict:
+    """The conditional-independence test's keywords that :func:`pc` and :func:`ci_test` share, as
+    the dict ``_bke`` takes."""
+    return dict(
+        ci=str(ci),
+        kci_null=str(kci_null),
+        kci_z=str(kci_z),
+        kci_hyper_points=_count(kci_hyper_points, "kci_hyper_points"),
+        select=None if select is None else str(select),
+        permutations=_count(permutations, "permutations"),
+        seed=seed_from(seed),
+    )
+
+
 def _count(value, name: str) -> int:
     """A non-negative integer keyword, as ``ValueError`` otherwise (Rust takes unsigned counts)."""
     if isinstance(value, bool) or int(value) != value or value < 0:
@@ -132,21 +146,16 @@ def pc(
     x = as_points(data, "data")
     names = [f"x{j}" for j in range(x.shape[1])] if names is None else [str(n) for n in names]
     t = None if time is None else as_vector(time, "time")
+    test = _test_options(ci, kci_null, kci_z, kci_hyper_points, select, permutations, seed)
     report = _bke.causal_pc(
         x,
         names=names,
         time=t,
         prewhiten=str(prewhiten),
         alpha=float(alpha),
-        ci=str(ci),
-        kci_null=str(kci_null),
-        kci_z=str(kci_z),
-        kci_hyper_points=_count(kci_hyper_points, "kci_hyper_points"),
-        select=None if select is None else str(select),
         orientation=str(orientation),
         max_condition=None if max_condition is None else _count(max_condition, "max_condition"),
-        permutations=_count(permutations, "permutations"),
-        seed=seed_from(seed),
+        test=test,
         backend=str(backend),
         n_jobs=n_jobs,
     )
@@ -205,19 +214,8 @@ def ci_test(
     rows = {c.shape[0] for c in columns}
     if len(rows) != 1:
         raise ValueError(f"x, y and z must have one row per observation; got {[c.shape[0] for c in columns]} rows")
-    report = _bke.ci_test(
-        np.hstack(columns),
-        ci=str(ci),
-        kci_null=str(kci_null),
-        kci_z=str(kci_z),
-        kci_hyper_points=_count(kci_hyper_points, "kci_hyper_points"),
-        select=None if select is None else str(select),
-        permutations=_count(permutations, "permutations"),
-        alpha=float(alpha),
-        seed=seed_from(seed),
-        backend=str(backend),
-        n_jobs=n_jobs,
-    )
+    test = _test_options(ci, kci_null, kci_z, kci_hyper_points, select, permutations, seed)
+    report = _bke.ci_test(np.hstack(columns), alpha=float(alpha), test=test, backend=str(backend), n_jobs=n_jobs)
     return CiResult(json.loads(report))
 
 

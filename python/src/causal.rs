@@ -30,10 +30,9 @@ fn pc_report<B: Backend>(
     serde_json::to_string(&result).map_err(|e| Failure::Runtime(format!("cannot encode the result: {e}")))
 }
 
-/// `bke causal pc`: the CPDAG, every test and its p-value, as JSON text. `select` `None` is the
-/// test's own default kernel choice ([`CiMethod::default_selection`]), as in the CLI.
+/// `bke causal pc`: the CPDAG, every test and its p-value, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (data, *, names, time, prewhiten, alpha, ci, kci_null, kci_z, kci_hyper_points, select, orientation, max_condition, permutations, seed, backend, n_jobs))]
+#[pyo3(signature = (data, *, names, time, prewhiten, alpha, orientation, max_condition, test, backend, n_jobs))]
 #[allow(clippy::too_many_arguments)]
 fn causal_pc(
     py: Python<'_>,
@@ -42,21 +41,14 @@ fn causal_pc(
     time: Option<PyReadonlyArray1<'_, f64>>,
     prewhiten: &str,
     alpha: f64,
-    ci: &str,
-    kci_null: &str,
-    kci_z: &str,
-    kci_hyper_points: usize,
-    select: Option<&str>,
     orientation: &str,
     max_condition: Option<usize>,
-    permutations: usize,
-    seed: u64,
+    test: TestOptions,
     backend: &str,
     n_jobs: Option<i64>,
 ) -> PyResult<String> {
     let exec = Exec::new(backend, n_jobs)?;
-    let ci = ci_params(ci, kci_null, kci_z, kci_hyper_points, select, permutations, seed)?;
-    let mut params = PcParams { alpha, max_condition, ci, ..PcParams::default() };
+    let mut params = PcParams { alpha, max_condition, ci: test.params()?, ..PcParams::default() };
     params.prewhiten = Prewhitening::parse(prewhiten).map_err(Failure::from)?;
     params.orientation = Orientation::parse(orientation).map_err(Failure::from)?;
     let time = time.as_ref().map(values).transpose()?;
@@ -64,30 +56,38 @@ fn causal_pc(
     run_job!(exec, py, |B, progress| pc_report::<B>(&params, &data, progress))
 }
 
-/// The conditional-independence test's settings from the keywords shared by [`causal_pc`] and
-/// [`ci_test`] (`select` `None`: the test's own default, [`CiMethod::default_selection`]).
-fn ci_params(
-    ci: &str,
-    kci_null: &str,
-    kci_z: &str,
+/// The conditional-independence test's keywords shared by [`causal_pc`] and [`ci_test`] (the
+/// CLI's flags), passed as a dict.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct TestOptions {
+    ci: String,
+    kci_null: String,
+    kci_z: String,
     kci_hyper_points: usize,
-    select: Option<&str>,
+    /// `None`: the test's own default kernel choice ([`CiMethod::default_selection`]), as in the CLI.
+    select: Option<String>,
     permutations: usize,
     seed: u64,
-) -> Result<CiParams, Failure> {
-    let mut params = CiParams { method: CiMethod::parse(ci)?, ..CiParams::default() };
-    let mut selection = match select {
-        Some(s) => LengthscaleSelection::new(SelectRule::parse(s, TestKind::Independence)?),
-        None => params.method.default_selection(),
-    };
-    selection.bkl.seed = seed;
-    params.selection = selection;
-    params.kci.null = KciNull::parse(kci_null)?;
-    params.kci.z_rule = ZRule::parse(kci_z)?;
-    params.kci.hyper_points = kci_hyper_points;
-    params.hsic.permutations = permutations;
-    params.hsic.seed = seed;
-    Ok(params)
+}
+
+impl TestOptions {
+    /// The test's settings, each name parsed by the library.
+    fn params(&self) -> Result<CiParams, Failure> {
+        let mut params = CiParams { method: CiMethod::parse(&self.ci)?, ..CiParams::default() };
+        let mut selection = match &self.select {
+            Some(s) => LengthscaleSelection::new(SelectRule::parse(s, TestKind::Independence)?),
+            None => params.method.default_selection(),
+        };
+        selection.bkl.seed = self.seed;
+        params.selection = selection;
+        params.kci.null = KciNull::parse(&self.kci_null)?;
+        params.kci.z_rule = ZRule::parse(&self.kci_z)?;
+        params.kci.hyper_points = self.kci_hyper_points;
+        params.hsic.permutations = self.permutations;
+        params.hsic.seed = self.seed;
+        Ok(params)
+    }
 }
 
 /// The outcome of [`ci_test`] (the Python `CiResult`'s fields).
@@ -113,24 +113,17 @@ struct CiReport {
 
 /// One test `x ⫫ y | z` of PC (`z` `None`: `x ⫫ y`): `data` holds `x`, `y`, then the columns of `z`.
 #[pyfunction]
-#[pyo3(signature = (data, *, ci, kci_null, kci_z, kci_hyper_points, select, permutations, alpha, seed, backend, n_jobs))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (data, *, alpha, test, backend, n_jobs))]
 fn ci_test(
     py: Python<'_>,
     data: PyReadonlyArray2<'_, f64>,
-    ci: &str,
-    kci_null: &str,
-    kci_z: &str,
-    kci_hyper_points: usize,
-    select: Option<&str>,
-    permutations: usize,
     alpha: f64,
-    seed: u64,
+    test: TestOptions,
     backend: &str,
     n_jobs: Option<i64>,
 ) -> PyResult<String> {
     let exec = Exec::new(backend, n_jobs)?;
-    let params = ci_params(ci, kci_null, kci_z, kci_hyper_points, select, permutations, seed)?;
+    let params = test.params()?;
     bke_core::hypothesis::check_alpha(alpha).map_err(Failure::from)?;
     let data: Points = points("data", &data)?;
     let given: Vec<usize> = (2..data.dim()).collect();
