@@ -30,15 +30,25 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     best.into_iter().step_by(step).collect()
 }
 
-/// Round values `i · step` in `[lo, hi]`, the step 1, 2 or 5 times a power of ten giving 3 to 6.
+/// Round values `i · step` in `[lo, hi]`: the step 1, 2 or 5 times a power of ten, the largest not
+/// below a quarter of the range that still puts [`MIN_TICKS`] values in it (a step just above a
+/// quarter can leave one: 1.5 alone on `[1.06, 1.9]` with step 0.5).
 fn linear(lo: f64, hi: f64) -> Vec<f64> {
     let raw = (hi - lo) / 4.0;
     let p = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * p).find(|s| *s >= raw).unwrap_or(10.0 * p);
-    let (i0, i1) = ((lo / step).ceil() as i64, (hi / step).floor() as i64);
-    // As in `candidates`: a fractional step divides by its (whole) reciprocal to stay exact.
-    let inverse = (1.0 / step).round();
-    (i0..=i1).map(|i| if step < 1.0 { i as f64 / inverse } else { i as f64 * step }).collect()
+    let steps = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0].map(|m| m * p);
+    let first = steps.iter().position(|s| *s >= raw).unwrap_or(steps.len() - 1);
+    let mut ticks = Vec::new();
+    for &step in steps[..=first].iter().rev() {
+        let (i0, i1) = ((lo / step).ceil() as i64, (hi / step).floor() as i64);
+        // As in `candidates`: a fractional step divides by its (whole) reciprocal to stay exact.
+        let inverse = (1.0 / step).round();
+        ticks = (i0..=i1).map(|i| if step < 1.0 { i as f64 / inverse } else { i as f64 * step }).collect();
+        if ticks.len() >= MIN_TICKS {
+            break;
+        }
+    }
+    ticks
 }
 
 /// The faint grid lines: every digit of every decade in the range.
@@ -88,6 +98,15 @@ mod tests {
             let t = log_ticks(lo, hi);
             assert!(t.iter().all(|v| (lo..=hi).contains(v)), "{t:?} outside [{lo}, {hi}]");
             assert!(t.len() >= 2 && t.len() <= MAX_TICKS, "{lo}..{hi}: {t:?}");
+        }
+        // a step just above a quarter of the range used to leave one label (1.5 on [1.06, 1.9])
+        assert_eq!(log_ticks(1.06, 1.9), vec![1.2, 1.4, 1.6, 1.8]);
+        for k in 0..200 {
+            let lo = 1.0 + 0.004 * f64::from(k);
+            let hi = lo * 1.8;
+            let t = log_ticks(lo, hi);
+            assert!(t.len() >= 2 && t.len() <= MAX_TICKS, "{lo}..{hi}: {t:?}");
+            assert!(t.iter().all(|v| (lo..=hi).contains(v)), "{t:?} outside [{lo}, {hi}]");
         }
     }
 
