@@ -26,8 +26,8 @@ from ._validation import JsonReport, as_points, as_vector, seed_from
 
 __all__ = ["PcResult", "pc", "CiResult", "ci_test"]
 
-_BACKEND = _bke.defaults()["backend"]
-_PC = _bke.defaults()["pc"]
+_DEFAULTS = _bke.defaults()
+_BACKEND, _PC = _DEFAULTS["backend"], _DEFAULTS["pc"]
 
 
 class PcResult(JsonReport):
