@@ -156,7 +156,7 @@ pub struct BaselineModel {
 }
 
 /// The median pairwise distance of the (standardised) inputs ([`bke_core::median_distance`]), or 1
-/// when more than half the pairs coincide.
+/// when every row is the same.
 pub(crate) fn median_or_one(x: &Mat) -> f64 {
     Points::from_mat("inputs", x).ok().and_then(|p| bke_core::median_distance(&p).ok()).unwrap_or(1.0)
 }

@@ -80,8 +80,8 @@ impl Estimator for BankParams {
     }
 }
 
-/// The median pairwise distance of the (standardised) inputs, or the root-mean-square distance
-/// `√(2 Σ_k var_k)` when more than half the pairs coincide.
+/// The median pairwise distance of the (standardised) inputs ([`bke_core::median_distance`]), or
+/// the root-mean-square distance `√(2 Σ_k var_k)` when it has none (every row the same).
 fn length_scale(xs: &Mat) -> f64 {
     let pts = Points::from_mat("inputs", xs).ok();
     if let Some(m) = pts.and_then(|p| bke_core::median_distance(&p).ok()) {

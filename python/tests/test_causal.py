@@ -72,6 +72,17 @@ def test_bad_settings_raise_value_error_with_the_library_message(kw, message):
         bke.pc(collider(n=60), **kw)
 
 
+def test_a_binary_treatment_takes_part_and_a_constant_column_is_refused():
+    rng = np.random.default_rng(4)
+    t = (rng.uniform(size=300) < 0.4).astype(float)
+    x = t + rng.standard_normal(300)
+    y = np.sin(x) + 0.3 * rng.standard_normal(300)
+    result = bke.pc(np.column_stack([t, x, y]), names=["t", "x", "y"])
+    np.testing.assert_array_equal(result.adjacency(), [[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+    with pytest.raises(ValueError, match="variable 'c'.*constant"):
+        bke.pc(np.column_stack([t, x, np.ones(300)]), names=["t", "x", "c"])
+
+
 def test_one_dimensional_data_is_refused_with_a_hint():
     with pytest.raises(ValueError, match="reshape"):
         bke.pc(np.arange(10.0))

@@ -13,7 +13,8 @@ pub struct CausalData {
 
 impl CausalData {
     /// Errors unless there is one distinct, non-empty name per column, at least two variables and
-    /// five rows, and (when given) one finite time value per row.
+    /// five rows, no constant column (it can be neither cause nor effect, and no kernel tells its
+    /// values apart), and (when given) one finite time value per row.
     pub fn new(names: Vec<String>, values: Points, time: Option<Vec<f64>>) -> Result<Self, CoreError> {
         if names.len() != values.dim() {
             return Err(CoreError::DimensionMismatch {
@@ -34,6 +35,17 @@ impl CausalData {
             }
         }
         values.check_len("observations", 5)?;
+        for (j, name) in names.iter().enumerate() {
+            let first = values.point(0)[j];
+            if values.iter().all(|p| p[j] == first) {
+                return Err(CoreError::InvalidChoice {
+                    what: format!("variable '{name}'"),
+                    reason: format!(
+                        "it is constant (every observation is {first}), so it can be neither cause nor effect; remove it"
+                    ),
+                });
+            }
+        }
         if let Some(t) = &time {
             if t.len() != values.len() {
                 return Err(CoreError::DimensionMismatch {

@@ -12,6 +12,13 @@
 //! The median is exact (all `n(n−1)/2` pairs) up to [`MEDIAN_MAX_POINTS`] points; above that it is
 //! taken over an evenly spaced deterministic subsample of that many points (no randomness, so the
 //! selected lengthscale never depends on a seed).
+//!
+//! **Discrete samples.** Where more than half of the pairs coincide — a binary variable (a treatment
+//! indicator in causal discovery), a count with a dominant value — the median over all pairs is 0
+//! and gives no kernel. The median is then taken over the pairs at a positive distance, the rule
+//! Gretton et al.'s reference HSIC code and causal-learn use for every sample; it depends on the
+//! sample alone, so a permutation test stays exact. Only a sample whose points all coincide (a
+//! constant variable) has no median heuristic.
 
 use crate::{CoreError, Points};
 
@@ -73,8 +80,9 @@ pub fn median_subsample(n: usize) -> Vec<usize> {
 }
 
 /// The median of the pairwise Euclidean distances `‖x_i − x_j‖`, `i < j` (for an even number of
-/// pairs, the mean of the two middle values). Errors with fewer than 2 points or a zero median
-/// (more than half the pairs coincide), which no lengthscale can be derived from.
+/// pairs, the mean of the two middle values), or, where that is 0 (more than half the pairs
+/// coincide), the median over the pairs at a positive distance (module docs). Errors with fewer
+/// than 2 points or when every pair coincides (a constant sample).
 pub fn median_distance(x: &Points) -> Result<f64, CoreError> {
     x.check_len("sample for the median heuristic", 2)?;
     let idx = median_subsample(x.len());
@@ -85,25 +93,35 @@ pub fn median_distance(x: &Points) -> Result<f64, CoreError> {
             d2.push(xi.iter().zip(x.point(j)).map(|(p, q)| (p - q) * (p - q)).sum::<f64>());
         }
     }
+    let med = median_of_squares(&mut d2);
+    if med > 0.0 {
+        return Ok(med);
+    }
+    d2.retain(|&v| v > 0.0);
+    if d2.is_empty() {
+        return Err(CoreError::InvalidParameter {
+            name: "median pairwise distance".into(),
+            value: 0.0,
+            reason: "every point of the sample is the same (a constant variable), so no kernel can \
+                     tell its points apart; remove it"
+                .into(),
+        });
+    }
+    Ok(median_of_squares(&mut d2))
+}
+
+/// `√` of the median of the non-empty `d2` (the mean of the two middle values' roots for an even
+/// count); reorders `d2`.
+fn median_of_squares(d2: &mut [f64]) -> f64 {
     let len = d2.len();
     let mid = len / 2;
     let (_, &mut upper, _) = d2.select_nth_unstable_by(mid, f64::total_cmp);
-    let med = if len % 2 == 1 {
+    if len % 2 == 1 {
         upper.sqrt()
     } else {
         let lower = d2[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
         0.5 * (lower.sqrt() + upper.sqrt())
-    };
-    if !(med > 0.0) {
-        return Err(CoreError::InvalidParameter {
-            name: "median pairwise distance".into(),
-            value: med,
-            reason: "more than half of the point pairs coincide, so the median heuristic gives no \
-                     lengthscale; pass a lengthscale explicitly or use BKL selection"
-                .into(),
-        });
     }
-    Ok(med)
 }
 
 /// The median-heuristic lengthscale of `x` under `convention`.
@@ -151,11 +169,30 @@ mod tests {
         }
     }
 
+    /// More than half the pairs coincide: the median over the pairs at a positive distance.
+    #[test]
+    fn discrete_samples_take_the_median_of_positive_distances() {
+        // 1, 1, 1, 1, 2: six of ten pairs coincide; the four others are at distance 1
+        assert_eq!(median_distance(&Points::from_1d("x", &[1.0, 1.0, 1.0, 1.0, 2.0]).unwrap()).unwrap(), 1.0);
+        // 0 ×5, 1, 3: ten of 21 pairs coincide, not more than half, so the plain median stands
+        // (distances 0 ×10, 1 ×5, 2, 3 ×5: the 11th is 1)
+        let x = Points::from_1d("x", &[0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 3.0]).unwrap();
+        assert_eq!(median_distance(&x).unwrap(), 1.0);
+        // binary, 7 zeros and 3 ones: 24 of 45 pairs coincide; the 21 others are at distance 1
+        let mut b = vec![0.0; 7];
+        b.extend([1.0; 3]);
+        assert_eq!(median_distance(&Points::from_1d("b", &b).unwrap()).unwrap(), 1.0);
+        // 0 ×6, 1, 4: 15 of 28 pairs coincide; the positive distances 1 ×6, 3, 4 ×6: the 7th is 3
+        let mut c = vec![0.0; 6];
+        c.extend([1.0, 4.0]);
+        assert_eq!(median_distance(&Points::from_1d("c", &c).unwrap()).unwrap(), 3.0);
+    }
+
     #[test]
     fn degenerate_inputs_are_errors() {
         assert!(median_distance(&Points::from_1d("x", &[1.0]).unwrap()).is_err());
-        let e = median_distance(&Points::from_1d("x", &[1.0, 1.0, 1.0, 1.0, 2.0]).unwrap()).unwrap_err();
-        assert!(e.to_string().contains("pass a lengthscale"), "{e}");
+        let e = median_distance(&Points::from_1d("x", &[2.0, 2.0, 2.0]).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("constant variable"), "{e}");
         assert!(MedianConvention::parse("mooij").is_ok());
         assert!(MedianConvention::parse("gretton").is_err());
     }

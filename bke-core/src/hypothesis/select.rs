@@ -101,7 +101,9 @@
 //! HSIC it is the variable's 5 HSICAgg bandwidths. The collection of the test is the union of
 //! posterior and prior kernels, merged the same way (a kernel in both gets both shares). Every prior kernel keeps weight `≥ ε/40`, whatever the posterior; where the posterior is
 //! informative its kernels keep `1 − ε` of their posterior weight. The prior collection is a function
-//! of the pooled sample's distances (order-free), so the proof of exact level above holds.
+//! of the pooled sample's distances (order-free), so the proof of exact level above holds. Where
+//! the pseudolikelihood is not finite anywhere on the scan (a discrete sample whose held-out
+//! landmarks all share one value) there is no posterior, and the collection is the prior alone.
 //!
 //! ## The statistic: MMD-FUSE with the posterior as its prior
 //! MMD-FUSE's statistic is `F = (1/λ) log Σ_k π_k exp(λ S_k)` with `S_k = n(n−1) MMD²_k/√N̂_k`,
@@ -247,8 +249,14 @@ pub fn select_kernels<B: Backend>(
         SelectRule::Fuse => Ok(SelectedKernels::collection(fuse_collection(&z, &a.families.list(), 10)?)),
         SelectRule::BklBayes => {
             let r = p.scan::<B>(&z, progress)?;
-            let posterior = posterior_collection(&r)?;
-            let kernels = contaminate(&posterior, &prior_collection(&z, test)?, PRIOR_SHARE);
+            let prior = prior_collection(&z, test)?;
+            // no posterior where the pseudolikelihood is nowhere finite (a discrete sample whose
+            // held-out landmarks all share one value): the prior collection alone
+            let Some(posterior) = posterior_collection(&r) else {
+                let summary = summarise(&r, p, r.maxima(), f64::NEG_INFINITY);
+                return Ok(SelectedKernels { kernels: prior, median_convention: None, bkl: Some(summary) });
+            };
+            let kernels = contaminate(&posterior, &prior, PRIOR_SHARE);
             let mode = posterior.iter().max_by(|a, b| a.weight.total_cmp(&b.weight)).expect("non-empty");
             // the mode's kernel sits on a scan point (posterior_collection)
             let at_mode = r.scan.iter().find(|s| s.lengthscale == mode.lengthscale);
@@ -365,14 +373,21 @@ fn global_optimum(r: &FittedEmbedding) -> (f64, f64) {
 }
 
 /// The BKL-Bayes posterior collection alone (Gaussian kernels weighted by the tempered BKE posterior,
-/// module docs) of the sample `points`, after putting it in [`canonical_order`].
+/// module docs) of the sample `points`, after putting it in [`canonical_order`]; an error where the
+/// pseudolikelihood is not finite anywhere on the scan.
 pub fn bkl_posterior_kernels<B: Backend>(
     points: &Points,
     params: &BklParams,
     progress: &dyn Progress,
 ) -> Result<Vec<WeightedKernel>, CoreError> {
     params.validate()?;
-    posterior_collection(&params.scan::<B>(&canonical_order(points), progress)?)
+    posterior_collection(&params.scan::<B>(&canonical_order(points), progress)?).ok_or_else(|| {
+        invalid(
+            "BKE marginal pseudolikelihood",
+            f64::NEG_INFINITY,
+            "it is not finite anywhere on the lengthscale grid, so no posterior can be formed; add landmarks or use another selection",
+        )
+    })
 }
 
 /// The share `ε` of the prior collection in the BKL-Bayes weights (module docs).
@@ -444,16 +459,13 @@ const SCAN_POINTS_PER_KERNEL: usize = 4;
 /// Kernels with less than this share of the largest posterior mass are left out.
 const MIN_RELATIVE_MASS: f64 = 1e-3;
 
-/// The BKL-Bayes collection from the whole ML-II scan (module docs).
-fn posterior_collection(r: &PseudolikelihoodScan) -> Result<Vec<WeightedKernel>, CoreError> {
+/// The BKL-Bayes collection from the whole ML-II scan (module docs), or `None` where the
+/// pseudolikelihood is not finite anywhere on the grid.
+fn posterior_collection(r: &PseudolikelihoodScan) -> Option<Vec<WeightedKernel>> {
     let n = r.n_data as f64;
     let top = r.scan.iter().map(|s| s.log_marginal).fold(f64::NEG_INFINITY, f64::max);
     if !top.is_finite() {
-        return Err(invalid(
-            "BKE marginal pseudolikelihood",
-            top,
-            "it is not finite anywhere on the lengthscale grid, so no posterior can be formed; add landmarks or use another selection",
-        ));
+        return None;
     }
     let centres = (r.scan.len() - 1) / SCAN_POINTS_PER_KERNEL + 1;
     let mut mass = vec![0.0; centres];
@@ -469,10 +481,11 @@ fn posterior_collection(r: &PseudolikelihoodScan) -> Result<Vec<WeightedKernel>,
         .map(|c| (r.scan[(c * SCAN_POINTS_PER_KERNEL).min(r.scan.len() - 1)].lengthscale, mass[c]))
         .collect();
     let total: f64 = kept.iter().map(|k| k.1).sum();
-    Ok(kept
-        .into_iter()
-        .map(|(l, m)| WeightedKernel { weight: m / total, ..WeightedKernel::gaussian(l) })
-        .collect())
+    Some(
+        kept.into_iter()
+            .map(|(l, m)| WeightedKernel { weight: m / total, ..WeightedKernel::gaussian(l) })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -144,3 +144,30 @@ fn settings_are_checked() {
     let t = quick().ci.check().unwrap().fit::<DefaultBackend>(data.values()).unwrap();
     assert!(pc::<DefaultBackend>(&t, &["a".into()], 0.05, None, &()).is_err());
 }
+
+/// A binary cause (a treatment indicator: most pairs of its values coincide, so the median
+/// heuristic takes the median of the positive distances) in the chain `t → x → y`, with the
+/// default test: the skeleton `t − x − y` and no collider. A constant variable is refused by name.
+#[test]
+fn a_binary_variable_takes_part_and_a_constant_one_is_refused() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut v = Vec::new();
+    for _ in 0..300 {
+        let t = if rng.random::<f64>() < 0.4 { 1.0 } else { 0.0 };
+        let x = t + rng.sample::<f64, _>(rand_distr::StandardNormal);
+        let y = x.sin() + 0.3 * rng.sample::<f64, _>(rand_distr::StandardNormal);
+        v.extend([t, x, y]);
+    }
+    let names = ["t", "x", "y"].map(String::from).to_vec();
+    let data = CausalData::new(names.clone(), Points::new("v", v.clone(), 3).unwrap(), None).unwrap();
+    let found = PcParams::default().check().unwrap().fit::<DefaultBackend>(&data).unwrap();
+    assert!(
+        found.adjacent("t", "x") && found.adjacent("x", "y") && !found.adjacent("t", "y"),
+        "{:?}",
+        found.edges
+    );
+    assert!(!found.directed("t", "x") && !found.directed("y", "x"), "{:?}", found.edges);
+    v.iter_mut().skip(2).step_by(3).for_each(|y| *y = 2.5);
+    let e = CausalData::new(names, Points::new("v", v, 3).unwrap(), None).unwrap_err().to_string();
+    assert!(e.contains("variable 'y'") && e.contains("constant"), "{e}");
+}

@@ -244,3 +244,24 @@ fn ml_ii_is_the_global_optimum_of_the_scan() {
     rule.validate(TestKind::Independence).unwrap();
     assert_eq!(rule.name(), "ml-ii");
 }
+
+/// A binary sample (78 zeros, 22 ones): the median heuristic takes the positive distances, and for
+/// every landmark seed BKL-Bayes gives a collection — the prior collection alone for the seeds
+/// whose held-out landmarks leave the pseudolikelihood nowhere finite (seed 122 among them).
+#[test]
+fn bkl_bayes_on_a_binary_sample_falls_back_to_the_prior() {
+    let mut v = vec![0.0; 78];
+    v.extend([1.0; 22]);
+    let x = Points::from_1d("t", &v).unwrap();
+    let prior = prior_collection(&canonical_order(&x), TestKind::Independence).unwrap();
+    let mut prior_only = Vec::new();
+    for seed in 0..200 {
+        let s =
+            LengthscaleSelection::with_bkl(SelectRule::BklBayes, BklParams { seed, ..BklParams::default() });
+        let got = select_kernels::<DefaultBackend>(&x, &s, TestKind::Independence, &()).unwrap();
+        if got.kernels == prior {
+            prior_only.push(seed);
+        }
+    }
+    assert!(prior_only.contains(&122), "{prior_only:?}");
+}
