@@ -55,6 +55,28 @@ fn dme_work_beyond_the_memory_budget_is_refused_up_front() {
     fails_with(&loglik, &["--max-memory"]);
 }
 
+/// HSIC holds dense `n × n` matrices per kernel: beyond the limit it is refused before any is
+/// built, naming `n`, the kernels and the settings that need less.
+#[test]
+fn hsic_beyond_the_memory_budget_is_refused_up_front() {
+    let x = w("hsic_x.csv", &column("x", (0..40).map(|i| (i as f64 * 0.37).sin())));
+    let args = [
+        "test",
+        "hsic",
+        "--x",
+        &x,
+        "--y",
+        &x,
+        "--select",
+        "median",
+        "--permutations",
+        "100",
+        "--max-memory",
+        "40K",
+    ];
+    fails_with(&args, &["n = 40", "1 × 1 kernels", "--select median", "--max-memory"]);
+}
+
 #[test]
 fn dme_task_inputs_must_have_the_columns_of_y() {
     let [x, y, _, zt] = dme_files();

@@ -207,6 +207,7 @@ impl FittedHsic {
             s.kernels.iter().map(|k| d.gram(k)).collect()
         };
         progress.checkpoint()?;
+        check_memory(self.data.x.len(), self.x_kernels.kernels.len(), self.y_kernels.kernels.len())?;
         let (ks, ls) = (grams(&self.x_kernels, &self.data.x), grams(&self.y_kernels, &self.data.y));
         progress.update("null distribution", 0, 1);
         let (outcome, stats, p_values, leading, u_alpha) = if p.selection.is_aggregated() {
@@ -318,6 +319,18 @@ impl FittedHsic {
         let outcome = Outcome::from_draws(agg.statistic, agg.p_value, agg.null.clone(), p.alpha, p.null);
         Ok((outcome, stats, p_values, agg.leading, agg.u_alpha))
     }
+}
+
+/// Refuses the test's dense `n × n` matrices beyond the memory limit ([`crate::budget`]) with the
+/// settings that need less: the Gram matrices of the `nx + ny` kernels and each variable's
+/// distances, the `nx` centred (or zero-diagonal) copies of the null, and its operands — at most
+/// `(2 nx + ny + 4) · 8n²` bytes.
+fn check_memory(n: usize, nx: usize, ny: usize) -> Result<(), CoreError> {
+    let setting = format!(
+        "n = {n} observations with {nx} × {ny} kernels (the test holds dense n × n matrices per \
+         kernel: --select median uses one kernel per variable; or test a random subsample)"
+    );
+    crate::budget::check(&setting, crate::budget::Bytes::f64s(n).times(n).times(2 * nx + ny + 4))
 }
 
 /// HSIC between paired samples `x` and `y` under Gaussian kernels `kx` and `ky` (by the definitions).
