@@ -209,15 +209,21 @@ impl FittedHsic {
         progress.checkpoint()?;
         check_memory(self.data.x.len(), self.x_kernels.kernels.len(), self.y_kernels.kernels.len())?;
         let (ks, ls) = (grams(&self.x_kernels, &self.data.x), grams(&self.y_kernels, &self.data.y));
-        progress.update("null distribution", 0, 1);
+        // the permutation null reports its own batches
+        let whole = p.null != NullDistribution::Permutation;
+        if whole {
+            progress.update("null distribution", 0, 1);
+        }
         let (outcome, stats, p_values, leading, u_alpha) = if p.selection.is_aggregated() {
-            self.aggregated::<B>(&ks, &ls)?
+            self.aggregated::<B>(&ks, &ls, progress)?
         } else {
-            let o = self.single::<B>(&ks[0], &ls[0])?;
+            let o = self.single::<B>(&ks[0], &ls[0], progress)?;
             let stats = KernelStatistics { observed: vec![o.statistic], draws: vec![o.null_samples.clone()] };
             (o.clone(), stats, vec![o.p_value], 0, None)
         };
-        progress.update("null distribution", 1, 1);
+        if whole {
+            progress.update("null distribution", 1, 1);
+        }
         let ny = self.y_kernels.kernels.len();
         let pair = |i: usize| (self.x_kernels.kernels[i / ny], self.y_kernels.kernels[i % ny]);
         let kernels = (0..stats.observed.len())
@@ -257,7 +263,7 @@ impl FittedHsic {
         })
     }
 
-    fn single<B: Backend>(&self, k: &Mat, l: &Mat) -> Result<Outcome, CoreError> {
+    fn single<B: Backend>(&self, k: &Mat, l: &Mat, progress: &dyn Progress) -> Result<Outcome, CoreError> {
         let p = &self.params;
         let n = k.nrows();
         match p.null {
@@ -279,6 +285,7 @@ impl FittedHsic {
                     p.permutations,
                     p.seed,
                     None,
+                    progress,
                 )?;
                 debug_assert_eq!(n, l.nrows());
                 Ok(Outcome::from_samples(s.observed[0], s.draws[0].clone(), p.alpha, p.null))
@@ -291,13 +298,14 @@ impl FittedHsic {
         &self,
         ks: &[Mat],
         ls: &[Mat],
+        progress: &dyn Progress,
     ) -> Result<(Outcome, KernelStatistics, Vec<f64>, usize, Option<f64>), CoreError> {
         let p = &self.params;
         let is_agg = matches!(p.selection.rule(), Some(SelectRule::Mmdagg | SelectRule::Hsicagg));
         let draws = if is_agg { 2 * p.permutations } else { p.permutations };
         let mut stats = match p.null {
             NullDistribution::WildBootstrap => wild_stats::<B>(ks, ls, draws, p.seed)?,
-            _ => permutation_stats::<B>(ks, ls, p.statistic, draws, p.seed, None)?,
+            _ => permutation_stats::<B>(ks, ls, p.statistic, draws, p.seed, None, progress)?,
         };
         let weights: Vec<f64> = self
             .x_kernels

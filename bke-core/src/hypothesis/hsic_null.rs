@@ -39,7 +39,7 @@
 use super::aggregate::KernelStatistics;
 use super::mmd_null::{NullScalar, draw_permutation, gram_has_repeated_points, rademacher_forms};
 use super::resampling::{choice, draw_rng};
-use crate::CoreError;
+use crate::{CoreError, Progress};
 use bke_linalg::{Backend, Mat, MatMut, MatRef, Trans};
 use rayon::prelude::*;
 
@@ -154,7 +154,8 @@ fn observed_of(x: &Side, y: &Side, statistic: HsicStatistic) -> f64 {
 }
 
 /// Every pair `(k, l)` of `ks × ls` (x-major: pair `i·|ls| + j`): the observed statistic and
-/// `draws` permutation draws (module docs), `batch` draws at a time (default [`DRAWS_PER_BATCH`]).
+/// `draws` permutation draws (module docs), `batch` draws at a time (default [`DRAWS_PER_BATCH`]),
+/// reported as stage "null distribution" batch by batch (and stopped there when cancelled).
 /// The biased statistic's block products run in single precision unless a Gram matrix has
 /// repeated points (module docs); the unbiased one's in double.
 pub(crate) fn permutation_stats<B: Backend>(
@@ -164,12 +165,13 @@ pub(crate) fn permutation_stats<B: Backend>(
     draws: usize,
     seed: u64,
     batch: Option<usize>,
+    progress: &dyn Progress,
 ) -> Result<KernelStatistics, CoreError> {
     let single = statistic == HsicStatistic::Biased && !ks.iter().chain(ls).any(gram_has_repeated_points);
     if single {
-        permutation_stats_in::<B, f32>(ks, ls, statistic, draws, seed, batch)
+        permutation_stats_in::<B, f32>(ks, ls, statistic, draws, seed, batch, progress)
     } else {
-        permutation_stats_in::<B, f64>(ks, ls, statistic, draws, seed, batch)
+        permutation_stats_in::<B, f64>(ks, ls, statistic, draws, seed, batch, progress)
     }
 }
 
@@ -183,6 +185,7 @@ pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
     draws: usize,
     seed: u64,
     batch: Option<usize>,
+    progress: &dyn Progress,
 ) -> Result<KernelStatistics, CoreError> {
     let n = ks[0].nrows();
     let pairs = n * (n + 1) / 2;
@@ -210,6 +213,8 @@ pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
     let mut perms = vec![0usize; n * bs];
     let mut permuted_sums = Mat::zeros(n, bs);
     let mut cross = Mat::zeros(nx, bs);
+    let batches = (ls.len() * draws.div_ceil(bs)) as u64;
+    let mut done = 0;
     for (c, l) in ls.iter().enumerate() {
         let y = Side::y(l, statistic);
         let operand = match statistic {
@@ -258,6 +263,9 @@ pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
                 }
             }
             start += len;
+            done += 1;
+            progress.checkpoint()?;
+            progress.update("null distribution", done, batches);
         }
     }
     Ok(KernelStatistics { observed, draws: null })

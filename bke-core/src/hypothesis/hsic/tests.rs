@@ -110,7 +110,7 @@ fn permutation_draws_match_recomputation() {
     let ls: Vec<Mat> = kys.iter().map(|k| Distances::new(&y).gram(k)).collect();
     for stat in [HsicStatistic::Biased, HsicStatistic::Unbiased] {
         let double =
-            |batch| permutation_stats_in::<DefaultBackend, f64>(&ks, &ls, stat, 25, 5, batch).unwrap();
+            |batch| permutation_stats_in::<DefaultBackend, f64>(&ks, &ls, stat, 25, 5, batch, &()).unwrap();
         let (batched, one) = (double(Some(4)), double(None));
         for (pair, draws) in batched.draws.iter().enumerate() {
             let (kx, ky) = (&kxs[pair / 3], &kys[pair % 3]);
@@ -124,7 +124,7 @@ fn permutation_draws_match_recomputation() {
                 assert!((one.draws[pair][b] - direct).abs() < 1e-13);
             }
         }
-        let default = permutation_stats::<DefaultBackend>(&ks, &ls, stat, 25, 5, Some(4)).unwrap();
+        let default = permutation_stats::<DefaultBackend>(&ks, &ls, stat, 25, 5, Some(4), &()).unwrap();
         match stat {
             HsicStatistic::Biased => assert_close_in_single(&default, &batched),
             HsicStatistic::Unbiased => assert_eq!(default.draws, batched.draws),
@@ -146,8 +146,8 @@ fn blocked_permutation_draws_match_recomputation_on_any_thread_count() {
         let in_pool = |threads: usize, single: bool| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             pool.install(|| match single {
-                true => permutation_stats_in::<DefaultBackend, f32>(&ks, &ls, stat, 7, 3, Some(4)),
-                false => permutation_stats_in::<DefaultBackend, f64>(&ks, &ls, stat, 7, 3, Some(4)),
+                true => permutation_stats_in::<DefaultBackend, f32>(&ks, &ls, stat, 7, 3, Some(4), &()),
+                false => permutation_stats_in::<DefaultBackend, f64>(&ks, &ls, stat, 7, 3, Some(4), &()),
             })
             .unwrap()
         };
@@ -183,8 +183,8 @@ fn repeated_values_keep_the_double_precision_null() {
     for (y, tied) in [(&y, false), (&y_tied, true)] {
         let l = Distances::new(y).gram(&WeightedKernel::gaussian(0.8));
         let (ks, ls) = (std::slice::from_ref(&k), std::slice::from_ref(&l));
-        let default = permutation_stats::<DefaultBackend>(ks, ls, biased, 30, 1, None).unwrap();
-        let double = permutation_stats_in::<DefaultBackend, f64>(ks, ls, biased, 30, 1, None).unwrap();
+        let default = permutation_stats::<DefaultBackend>(ks, ls, biased, 30, 1, None, &()).unwrap();
+        let double = permutation_stats_in::<DefaultBackend, f64>(ks, ls, biased, 30, 1, None, &()).unwrap();
         assert_eq!(default.draws == double.draws, tied, "tied = {tied}");
     }
 }
@@ -287,7 +287,8 @@ fn gamma_moments_match_permutation_null() {
     );
     let (mean, var) = gamma_moments(&k, &l);
     let draws = 3000;
-    let s = permutation_stats::<DefaultBackend>(&[k], &[l], HsicStatistic::Biased, draws, 0, None).unwrap();
+    let s =
+        permutation_stats::<DefaultBackend>(&[k], &[l], HsicStatistic::Biased, draws, 0, None, &()).unwrap();
     let s: Vec<f64> = s.draws[0].iter().map(|v| 80.0 * v).collect();
     let em = s.iter().sum::<f64>() / draws as f64;
     let ev = s.iter().map(|v| (v - em).powi(2)).sum::<f64>() / (draws as f64 - 1.0);
@@ -384,4 +385,34 @@ fn bad_input_is_rejected() {
     .check()
     .unwrap_err();
     assert!(e.to_string().contains("resampled null"), "{e}");
+}
+
+/// Progress of the permutation null: one update per batch of draws and `y`-kernel, ending at the
+/// total; a cancelled run stops with `Cancelled` at the first batch.
+#[test]
+fn the_permutation_null_reports_its_batches_and_stops_when_cancelled() {
+    use std::sync::Mutex;
+    struct Log(Mutex<Vec<(u64, u64)>>, bool);
+    impl Progress for Log {
+        fn update(&self, stage: &str, done: u64, total: u64) {
+            if stage == "null distribution" {
+                self.0.lock().unwrap().push((done, total));
+            }
+        }
+        fn cancelled(&self) -> bool {
+            self.1
+        }
+    }
+    let (x, y) = dependent(4, 30, 0.3);
+    let ks = [Distances::new(&x).gram(&WeightedKernel::gaussian(1.0))];
+    let ls: Vec<Mat> =
+        [0.5, 1.0, 2.0].map(|l| Distances::new(&y).gram(&WeightedKernel::gaussian(l))).to_vec();
+    let log = Log(Mutex::new(Vec::new()), false);
+    permutation_stats::<DefaultBackend>(&ks, &ls, HsicStatistic::Biased, 10, 0, Some(4), &log).unwrap();
+    let updates = log.0.into_inner().unwrap();
+    assert_eq!(updates, (1..=9).map(|d| (d, 9)).collect::<Vec<_>>());
+    let stop = Log(Mutex::new(Vec::new()), true);
+    let err = permutation_stats::<DefaultBackend>(&ks, &ls, HsicStatistic::Biased, 10, 0, Some(4), &stop);
+    assert_eq!(err.err(), Some(CoreError::Cancelled));
+    assert!(stop.0.into_inner().unwrap().is_empty());
 }
