@@ -77,6 +77,17 @@ fn hsic_beyond_the_memory_budget_is_refused_up_front() {
     fails_with(&args, &["n = 40", "1 × 1 kernels", "--select median", "--max-memory"]);
 }
 
+/// KCI (forced with `--ci kci`) holds about eight `n × n` matrices: refused beyond the limit,
+/// pointing to `--ci auto`.
+#[test]
+fn kci_beyond_the_memory_budget_is_refused_up_front() {
+    let rows: Vec<String> =
+        (0..40).map(|i| format!("{},{}", (i as f64 * 0.37).sin(), (i as f64 * 0.11).cos())).collect();
+    let data = w("kci.csv", &format!("a,b\n{}\n", rows.join("\n")));
+    let args = ["causal", "pc", "--data", &data, "--ci", "kci", "--max-memory", "60K"];
+    fails_with(&args, &["observations = 40", "dense KCI", "--ci auto", "--max-memory"]);
+}
+
 #[test]
 fn dme_task_inputs_must_have_the_columns_of_y() {
     let [x, y, _, zt] = dme_files();

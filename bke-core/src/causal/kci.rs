@@ -402,6 +402,13 @@ pub fn kci<B: Backend>(
     seed: u64,
 ) -> Result<KciOutcome, CoreError> {
     let n = x.values.len();
+    // K_Ẍ, its Z factor, K_Y, the regressions' temporaries and the null's S and eigenvectors
+    let setting = format!(
+        "observations = {n} with the dense KCI test, which holds about eight n × n matrices (--ci auto \
+         runs RCIT, its random-feature form, above {} observations)",
+        super::ci::KCI_DENSE_MAX
+    );
+    crate::budget::check(&setting, crate::budget::Bytes::f64s(n).times(n).times(8))?;
     let gram = |s: Side<'_>| Mat::from_fn(n, n, |i, j| mixture(s.kernels, s.values[i], s.values[j]));
     let mut kx = gram(x);
     if x.z.is_some() {
