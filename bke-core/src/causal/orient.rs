@@ -31,7 +31,7 @@
 
 use super::ci::{CiOutcome, IndependenceTest};
 use super::graph::{Pdag, Triple};
-use crate::CoreError;
+use crate::{CoreError, Progress};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
@@ -99,6 +99,7 @@ pub(crate) fn classify(
     alpha: f64,
     rule: Orientation,
     max_condition: Option<usize>,
+    progress: &dyn Progress,
 ) -> Result<(Vec<Decision>, Vec<OrientationTest>), CoreError> {
     let triples = skeleton.unshielded_triples();
     let sepset = |i: usize, j: usize| sepsets.get(&(i, j)).cloned().unwrap_or_default();
@@ -122,11 +123,22 @@ pub(crate) fn classify(
             jobs.push((i, j, s));
         }
     }
-    let keys: Vec<(usize, Vec<usize>)> =
-        jobs.iter().flat_map(|(i, j, s)| [(*i, s.clone()), (*j, s.clone())]).collect();
-    tester.prefetch(&keys)?;
-    let outcomes =
-        jobs.par_iter().map(|(i, j, s)| tester.test(*i, *j, s)).collect::<Result<Vec<_>, CoreError>>()?;
+    // in chunks, each one's regressions prefetched together, for progress and interrupts (a
+    // test's outcome does not depend on the batch its regressions were computed in)
+    let total = jobs.len() as u64;
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    for chunk in jobs.chunks(TESTS_PER_CHUNK) {
+        progress.checkpoint()?;
+        let keys: Vec<(usize, Vec<usize>)> =
+            chunk.iter().flat_map(|(i, j, s)| [(*i, s.clone()), (*j, s.clone())]).collect();
+        tester.prefetch(&keys)?;
+        let done = chunk
+            .par_iter()
+            .map(|(i, j, s)| tester.test(*i, *j, s))
+            .collect::<Result<Vec<_>, CoreError>>()?;
+        outcomes.extend(done);
+        progress.update("PC orientation tests", outcomes.len() as u64, total);
+    }
     let tests: Vec<OrientationTest> =
         jobs.into_iter().zip(outcomes).map(|((i, j, s), o)| (i, j, s, o)).collect();
     let decisions = triples
@@ -142,6 +154,9 @@ pub(crate) fn classify(
         .collect();
     Ok((decisions, tests))
 }
+
+/// Orientation tests run (and reported) together.
+const TESTS_PER_CHUNK: usize = 32;
 
 /// The candidate separating sets of `(i, j)`: all subsets of `a(i) ∖ {j}` (of at most `max`
 /// elements), then of `a(j) ∖ {i}` not already listed, then `sepset` if not listed; each sorted.

@@ -320,7 +320,8 @@ pub(crate) fn search(
 ) -> Result<Search, CoreError> {
     let (g, sepsets, tests) = skeleton(tester, p, alpha, max_condition, progress)?;
     progress.update("PC orientation", 0, 1);
-    let (triples, orientation_tests) = classify(tester, &g, &sepsets, alpha, orientation, max_condition)?;
+    let (triples, orientation_tests) =
+        classify(tester, &g, &sepsets, alpha, orientation, max_condition, progress)?;
     let kinds: BTreeMap<(usize, usize, usize), Triple> =
         triples.iter().map(|d| ((d.i, d.k, d.j), d.kind)).collect();
     let (cpdag, conflicts) = Pdag::orient_triples(&g, |i, k, j| kinds[&(i, k, j)]);
