@@ -14,8 +14,9 @@
 //! that decides it ([`super::aggregate::AggregateOutcome::leading`]). MMDAgg/HSICAgg add `u_alpha`.
 //! BKL adds `bkl_log_marginal`, `bkl_local_optima`, `bkl_landmarks`, `bkl_resolution`, `bkl_upper_limit`,
 //! `median_distance` (suffixed `_x`, `_y` for HSIC) and `bkl_tau2` (BKL-Bayes, which weighs the
-//! scan's grid points and polishes nothing, reports the scan's local maxima as `bkl_local_optima`);
-//! the median heuristic adds `median_convention`.
+//! scan's grid points and polishes nothing, reports the scan's local maxima as `bkl_local_optima`;
+//! where its pseudolikelihood is nowhere finite it uses its prior collection alone and leaves out
+//! `bkl_log_marginal`); the median heuristic adds `median_convention`.
 
 use super::kernels::TestFamily;
 use super::median::MedianConvention;
@@ -148,10 +149,14 @@ impl Serialize for SelectionFields {
         }
         if let Some(b) = &self.bkl {
             let key = |k: &str| format!("{k}{}", self.suffix);
-            m.serialize_entry(&key("bkl_log_marginal"), &b.log_marginal)?;
+            // not finite where BKL-Bayes had no posterior (its prior collection alone): left out
+            if b.log_marginal.is_finite() {
+                m.serialize_entry(&key("bkl_log_marginal"), &b.log_marginal)?;
+            }
             let optima: Vec<Optimum> = b
                 .local_optima
                 .iter()
+                .filter(|o| o.1.is_finite())
                 .map(|&(lengthscale, log_marginal)| Optimum { lengthscale, log_marginal })
                 .collect();
             m.serialize_entry(&key("bkl_local_optima"), &optima)?;

@@ -261,6 +261,10 @@ fn bkl_bayes_on_a_binary_sample_falls_back_to_the_prior() {
         let got = select_kernels::<DefaultBackend>(&x, &s, TestKind::Independence, &()).unwrap();
         if got.kernels == prior {
             prior_only.push(seed);
+            let fields =
+                serde_json::to_value(super::super::report::SelectionFields::new(&got, "_x", true)).unwrap();
+            assert!(fields.get("bkl_log_marginal_x").is_none(), "{fields}");
+            assert!(!fields.to_string().contains("null"), "{fields}");
         }
     }
     assert!(prior_only.contains(&122), "{prior_only:?}");
