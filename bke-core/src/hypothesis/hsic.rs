@@ -151,6 +151,14 @@ fn check_pair(x: &Points, y: &Points, needed: usize) -> Result<(), CoreError> {
             found: y.len(),
         });
     }
+    for (name, sample) in [("x", x), ("y", y)] {
+        if sample.iter().all(|p| p == sample.point(0)) {
+            return Err(choice(
+                &format!("sample {name}"),
+                "every observation is the same (a constant variable), so it cannot depend on anything; remove it",
+            ));
+        }
+    }
     Ok(())
 }
 

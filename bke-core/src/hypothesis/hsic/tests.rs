@@ -385,6 +385,9 @@ fn bad_input_is_rejected() {
     .check()
     .unwrap_err();
     assert!(e.to_string().contains("resampled null"), "{e}");
+    let constant = Points::from_1d("y", &[0.5; 10]).unwrap();
+    let e = run(&x, &constant, &HsicParams::default()).unwrap_err().to_string();
+    assert!(e.contains("sample y") && e.contains("constant"), "{e}");
 }
 
 /// Progress of the permutation null: one update per batch of draws and `y`-kernel, ending at the
