@@ -13,6 +13,10 @@
 //!   Nyström factors (`bke_core::hypothesis::nystrom`), and this block checks that path.
 //! - **HSIC**: `x ~ N(0, I₂)`, `y ~ 0.5·N(0,1) + 0.5·Exp(1)` independent, n = 100; BKL learns one θ per
 //!   variable on its own marginal.
+//! - **Discrete samples**, where more than half of the pairs of points coincide and the median
+//!   heuristic takes the median over the pairs at a positive distance
+//!   (`bke_core::hypothesis::median`): MMD with `x`, `y` both 108 Poisson(0.3) counts; HSIC with a
+//!   binary `x` (P(1) = 0.3) and independent Poisson(0.3) counts `y`, n = 100.
 //!
 //! Options: `--reps R` (default 1000), `--permutations B` (default 200), `--selections a,b,…` (the
 //! selections' names in the table, e.g. `BKL-Bayes,MMD-FUSE`; all when absent).
@@ -29,7 +33,7 @@ use bke_core::{Params, Points, TwoSamples};
 use bke_linalg::Faer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Exp1, StandardNormal};
+use rand_distr::{Distribution, Exp1, Poisson, StandardNormal};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -98,12 +102,23 @@ fn resolve(
 /// Pooled size of the large-sample MMD block (above the Nyström threshold of 512).
 const LARGE_N: usize = 400;
 
-/// Rejections of one MMD null replication with `n` points per sample: every test at `n = 108`, the
-/// aggregated selections' unbiased permutation test above.
-fn mmd_rep(rep: usize, b: usize, n: usize) -> anyhow::Result<Decisions> {
-    let seed = 7_000_001 * (rep as u64 + 1) + n as u64;
+/// `n` Poisson(0.3) counts (more than half of the pairs coincide).
+fn counts(n: usize, rng: &mut ChaCha8Rng) -> anyhow::Result<Points> {
+    let poisson = Poisson::new(0.3)?;
+    Ok(Points::from_1d("counts", &(0..n).map(|_| poisson.sample(rng)).collect::<Vec<f64>>())?)
+}
+
+/// Rejections of one MMD null replication with `n` points per sample from the blob mixture, or
+/// Poisson counts with `discrete`: every test at `n = 108`, the aggregated selections' unbiased
+/// permutation test above.
+fn mmd_rep(rep: usize, b: usize, n: usize, discrete: bool) -> anyhow::Result<Decisions> {
+    let seed = 7_000_001 * (rep as u64 + 1) + n as u64 + if discrete { 1 << 40 } else { 0 };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let data = TwoSamples { x: blobs_iid(None, n, &mut rng), y: blobs_iid(None, n, &mut rng) };
+    let data = if discrete {
+        TwoSamples { x: counts(n, &mut rng)?, y: counts(n, &mut rng)? }
+    } else {
+        TwoSamples { x: blobs_iid(None, n, &mut rng), y: blobs_iid(None, n, &mut rng) }
+    };
     let pooled = data.x.concat(&data.y)?;
     let mut out = Vec::new();
     for (_, sel) in active(seed) {
@@ -137,16 +152,24 @@ fn mmd_rep(rep: usize, b: usize, n: usize) -> anyhow::Result<Decisions> {
     Ok(out)
 }
 
-/// Rejections of one HSIC null replication.
-fn hsic_rep(rep: usize, b: usize) -> anyhow::Result<Decisions> {
-    let seed = 9_000_011 * (rep as u64 + 1);
+/// Rejections of one HSIC null replication (with `discrete`, a binary `x` and Poisson counts `y`).
+fn hsic_rep(rep: usize, b: usize, discrete: bool) -> anyhow::Result<Decisions> {
+    let seed = 9_000_011 * (rep as u64 + 1) + if discrete { 1 << 40 } else { 0 };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = 100;
-    let xd: Vec<f64> = (0..2 * n).map(|_| StandardNormal.sample(&mut rng)).collect();
-    let yd: Vec<f64> = (0..n)
-        .map(|_| if rng.random::<bool>() { StandardNormal.sample(&mut rng) } else { Exp1.sample(&mut rng) })
-        .collect();
-    let data = TwoSamples { x: Points::new("x", xd, 2)?, y: Points::from_1d("y", &yd)? };
+    let data = if discrete {
+        let xd: Vec<f64> = (0..n).map(|_| f64::from(u8::from(rng.random::<f64>() < 0.3))).collect();
+        TwoSamples { x: Points::from_1d("x", &xd)?, y: counts(n, &mut rng)? }
+    } else {
+        let xd: Vec<f64> = (0..2 * n).map(|_| StandardNormal.sample(&mut rng)).collect();
+        let yd: Vec<f64> =
+            (0..n)
+                .map(|_| {
+                    if rng.random::<bool>() { StandardNormal.sample(&mut rng) } else { Exp1.sample(&mut rng) }
+                })
+                .collect();
+        TwoSamples { x: Points::new("x", xd, 2)?, y: Points::from_1d("y", &yd)? }
+    };
     let mut out = Vec::new();
     for (_, sel) in active(seed) {
         // the table's "MMDAgg / HSICAgg" row is each test's own aggregate
@@ -222,19 +245,28 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let start = Instant::now();
     let mmd: Vec<Decisions> = (0..opts.reps)
         .into_par_iter()
-        .map(|r| mmd_rep(r, opts.permutations, 108))
+        .map(|r| mmd_rep(r, opts.permutations, 108, false))
         .collect::<anyhow::Result<_>>()?;
     ctx.progress(&format!("MMD: {} null replications done", opts.reps));
     let mmd_large: Vec<Decisions> = (0..opts.reps)
         .into_par_iter()
-        .map(|r| mmd_rep(r, opts.permutations, LARGE_N))
+        .map(|r| mmd_rep(r, opts.permutations, LARGE_N, false))
         .collect::<anyhow::Result<_>>()?;
     ctx.progress(&format!("MMD at N = {}: {} null replications done", 2 * LARGE_N, opts.reps));
     let hsic: Vec<Decisions> = (0..opts.reps)
         .into_par_iter()
-        .map(|r| hsic_rep(r, opts.permutations))
+        .map(|r| hsic_rep(r, opts.permutations, false))
         .collect::<anyhow::Result<_>>()?;
     ctx.progress(&format!("HSIC: {} null replications done", opts.reps));
+    let mmd_counts: Vec<Decisions> = (0..opts.reps)
+        .into_par_iter()
+        .map(|r| mmd_rep(r, opts.permutations, 108, true))
+        .collect::<anyhow::Result<_>>()?;
+    let hsic_binary: Vec<Decisions> = (0..opts.reps)
+        .into_par_iter()
+        .map(|r| hsic_rep(r, opts.permutations, true))
+        .collect::<anyhow::Result<_>>()?;
+    ctx.progress(&format!("discrete samples: {} null replications done", opts.reps));
     let mut table = Table::new(
         &format!("type-I error at α = 0.05 over {} null replications", opts.reps),
         &["test", "statistic / null", "selection", "rejection rate", "0.05 + 3 sd", "within"],
@@ -253,8 +285,10 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         &mut failures,
     );
     tabulate("HSIC", &hsic_names, &hsic, &mut table, &mut failures);
+    tabulate("MMD, Poisson counts", &mmd_names, &mmd_counts, &mut table, &mut failures);
+    tabulate("HSIC, binary × counts", &hsic_names, &hsic_binary, &mut table, &mut failures);
     table.notes.push(format!(
-        "MMD: 108 + 108 points i.i.d. from the same mixture of unit Gaussians on a 3×3 grid; HSIC: n = 100, x ~ N(0, I₂) ⫫ y ~ ½N(0,1) + ½Exp(1); B = {} permutations / wild-bootstrap draws; BKL: ML-II, τ² = 1, 40 held-out landmarks, θ on the pooled sample (MMD) or each marginal (HSIC)",
+        "MMD: 108 + 108 points i.i.d. from the same mixture of unit Gaussians on a 3×3 grid; HSIC: n = 100, x ~ N(0, I₂) ⫫ y ~ ½N(0,1) + ½Exp(1); discrete: 108 + 108 Poisson(0.3) counts (MMD), binary x (P(1) = 0.3) ⫫ Poisson(0.3) counts y, n = 100 (HSIC); B = {} permutations / wild-bootstrap draws; BKL: ML-II, τ² = 1, 40 held-out landmarks, θ on the pooled sample (MMD) or each marginal (HSIC)",
         opts.permutations
     ));
     table.notes.push(format!(
