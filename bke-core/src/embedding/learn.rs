@@ -466,6 +466,15 @@ impl Objective<'_> {
         plan.finish::<B>(&(self.stats)(&plan)?)
     }
 
+    /// The objective's value alone at an isotropic lengthscale (a value-only plan: bit for bit
+    /// [`Self::eval`]'s value).
+    fn value<B: Backend>(&self, lengthscale: f64) -> Result<f64, CoreError> {
+        let p = BkeParams { lengthscales: vec![lengthscale], ..self.base.clone() };
+        p.validate_for_dim(self.landmarks.dim())?;
+        let plan = PseudolikelihoodPlan::new(self.landmarks, &p)?.without_gradient();
+        Ok(plan.finish::<B>(&(self.stats)(&plan)?)?.log_marginal)
+    }
+
     /// The log-grid scan at the initial `τ²` (NaN counts as `−∞`).
     pub(super) fn scan<B: Backend>(
         &self,
@@ -477,7 +486,7 @@ impl Objective<'_> {
         for (i, &t) in thetas.iter().enumerate() {
             progress.checkpoint()?;
             progress.update("scan", i as u64, thetas.len() as u64);
-            let v = self.eval::<B>(vec![t], self.base.tau2)?.log_marginal;
+            let v = self.value::<B>(t)?;
             scan.push(ScanPoint {
                 lengthscale: t,
                 log_marginal: if v.is_nan() { f64::NEG_INFINITY } else { v },

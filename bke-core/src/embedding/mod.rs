@@ -54,6 +54,8 @@
 //! ```
 
 mod jacobian;
+#[cfg(test)]
+mod jacobian_tests;
 mod learn;
 mod marginal;
 mod params;

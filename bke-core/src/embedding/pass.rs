@@ -49,6 +49,8 @@ pub(crate) struct Landmarks {
     pub(crate) gd: usize,
     /// Whether the log-Jacobian term is included.
     jacobian: bool,
+    /// Whether the gradient sums are accumulated (off for a value-only plan: the scan).
+    pub(crate) gradient: bool,
 }
 
 impl Landmarks {
@@ -65,7 +67,7 @@ impl Landmarks {
                 zl[d * nb + l / W][l % W] = z[l * dim + d] * inv_ls[d];
             }
         }
-        Self { z: zl, mask, inv_ls, m, nb, dim, gd: if ard { dim } else { 1 }, jacobian }
+        Self { z: zl, mask, inv_ls, m, nb, dim, gd: if ard { dim } else { 1 }, jacobian, gradient: true }
     }
 
     /// The sums of one block of points (row-major, at least one point).
@@ -155,6 +157,9 @@ impl Landmarks {
         }
         s.s1[b] = s1;
         s.s2[b] = s2;
+        if !self.gradient {
+            return;
+        }
         for g in 0..gd {
             let t = if gd == 1 { *q } else { sq(&s.u[g * nb + b]) };
             let (mut ds1, mut ds2) = (s.ds1[g * nb + b], s.ds2[g * nb + b]);
@@ -179,7 +184,9 @@ impl Landmarks {
                 gram_tile::<DIM, DIM>(&s.u, &s.w, self.nb, (0, 0), DIM, &mut s.g);
             }
             if let Some(half_logdet) = gram_factor(&mut s.g, self.dim, &mut s.rdiag, &mut s.col) {
-                self.leverage_sums::<DIM>(s, grad);
+                if self.gradient {
+                    self.leverage_sums::<DIM>(s, grad);
+                }
                 return half_logdet;
             }
         }
@@ -233,7 +240,12 @@ impl Landmarks {
             }
         }
         s.robust_grad.iter_mut().for_each(|v| *v = 0.0);
-        let (v, fast) = log_volume_raw(&s.uc, &s.qc, &s.kc, m, dim, true, &mut s.robust_grad, &mut s.jac);
+        let want_grad = self.gradient;
+        let (v, fast) =
+            log_volume_raw(&s.uc, &s.qc, &s.kc, m, dim, want_grad, &mut s.robust_grad, &mut s.jac);
+        if !want_grad {
+            return v;
+        }
         if fast {
             let p = &s.jac.p[..m];
             for g in 0..gd {

@@ -94,6 +94,20 @@ pub(crate) fn lane_dot3(a: &[f64], b: &[f64], c: &[f64]) -> f64 {
     s + tail
 }
 
+/// `max_l |v[l]|` (0 for an empty slice; for non-NaN input).
+#[inline(always)]
+pub(crate) fn max_abs(v: &[f64]) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let mut chunks = v.chunks_exact(LANES);
+    for c in &mut chunks {
+        for j in 0..LANES {
+            let a = c[j].abs();
+            acc[j] = if a > acc[j] { a } else { acc[j] };
+        }
+    }
+    acc.iter().chain(chunks.remainder()).fold(0.0, |m, a| if a.abs() > m { a.abs() } else { m })
+}
+
 /// `max_l v[l]` (for non-NaN input).
 #[inline(always)]
 pub(crate) fn lane_max(v: &[f64]) -> f64 {

@@ -1,7 +1,6 @@
 //! Oracles for the BKE model: the dense `mn`-dimensional Gaussian, an explicit Jacobian, Cauchy–Binet
 //! in log space, central finite differences, direct GP conditioning, a second backend, thread counts.
 
-use super::jacobian::{JacScratch, log_volume, robust};
 use super::params::full_lengthscales;
 use super::*;
 use crate::estimator::{Params, Predict, Prediction};
@@ -9,7 +8,7 @@ use bke_linalg::{Backend, DefaultBackend, Mat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize, spread: f64) -> Points {
+pub(super) fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize, spread: f64) -> Points {
     let data = (0..n * dim).map(|_| spread * (rng.random::<f64>() * 2.0 - 1.0)).collect();
     Points::new("random", data, dim).unwrap()
 }
@@ -148,151 +147,6 @@ fn gradients_match_central_differences() {
                     );
                 }
             }
-        }
-    }
-}
-
-/// `½ log det G` by Cauchy–Binet: `det G = Σ_{S ⊂ rows, |S| = D} det(W_S)²`, every term positive, summed
-/// in log space: exact where one landmark dominates or all weights underflow.
-fn cauchy_binet_half_logdet(x: &[f64], z: &Points, ls: &[f64]) -> f64 {
-    let (m, dim) = (z.len(), x.len());
-    let rows: Vec<(f64, Vec<f64>)> = (0..m)
-        .map(|l| {
-            let u: Vec<f64> = (0..dim).map(|d| (x[d] - z.point(l)[d]) / ls[d]).collect();
-            let lw = -0.5 * u.iter().map(|t| t * t).sum::<f64>();
-            (lw, u)
-        })
-        .collect();
-    let mut terms = vec![];
-    let det = |s: &[usize]| -> f64 {
-        let r = |i: usize, j: usize| rows[s[i]].1[j];
-        match dim {
-            1 => r(0, 0),
-            2 => r(0, 0) * r(1, 1) - r(0, 1) * r(1, 0),
-            3 => {
-                r(0, 0) * (r(1, 1) * r(2, 2) - r(1, 2) * r(2, 1))
-                    - r(0, 1) * (r(1, 0) * r(2, 2) - r(1, 2) * r(2, 0))
-                    + r(0, 2) * (r(1, 0) * r(2, 1) - r(1, 1) * r(2, 0))
-            }
-            _ => unreachable!(),
-        }
-    };
-    let mut s = vec![0usize; dim];
-    fn rec(start: usize, depth: usize, m: usize, s: &mut Vec<usize>, f: &mut dyn FnMut(&[usize])) {
-        if depth == s.len() {
-            f(s);
-            return;
-        }
-        for i in start..m {
-            s[depth] = i;
-            rec(i + 1, depth + 1, m, s, f);
-        }
-    }
-    rec(0, 0, m, &mut s, &mut |sel: &[usize]| {
-        let d = det(sel);
-        if d != 0.0 {
-            let lw: f64 = sel.iter().map(|&i| rows[i].0).sum();
-            terms.push(2.0 * (lw + d.abs().ln()));
-        }
-    });
-    let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    0.5 * (mx + terms.iter().map(|t| (t - mx).exp()).sum::<f64>().ln())
-}
-
-fn features(x: &[f64], z: &Points, ls: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let (m, dim) = (z.len(), x.len());
-    let mut u = vec![0.0; m * dim];
-    let mut q = vec![0.0; m];
-    for l in 0..m {
-        for d in 0..dim {
-            let t = (x[d] - z.point(l)[d]) / ls[d];
-            u[d * m + l] = t;
-            q[l] += t * t;
-        }
-    }
-    let k = q.iter().map(|v| (-0.5 * v).exp()).collect();
-    (u, q, k)
-}
-
-#[test]
-fn jacobian_is_finite_and_exact_for_tiny_lengthscales_and_dominant_landmarks() {
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let mut scratch = JacScratch::default();
-    for dim in 1..=3 {
-        let z = random_points(&mut rng, 7, dim, 2.0);
-        for &theta in &[1.0, 0.3, 0.05, 0.01, 1e-3] {
-            for _ in 0..5 {
-                let x: Vec<f64> = (0..dim).map(|_| 2.0 * (rng.random::<f64>() * 2.0 - 1.0)).collect();
-                let ls = vec![theta; dim];
-                let (u, q, k) = features(&x, &z, &ls);
-                let want = cauchy_binet_half_logdet(&x, &z, &ls);
-                let got = log_volume(&u, &q, &k, z.len(), dim, None, &mut scratch);
-                assert!(got.is_finite(), "D={dim} θ={theta}: {got}");
-                assert!(
-                    (got - want).abs() <= 1e-9 * want.abs().max(1.0),
-                    "D={dim} θ={theta}: {got} vs {want}"
-                );
-                let rob = robust(&u, &q, z.len(), dim, None, &mut scratch);
-                assert!(
-                    (rob - want).abs() <= 1e-9 * want.abs().max(1.0),
-                    "robust D={dim} θ={theta}: {rob} vs {want}"
-                );
-            }
-        }
-    }
-    // A point sitting on a landmark (zero row of maximal weight) and one landmark dominating.
-    let z = Points::from_rows("z", &[vec![0.0, 0.0], vec![0.3, 0.1], vec![-0.2, 0.5]]).unwrap();
-    for theta in [0.5, 0.05, 0.005] {
-        for x in [[0.0, 0.0], [0.29, 0.1]] {
-            let ls = [theta, theta];
-            let (u, q, k) = features(&x, &z, &ls);
-            let want = cauchy_binet_half_logdet(&x, &z, &ls);
-            let got = log_volume(&u, &q, &k, 3, 2, None, &mut scratch);
-            assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "θ={theta} x={x:?}: {got} vs {want}");
-        }
-    }
-    // Exactly rank-deficient: all landmarks on a line through x in 2-D.
-    let z = Points::from_rows("z", &[vec![1.0, 1.0], vec![2.0, 2.0], vec![-1.0, -1.0]]).unwrap();
-    let (u, q, k) = features(&[0.0, 0.0], &z, &[1.0, 1.0]);
-    assert_eq!(log_volume(&u, &q, &k, 3, 2, None, &mut scratch), f64::NEG_INFINITY);
-}
-
-/// The robust path's leverage gradient equals the fast path's where both apply, and finite
-/// differences of the whole objective at tiny lengthscales (robust path only).
-#[test]
-fn robust_path_gradient() {
-    let mut rng = ChaCha8Rng::seed_from_u64(4);
-    let mut scratch = JacScratch::default();
-    for dim in 1..=3 {
-        let z = random_points(&mut rng, 6, dim, 1.0);
-        let x: Vec<f64> = (0..dim).map(|_| rng.random::<f64>() - 0.5).collect();
-        let ls: Vec<f64> = (0..dim).map(|d| 0.7 + 0.2 * d as f64).collect();
-        let (u, q, k) = features(&x, &z, &ls);
-        let (mut g1, mut g2) = (vec![0.0; dim], vec![0.0; dim]);
-        let a = log_volume(&u, &q, &k, 6, dim, Some(&mut g1), &mut scratch);
-        let b = robust(&u, &q, 6, dim, Some(&mut g2), &mut scratch);
-        assert!((a - b).abs() < 1e-12 * a.abs().max(1.0));
-        for d in 0..dim {
-            assert!((g1[d] - g2[d]).abs() < 1e-10 * g1[d].abs().max(1.0), "{g1:?} vs {g2:?}");
-        }
-    }
-    // whole objective at θ = 0.02 on spread-out data: every point takes the robust path
-    let x = random_points(&mut rng, 20, 2, 3.0);
-    let z = random_points(&mut rng, 5, 2, 3.0);
-    let h: f64 = 1e-5;
-    for ls in [vec![0.02], vec![0.02, 0.03]] {
-        let p = BkeParams::new(ls.clone(), 1.0);
-        let ml = marginal_pseudolikelihood::<DefaultBackend>(&x, &z, &p).unwrap();
-        assert!(ml.log_marginal.is_finite());
-        for i in 0..ls.len() {
-            let (mut pp, mut pm) = (p.clone(), p.clone());
-            pp.lengthscales[i] *= h.exp();
-            pm.lengthscales[i] *= (-h).exp();
-            let f =
-                |q: &BkeParams| marginal_pseudolikelihood::<DefaultBackend>(&x, &z, q).unwrap().log_marginal;
-            let fd = (f(&pp) - f(&pm)) / (2.0 * h);
-            let g = ml.grad_log_lengthscale[i];
-            assert!((fd - g).abs() <= 1e-6 * g.abs().max(1.0), "θ{i}: {fd} vs {g}");
         }
     }
 }
