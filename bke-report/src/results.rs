@@ -8,7 +8,7 @@
 //! tables). [`update`] merges the way sections accumulate in the HTML report: it reads the file,
 //! replaces the block of the reproduction that ran (keeping every other one) and writes it back, so
 //! `cargo xtask repro all` regenerates the whole file and `cargo xtask repro NAME` one block. A run
-//! of some parts (`--parts`) writes every section of the reproduction stored in the report directory
+//! of some parts (`--parts`, or `power --dims`) writes every section of the reproduction stored in the report directory
 //! (the parts it ran replaced, the others kept, each naming the command that made it); a whole run
 //! writes its own sections only.
 //!

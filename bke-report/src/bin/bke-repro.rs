@@ -184,9 +184,10 @@ fn main() -> anyhow::Result<()> {
         let titles: Vec<&str> = ctx.published.iter().map(|s| s.title.as_str()).collect();
         summary.push(format!("  {name:<10} {dt:>7.1} s  {}", titles.join("; ")));
         sections.extend(ctx.published.iter().map(|s| s.id.clone()));
-        // a run of some parts (`--parts`) keeps the reproduction's other stored sections; a whole
-        // run writes only its own, so sections no longer produced do not linger
-        let block = if args.iter().any(|a| a == "--parts") {
+        // a run of some parts (`--parts`; power's `--dims`, its benchmarks) keeps the reproduction's
+        // other stored sections; a whole run writes only its own, so sections no longer produced
+        // do not linger
+        let block = if args.iter().any(|a| a == "--parts" || a == "--dims") {
             let prefix = format!("repro-{name}-");
             let stored: Vec<Section> = report
                 .sections()?
