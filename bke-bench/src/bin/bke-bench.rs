@@ -22,7 +22,7 @@ fn main() -> anyhow::Result<()> {
         println!(
             "bke-bench <suite> [--out DIR] [--gemm-n N] [flags]; suites and their flags:\n  \
              linalg [--sizes a,b,..]\n  \
-             tests [--n N] [--permutations B] [--selection-n a,b,..] [--hsic-n a,b,..]\n  \
+             tests [--n N] [--permutations B] [--selection-n a,b,..] [--selection-dims a,b,..] [--hsic-n a,b,..]\n  \
              dme [--sizes a,b,..] [--all] [--backends a,b]\n  \
              bank [--n a,b,..] [--m a,b,..] [--classification-n a,b,..] [--classification-m a,b,..] [--backends a,b]\n  \
              bkl [--sizes a,b,..] [--landmarks a,b,..] [--dims a,b,..]\n  \
@@ -52,7 +52,8 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or(1000);
             bke_bench::hypothesis::bench(n, b, gemm)?.emit(&out, "tests")?;
             let ns = list(&args, "--selection-n", &[500, 2000])?;
-            bke_bench::hypothesis::selection_costs(&ns, b, gemm)?.emit(&out, "tests-selection")?;
+            let dims = list(&args, "--selection-dims", &[1, 50])?;
+            bke_bench::hypothesis::selection_costs(&ns, &dims, b, gemm)?.emit(&out, "tests-selection")?;
             let hsic_ns = list(&args, "--hsic-n", &[500, 1000])?;
             bke_bench::hypothesis::hsic_selection_costs(&hsic_ns, b, gemm)?.emit(&out, "tests-hsic-selection")
         }
