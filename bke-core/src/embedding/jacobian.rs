@@ -27,12 +27,15 @@
 //!   `p_l = k_l² Σ_j r_{l,j}²/R_jj²`. Used unless a complement is near underflow or loses too
 //!   much of its diagonal entry (the weights are scaled from their logarithms when all are tiny).
 //! - **robust** (one dominating landmark, near-degenerate geometry): the rows
-//!   `k_l u_l` are held in log-scaled form `e^{a_l} ν_l` (`‖ν_l‖_∞ ≈ 1`), sorted by weight, and
-//!   triangularised by Givens rotations whose rows carry their own log-scale, so no weight
-//!   underflows however small `θ` is: `log det R` is a sum of logs. `log γ = −∞` is returned only when
-//!   the weighted Jacobian has rank `< D` exactly (e.g. all landmarks on a line through `x` in 2-D).
+//!   `k_l u_l` are held as `2^{a_l} ν_l` (`‖ν_l‖_∞ ∈ [1, 2)`, `a_l` an integer kept as an `f64`),
+//!   sorted by weight, and triangularised by Givens rotations whose rows carry their own binary
+//!   scale, so no weight underflows however small `θ` is and every rescaling is exact; `log det R`
+//!   is a sum of logs. Rows are taken in until the ones left provably change `½ log det G` by less
+//!   than `1e-16` (see `robust`). `log γ = −∞` is returned only when the weighted Jacobian has rank
+//!   `< D` exactly (e.g. all landmarks on a line through `x` in 2-D).
 
 use super::simd::{fma, lane_dot3, lane_max, max_abs};
+use std::f64::consts::LN_2;
 
 /// Below this largest weight `k_max`, the fast path scales the weights from their logarithms.
 const FAST_MIN_KMAX: f64 = 1e-100;
@@ -266,40 +269,83 @@ fn fast(
     Some(half_logdet)
 }
 
-/// Divides `row` by about `max` (its largest magnitude, > 0) and returns the log of the divisor: a
-/// power of two (an exact multiplication, leaving the largest magnitude in `[1, 2)`) when `max` is a
-/// normal number, else `max` itself. (Dividing by `max` cost half of the robust path's time, one
-/// scalar division per entry; the path's results are unchanged but for rounding.)
+/// Scales `row` (largest magnitude `max`) by a power of two that brings `max` into `[1, 2)` (an
+/// exact multiplication) and returns the binary exponent removed; NaN when `max` is not finite and
+/// positive. (Dividing by `max`, with its logarithm for the scale, cost half of the robust path's
+/// time.)
 fn rescale(row: &mut [f64], max: f64) -> f64 {
-    let exponent = ((max.to_bits() >> 52) & 0x7ff) as i64 - 1023;
-    if max.is_normal() && (-1022..=1022).contains(&exponent) {
-        let factor = f64::from_bits(((1023 - exponent) as u64) << 52);
-        row.iter_mut().for_each(|v| *v *= factor);
-        exponent as f64 * std::f64::consts::LN_2
-    } else {
-        row.iter_mut().for_each(|v| *v /= max);
-        max.ln()
+    if !(max > 0.0 && max.is_finite()) {
+        return f64::NAN;
     }
+    let e = binary_exponent(max);
+    if e.abs() < 1000.0 {
+        let factor = ldexp(1.0, -e);
+        row.iter_mut().for_each(|v| *v *= factor);
+    } else {
+        row.iter_mut().for_each(|v| *v = ldexp(*v, -e));
+    }
+    e
+}
+
+/// `⌊log₂ |x|⌋` for a finite non-zero `x` (subnormals included), as an `f64`.
+fn binary_exponent(x: f64) -> f64 {
+    let biased = ((x.to_bits() >> 52) & 0x7ff) as f64;
+    if biased == 0.0 { binary_exponent(x * 2f64.powi(64)) - 64.0 } else { biased - 1023.0 }
+}
+
+/// `x · 2^k` for an integer `k` (as an `f64`), exact unless the result is subnormal or out of range.
+fn ldexp(mut x: f64, mut k: f64) -> f64 {
+    let pow2 = |k: f64| f64::from_bits(((k + 1023.0) as u64) << 52);
+    while k > 1000.0 {
+        x *= pow2(1000.0);
+        k -= 1000.0;
+    }
+    while k < -1000.0 {
+        if x == 0.0 {
+            return 0.0;
+        }
+        x *= pow2(-1000.0);
+        k += 1000.0;
+    }
+    x * pow2(k)
+}
+
+/// Whether `2^{a} |ν_k| < 2⁻⁶⁵ · 2^{s} |ρ_kk|` (a rotation angle below `2⁻⁶⁵`), from the binary
+/// exponents alone.
+fn negligible_against(a: f64, vk: f64, s: f64, rkk: f64) -> bool {
+    rkk != 0.0 && a + binary_exponent(vk) + 1.0 < s + binary_exponent(rkk) - 65.0
 }
 
 /// The robust path stops when the rows left can change `½ log det G` by less than `e^{this}`
 /// (`1e-16`, below the rounding of the sum of logs).
 const LOG_NEGLIGIBLE: f64 = -36.8;
 
-/// `log ‖R⁻¹‖²_F` for `R = diag(e^{s}) ρ` (`ρ` upper triangular, row-major `D × D`): column `k` of
-/// `R⁻¹` is column `k` of `ρ⁻¹` (back substitution) times `e^{−s_k}`, summed in logs. `+∞` when `ρ`
-/// is singular or its inverse overflows.
+/// `log ‖R⁻¹‖²_F` for `R = diag(2^{s}) ρ` (`ρ` upper triangular, row-major `D × D`): column `k` of
+/// `R⁻¹` is column `k` of `X = ρ⁻¹` times `2^{−s_k}`, summed in logs. `X` row by row from the last,
+/// `ρ_ii X_i = e_i − Σ_{j>i} ρ_ij X_j` (contiguous row updates). `+∞` when `ρ` is singular or its
+/// inverse overflows.
 fn log_inverse_frobenius2(rho: &[f64], s: &[f64], dim: usize) -> f64 {
-    let mut x = vec![0.0; dim];
-    let mut terms = Vec::with_capacity(dim);
-    for k in 0..dim {
-        x[k] = 1.0 / rho[k * dim + k];
-        for i in (0..k).rev() {
-            let sum: f64 = (i + 1..=k).map(|j| rho[i * dim + j] * x[j]).sum();
-            x[i] = -sum / rho[i * dim + i];
+    let mut x = vec![0.0; dim * dim];
+    for i in (0..dim).rev() {
+        let (head, tail) = x.split_at_mut((i + 1) * dim);
+        let xi = &mut head[i * dim..];
+        xi[i] = 1.0;
+        for (j, xj) in (i + 1..dim).zip(tail.chunks_exact(dim)) {
+            let f = rho[i * dim + j];
+            for (a, b) in xi[j..].iter_mut().zip(&xj[j..]) {
+                *a -= f * b;
+            }
         }
-        terms.push(x[..=k].iter().map(|v| v * v).sum::<f64>().ln() - 2.0 * s[k]);
+        let inv = 1.0 / rho[i * dim + i];
+        xi[i..].iter_mut().for_each(|a| *a *= inv);
     }
+    let mut columns = vec![0.0; dim];
+    for row in x.chunks_exact(dim) {
+        for (c, a) in columns.iter_mut().zip(row) {
+            *c += a * a;
+        }
+    }
+    let terms: Vec<f64> = columns.iter().zip(s).map(|(c, sk)| c.ln() - 2.0 * sk * LN_2).collect();
     let top = terms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !top.is_finite() {
         return f64::INFINITY;
@@ -307,7 +353,11 @@ fn log_inverse_frobenius2(rho: &[f64], s: &[f64], dim: usize) -> f64 {
     top + terms.iter().map(|t| (t - top).exp()).sum::<f64>().ln()
 }
 
-/// Robust log-scaled Givens path (see the module docs). Visible to the tests, which check it alone.
+/// Robust binary-scaled Givens path (see the module docs). Once `R` has full rank, the rows not yet
+/// taken in change `½ log det G` by at most `½ tr(W R⁻¹ R⁻ᵀ Wᵀ) ≤ ½ ‖W‖²_F ‖R⁻¹‖²_F` (`log det(I + M) ≤
+/// tr M`), with `‖W‖²_F ≤ D · #rows · e^{2a}` for the largest weight `e^{a}` left, and `‖R⁻¹‖` only
+/// falls as rows are added; the path stops when that bound is below [`LOG_NEGLIGIBLE`]. Visible to
+/// the tests, which check it alone.
 pub(super) fn robust(
     u: &[f64],
     q: &[f64],
@@ -318,23 +368,17 @@ pub(super) fn robust(
 ) -> f64 {
     let JacScratch { order, rows, rho, s, filled, v, ops, qbuf, .. } = scratch;
     ops.clear();
-    // rows: ν_l (max-abs normalised), row-major l*dim + d; order: (a_l, l) for non-zero rows.
+    // rows: ‖u_l‖_∞ (row l is ν_l = u_l/‖u_l‖_∞, formed when it is taken in); order: (a_l, l) for
+    // the non-zero rows
     rows.clear();
-    rows.resize(m * dim, 0.0);
-    order.clear();
-    for l in 0..m {
-        let mut mx = 0.0f64;
-        for d in 0..dim {
-            mx = mx.max(u[d * m + l].abs());
+    rows.resize(m, 0.0);
+    for d in 0..dim {
+        for (mx, ud) in rows.iter_mut().zip(&u[d * m..(d + 1) * m]) {
+            *mx = if ud.abs() > *mx { ud.abs() } else { *mx };
         }
-        if mx == 0.0 {
-            continue;
-        }
-        for d in 0..dim {
-            rows[l * dim + d] = u[d * m + l] / mx;
-        }
-        order.push((-0.5 * q[l] + mx.ln(), l));
     }
+    order.clear();
+    order.extend((0..m).filter(|&l| rows[l] > 0.0).map(|l| (-0.5 * q[l] + rows[l].ln(), l)));
     order.sort_by(|a, b| b.0.total_cmp(&a.0));
     rho.clear();
     rho.resize(dim * dim, 0.0);
@@ -357,8 +401,13 @@ pub(super) fn robust(
                 break;
             }
         }
-        let mut a = a0;
-        v.copy_from_slice(&rows[l * dim..(l + 1) * dim]);
+        // e^{a0} = 2^{a} e^{f}, f ∈ [0, ln 2): the row is e^{f} ν_l at binary scale a
+        let a_bin = (a0 / LN_2).floor();
+        let factor = (a0 - a_bin * LN_2).exp() / rows[l];
+        for (d, vd) in v.iter_mut().enumerate() {
+            *vd = u[d * m + l] * factor;
+        }
+        let mut a = a_bin;
         for kk in 0..dim {
             if v[kk] == 0.0 {
                 continue;
@@ -372,29 +421,47 @@ pub(super) fn robust(
                 break;
             }
             let (rkk, vk) = (rho[kk * dim + kk], v[kk]);
-            let lr = s[kk] + rkk.abs().ln();
-            let lv = a + vk.abs().ln();
-            // r = hypot of the two leading entries, in logs: t = e^{lo − hi} ≤ 1, r = e^{hi} √(1 + t²)
-            let t = (-(lr - lv).abs()).exp();
-            let log_r = lr.max(lv) + 0.5 * (t * t).ln_1p();
-            let h = (1.0 + t * t).sqrt();
-            let (c, sn) = if lr >= lv { (1.0 / h, t / h) } else { (t / h, 1.0 / h) };
-            let (c, sn) = (rkk.signum() * c, vk.signum() * sn);
+            if negligible_against(a, vk, s[kk], rkk) {
+                // t < 2⁻⁶⁵: to rounding c = sign ρ_kk, sn = 0 for R_k (its change, below 2⁻⁶⁵ of its
+                // entries, is dropped, and so is its O(t) part of Q), and v ← (ρ_kk ν − ν_k ρ_k)/|ρ_kk|
+                // at v's own scale 2^{a}: one elimination step
+                ops.push(Op::Rot { k: kk, l, c: rkk.signum(), s: 0.0 });
+                let (c, ratio) = (rkk.signum(), vk / rkk.abs());
+                let row = &mut rho[kk * dim + kk..(kk + 1) * dim];
+                row[0] *= c;
+                for (r, w) in row[1..].iter_mut().zip(&mut v[kk + 1..]) {
+                    *w = c * *w - ratio * *r;
+                    *r *= c;
+                }
+                v[kk] = 0.0;
+                let vmax = max_abs(&v[kk + 1..]);
+                if vmax == 0.0 {
+                    break;
+                }
+                a += rescale(&mut v[kk + 1..], vmax);
+                continue;
+            }
+            // r = hypot of the leading entries, each scaled by a power of two so that the larger of
+            // them (binary scale e_max) lies in [1, 2): no logarithm, no overflow
+            let e_max = (s[kk] + binary_exponent(rkk)).max(a + binary_exponent(vk));
+            let (x, y) = (ldexp(rkk.abs(), s[kk] - e_max), ldexp(vk.abs(), a - e_max));
+            let r = (x * x + y * y).sqrt();
+            let (c, sn) = (rkk.signum() * x / r, vk.signum() * y / r);
             ops.push(Op::Rot { k: kk, l, c, s: sn });
             let big = s[kk].max(a);
-            let e = (-(s[kk] - a).abs()).exp();
-            let (fr, fv) = if s[kk] >= a { (c, e * sn) } else { (e * c, sn) };
-            // R_k ← c R_k + sn v (scale e^{big}); v ← ρ_kk ν − ν_k ρ_k (scale e^{a + s_k − log r}).
+            let (fr, fv) = (ldexp(c, s[kk] - big), ldexp(sn, a - big));
+            // R_k ← c R_k + sn v (scale 2^{big}); v ← (ρ_kk ν − ν_k ρ_k)/r (scale 2^{a + s_k − e_max})
+            let inv_r = 1.0 / r;
             let row = &mut rho[kk * dim + kk..(kk + 1) * dim];
             row[0] = fr * row[0] + fv * vk;
-            for (r, w) in row[1..].iter_mut().zip(&mut v[kk + 1..]) {
-                let (r_old, v_old) = (*r, *w);
-                *r = fr * r_old + fv * v_old;
-                *w = rkk * v_old - vk * r_old;
+            for (rj, w) in row[1..].iter_mut().zip(&mut v[kk + 1..]) {
+                let (r_old, v_old) = (*rj, *w);
+                *rj = fr * r_old + fv * v_old;
+                *w = (rkk * v_old - vk * r_old) * inv_r;
             }
             let (rmax, vmax) = (max_abs(row), max_abs(&v[kk + 1..]));
             v[kk] = 0.0;
-            let a_new = a + s[kk] - log_r;
+            let a_new = a + s[kk] - e_max;
             s[kk] = big + rescale(&mut rho[kk * dim + kk..(kk + 1) * dim], rmax);
             if vmax == 0.0 {
                 break;
@@ -411,7 +478,7 @@ pub(super) fn robust(
         if r == 0.0 {
             return f64::NEG_INFINITY;
         }
-        half_logdet += s[kk] + r.abs().ln();
+        half_logdet += s[kk] * LN_2 + r.abs().ln();
     }
     if let Some(g) = grad {
         // Leverages p_l = ‖row l of Q‖², Q = Hᵀ [I_D; 0] with H the product of the recorded steps

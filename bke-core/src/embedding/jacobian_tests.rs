@@ -8,8 +8,33 @@ use bke_linalg::DefaultBackend;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// `det A` by Gaussian elimination with partial pivoting (rows of `a`).
+fn lu_determinant(mut a: Vec<Vec<f64>>) -> f64 {
+    let n = a.len();
+    let mut det = 1.0;
+    for k in 0..n {
+        let p = (k..n).max_by(|&i, &j| a[i][k].abs().total_cmp(&a[j][k].abs())).unwrap();
+        if a[p][k] == 0.0 {
+            return 0.0;
+        }
+        if p != k {
+            a.swap(p, k);
+            det = -det;
+        }
+        det *= a[k][k];
+        for i in k + 1..n {
+            let f = a[i][k] / a[k][k];
+            for j in k..n {
+                a[i][j] -= f * a[k][j];
+            }
+        }
+    }
+    det
+}
+
 /// `½ log det G` by Cauchy–Binet: `det G = Σ_{S ⊂ rows, |S| = D} det(W_S)²`, every term positive, summed
-/// in log space: exact where one landmark dominates or all weights underflow.
+/// in log space: exact where one landmark dominates or all weights underflow. (Determinants by
+/// formula for `D ≤ 3`, by elimination above.)
 fn cauchy_binet_half_logdet(x: &[f64], z: &Points, ls: &[f64]) -> f64 {
     let (m, dim) = (z.len(), x.len());
     let rows: Vec<(f64, Vec<f64>)> = (0..m)
@@ -30,7 +55,7 @@ fn cauchy_binet_half_logdet(x: &[f64], z: &Points, ls: &[f64]) -> f64 {
                     - r(0, 1) * (r(1, 0) * r(2, 2) - r(1, 2) * r(2, 0))
                     + r(0, 2) * (r(1, 0) * r(2, 1) - r(1, 1) * r(2, 0))
             }
-            _ => unreachable!(),
+            _ => lu_determinant((0..dim).map(|i| rows[s[i]].1.clone()).collect()),
         }
     };
     let mut s = vec![0usize; dim];
@@ -132,11 +157,14 @@ fn robust_path_gradient() {
             assert!((g1[d] - g2[d]).abs() < 1e-10 * g1[d].abs().max(1.0), "{g1:?} vs {g2:?}");
         }
     }
-    // whole objective at θ = 0.02 on spread-out data: one landmark dominates at every point
-    let x = random_points(&mut rng, 20, 2, 3.0);
-    let z = random_points(&mut rng, 5, 2, 3.0);
+    // whole objective at θ ≈ 0.02 on spread-out data, in 2 and 5 dimensions: one landmark
+    // dominates at every point (robust path, elimination steps and full rotations)
     let h: f64 = 1e-5;
-    for ls in [vec![0.02], vec![0.02, 0.03]] {
+    let cases =
+        [(2, vec![0.02]), (2, vec![0.02, 0.03]), (5, vec![0.02]), (5, vec![0.02, 0.025, 0.03, 0.02, 0.035])];
+    for (dim, ls) in cases {
+        let x = random_points(&mut rng, 20, dim, 3.0);
+        let z = random_points(&mut rng, 8, dim, 3.0);
         let p = BkeParams::new(ls.clone(), 1.0);
         let ml = marginal_pseudolikelihood::<DefaultBackend>(&x, &z, &p).unwrap();
         assert!(ml.log_marginal.is_finite());
@@ -187,25 +215,33 @@ fn underflowing_comparable_weights_take_the_fast_path() {
     }
 }
 
-/// Weights spread over thousands of nats (θ = 0.005 on points a unit apart, D = 3): once `R` has
-/// full rank the robust path stops at the first row whose remainder is bounded below `1e-16`
-/// (`½ Σ_rest ‖R⁻ᵀw_l‖² ≤ ½ D · #rest · e^{2a} ‖R⁻¹‖²_F`), and still matches Cauchy–Binet.
+/// The robust path against Cauchy–Binet in 3 and 6 dimensions, with weights spread over thousands
+/// of nats (θ = 0.005 on points a unit apart: most rotations are single elimination steps) down to
+/// comparable ones (θ = 0.5: full rotations). At θ = 0.005, once `R` has full rank the path stops at
+/// the first row whose remainder is bounded below `1e-16` (`½ Σ_rest ‖R⁻ᵀw_l‖² ≤ ½ D · #rest · e^{2a}
+/// ‖R⁻¹‖²_F`).
 #[test]
-fn robust_path_stops_at_negligible_rows() {
+fn robust_path_matches_cauchy_binet_and_stops_at_negligible_rows() {
     let mut rng = ChaCha8Rng::seed_from_u64(10);
     let mut scratch = JacScratch::default();
-    let (m, dim) = (16, 3);
-    for _ in 0..5 {
-        let z = random_points(&mut rng, m, dim, 1.0);
-        let x: Vec<f64> = (0..dim).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect();
-        let ls = vec![0.005; dim];
-        let (u, q, _) = features(&x, &z, &ls);
-        let mut grad = vec![0.0; dim];
-        let got = robust(&u, &q, m, dim, Some(&mut grad), &mut scratch);
-        let want = cauchy_binet_half_logdet(&x, &z, &ls);
-        assert!((got - want).abs() <= 1e-12 * want.abs(), "{got} vs {want}");
-        let used = scratch.robust_rows_used();
-        assert!((dim..m).contains(&used), "{used} rows of {m}");
-        assert!(grad.iter().all(|g| g.is_finite()));
+    for (m, dim) in [(16, 3), (12, 6)] {
+        for theta in [0.005, 0.05, 0.5] {
+            for _ in 0..3 {
+                let z = random_points(&mut rng, m, dim, 1.0);
+                let x: Vec<f64> = (0..dim).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect();
+                let ls = vec![theta; dim];
+                let (u, q, _) = features(&x, &z, &ls);
+                let mut grad = vec![0.0; dim];
+                let got = robust(&u, &q, m, dim, Some(&mut grad), &mut scratch);
+                let want = cauchy_binet_half_logdet(&x, &z, &ls);
+                assert!(
+                    (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                    "D={dim} θ={theta}: {got} vs {want}"
+                );
+                assert!(grad.iter().all(|g| g.is_finite()));
+                let used = scratch.robust_rows_used();
+                assert!(theta > 0.01 || (dim..m).contains(&used), "D={dim}: {used} rows of {m}");
+            }
+        }
     }
 }
