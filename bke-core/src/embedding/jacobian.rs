@@ -106,7 +106,7 @@ pub(crate) fn gram_factor(g: &mut [f64], dim: usize, rdiag: &mut [f64], col: &mu
 #[derive(Debug, Default)]
 pub(crate) struct JacScratch {
     order: Vec<(f64, usize)>,
-    rows: Vec<f64>,
+    row_max: Vec<f64>,
     rho: Vec<f64>,
     s: Vec<f64>,
     filled: Vec<bool>,
@@ -202,9 +202,7 @@ pub(crate) fn log_volume_raw(
 /// from the log-weights, `exp(−(q_l − q_min)/2)` (`k = exp(−q/2)` underflows there): tiny
 /// lengthscales, and every lengthscale below the nearest-landmark distance in high dimensions,
 /// where every weight is below `1e-100` (`q > 460`) at every point. Only the scale `k_max` is
-/// then far from 1; the geometry the Gram–Schmidt sees is the same. (Before, those points took
-/// the log-scaled Givens path, `m·D` rotations with four transcendental functions each: 72 % of
-/// BKL's time on 50-dimensional data.)
+/// then far from 1; the geometry the Gram–Schmidt sees is the same.
 fn fast(
     u: &[f64],
     q: &[f64],
@@ -287,14 +285,20 @@ fn rescale(row: &mut [f64], max: f64) -> f64 {
     e
 }
 
-/// `⌊log₂ |x|⌋` for a finite non-zero `x` (subnormals included), as an `f64`.
-fn binary_exponent(x: f64) -> f64 {
-    let biased = ((x.to_bits() >> 52) & 0x7ff) as f64;
-    if biased == 0.0 { binary_exponent(x * 2f64.powi(64)) - 64.0 } else { biased - 1023.0 }
+/// `⌊log₂ |x|⌋` for a finite `x` (subnormals included; `−∞` for 0), as an `f64`.
+pub(super) fn binary_exponent(x: f64) -> f64 {
+    let biased = |x: f64| ((x.to_bits() >> 52) & 0x7ff) as f64 - 1023.0;
+    if x == 0.0 {
+        f64::NEG_INFINITY
+    } else if x.is_normal() {
+        biased(x)
+    } else {
+        biased(x * 2f64.powi(64)) - 64.0
+    }
 }
 
 /// `x · 2^k` for an integer `k` (as an `f64`), exact unless the result is subnormal or out of range.
-fn ldexp(mut x: f64, mut k: f64) -> f64 {
+pub(super) fn ldexp(mut x: f64, mut k: f64) -> f64 {
     let pow2 = |k: f64| f64::from_bits(((k + 1023.0) as u64) << 52);
     while k > 1000.0 {
         x *= pow2(1000.0);
@@ -366,19 +370,18 @@ pub(super) fn robust(
     grad: Option<&mut [f64]>,
     scratch: &mut JacScratch,
 ) -> f64 {
-    let JacScratch { order, rows, rho, s, filled, v, ops, qbuf, .. } = scratch;
+    let JacScratch { order, row_max, rho, s, filled, v, ops, qbuf, .. } = scratch;
     ops.clear();
-    // rows: ‖u_l‖_∞ (row l is ν_l = u_l/‖u_l‖_∞, formed when it is taken in); order: (a_l, l) for
-    // the non-zero rows
-    rows.clear();
-    rows.resize(m, 0.0);
+    // row l is ν_l = u_l/‖u_l‖_∞, formed when it is taken in; order: (a_l, l) for the non-zero rows
+    row_max.clear();
+    row_max.resize(m, 0.0);
     for d in 0..dim {
-        for (mx, ud) in rows.iter_mut().zip(&u[d * m..(d + 1) * m]) {
+        for (mx, ud) in row_max.iter_mut().zip(&u[d * m..(d + 1) * m]) {
             *mx = if ud.abs() > *mx { ud.abs() } else { *mx };
         }
     }
     order.clear();
-    order.extend((0..m).filter(|&l| rows[l] > 0.0).map(|l| (-0.5 * q[l] + rows[l].ln(), l)));
+    order.extend((0..m).filter(|&l| row_max[l] > 0.0).map(|l| (-0.5 * q[l] + row_max[l].ln(), l)));
     order.sort_by(|a, b| b.0.total_cmp(&a.0));
     rho.clear();
     rho.resize(dim * dim, 0.0);
@@ -403,7 +406,7 @@ pub(super) fn robust(
         }
         // e^{a0} = 2^{a} e^{f}, f ∈ [0, ln 2): the row is e^{f} ν_l at binary scale a
         let a_bin = (a0 / LN_2).floor();
-        let factor = (a0 - a_bin * LN_2).exp() / rows[l];
+        let factor = (a0 - a_bin * LN_2).exp() / row_max[l];
         for (d, vd) in v.iter_mut().enumerate() {
             *vd = u[d * m + l] * factor;
         }
@@ -424,13 +427,15 @@ pub(super) fn robust(
             if negligible_against(a, vk, s[kk], rkk) {
                 // t < 2⁻⁶⁵: to rounding c = sign ρ_kk, sn = 0 for R_k (its change, below 2⁻⁶⁵ of its
                 // entries, is dropped, and so is its O(t) part of Q), and v ← (ρ_kk ν − ν_k ρ_k)/|ρ_kk|
-                // at v's own scale 2^{a}: one elimination step
-                ops.push(Op::Rot { k: kk, l, c: rkk.signum(), s: 0.0 });
-                let (c, ratio) = (rkk.signum(), vk / rkk.abs());
+                // (one elimination step; |ρ_kk| = x 2^{e}, x ∈ [1, 2), the 2^{e} moved to v's scale)
+                let c = rkk.signum();
+                ops.push(Op::Rot { k: kk, l, c, s: 0.0 });
+                let e = binary_exponent(rkk);
+                let inv_x = 1.0 / ldexp(rkk.abs(), -e);
                 let row = &mut rho[kk * dim + kk..(kk + 1) * dim];
                 row[0] *= c;
                 for (r, w) in row[1..].iter_mut().zip(&mut v[kk + 1..]) {
-                    *w = c * *w - ratio * *r;
+                    *w = (rkk * *w - vk * *r) * inv_x;
                     *r *= c;
                 }
                 v[kk] = 0.0;
@@ -438,7 +443,7 @@ pub(super) fn robust(
                 if vmax == 0.0 {
                     break;
                 }
-                a += rescale(&mut v[kk + 1..], vmax);
+                a += rescale(&mut v[kk + 1..], vmax) - e;
                 continue;
             }
             // r = hypot of the leading entries, each scaled by a power of two so that the larger of

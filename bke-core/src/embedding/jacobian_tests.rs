@@ -1,7 +1,7 @@
 //! Oracles for the Jacobian term (`jacobian.rs`): Cauchy–Binet in log space for `½ log det G` on
 //! every path, and central finite differences of the whole objective for the robust path's gradient.
 
-use super::jacobian::{JacScratch, log_volume, log_volume_raw, robust};
+use super::jacobian::{JacScratch, binary_exponent, ldexp, log_volume, log_volume_raw, robust};
 use super::tests::random_points;
 use super::*;
 use bke_linalg::DefaultBackend;
@@ -244,4 +244,26 @@ fn robust_path_matches_cauchy_binet_and_stops_at_negligible_rows() {
             }
         }
     }
+}
+
+/// The robust path's binary scales: `⌊log₂ |x|⌋` for normal and subnormal numbers (`−∞` at 0), and
+/// exact multiplication by powers of two across the whole range.
+#[test]
+fn binary_scales_are_exact() {
+    let min_subnormal = f64::from_bits(1);
+    for (x, e) in [
+        (1.0, 0.0),
+        (1.5, 0.0),
+        (-0.75, -1.0),
+        (3e-310, -1029.0),
+        (min_subnormal, -1074.0),
+        (f64::MAX, 1023.0),
+    ] {
+        assert_eq!(binary_exponent(x), e, "{x:e}");
+    }
+    assert_eq!(binary_exponent(0.0), f64::NEG_INFINITY);
+    assert_eq!(ldexp(1.0, -1074.0), min_subnormal);
+    assert_eq!(ldexp(0.75, 2000.0), f64::INFINITY);
+    assert_eq!(ldexp(ldexp(1.25, -1020.0), 1020.0), 1.25);
+    assert_eq!(ldexp(3.0, f64::NEG_INFINITY), 0.0);
 }
