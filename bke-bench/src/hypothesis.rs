@@ -257,11 +257,7 @@ pub fn selection_costs(
         ("fuse", LengthscaleSelection::new(SelectRule::Fuse)),
         ("bkl-bayes", LengthscaleSelection::new(SelectRule::BklBayes)),
     ];
-    let mut table = Table::new(
-        "kernel tests: CPU s per MMD test",
-        &["selection", "n = m", "d", "B", "CPU seconds", "x median test"],
-    )
-    .with_timing(gemm);
+    let mut table = cost_table("kernel tests: CPU s per MMD test", gemm);
     for (&d, &n) in dims.iter().flat_map(|d| ns.iter().map(move |n| (d, n))) {
         let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
         let mut uniform = |name: &str, shift: f64| {
@@ -278,18 +274,7 @@ pub fn selection_costs(
                 let fitted = params.clone().check()?.fit::<bke_linalg::DefaultBackend>(&data)?;
                 Ok(fitted.test::<bke_linalg::DefaultBackend>()?.outcome.p_value)
             })?;
-            let at = format!("n = m = {n:<5} d = {d:<3}");
-            let ratio = cpu / *median_cpu.get_or_insert(cpu);
-            eprintln!("  MMD test {name:<10} {at} {cpu:.3} CPU s ({ratio:.1}x median)");
-            let cells = vec![
-                name.to_string(),
-                n.to_string(),
-                d.to_string(),
-                draws.to_string(),
-                format!("{cpu:.3}"),
-                format!("{ratio:.2}"),
-            ];
-            table.push_timed(gemm, cells, cpu, None);
+            push_cost(&mut table, gemm, ("MMD", name, n, d, draws), cpu, &mut median_cpu);
         }
     }
     table.notes.push("unbiased MMD², permutation null; Nyström factors above 512 pooled points".into());
@@ -322,16 +307,16 @@ pub fn hsic_selection_costs(ns: &[usize], draws: usize, gemm: GemmReference) -> 
                 let fitted = params.clone().check()?.fit::<bke_linalg::DefaultBackend>(&data)?;
                 Ok(fitted.test::<bke_linalg::DefaultBackend>()?.outcome.p_value)
             })?;
-            push_cost(&mut table, gemm, ("HSIC", name, n, draws), cpu, &mut median_cpu);
+            push_cost(&mut table, gemm, ("HSIC", name, n, 1, draws), cpu, &mut median_cpu);
         }
     }
     table.notes.push("biased HSIC, permutation null (HSICAgg: its own 2B draws)".into());
     Ok(table)
 }
 
-/// The table of [`hsic_selection_costs`].
+/// The table of [`selection_costs`] and [`hsic_selection_costs`].
 fn cost_table(title: &str, gemm: GemmReference) -> Table {
-    Table::new(title, &["selection", "n = m", "B", "CPU seconds", "x median test"]).with_timing(gemm)
+    Table::new(title, &["selection", "n = m", "d", "B", "CPU seconds", "x median test"]).with_timing(gemm)
 }
 
 /// CPU seconds of one `run()`: the first call when it takes a second or more, else the mean of the
@@ -353,17 +338,17 @@ fn cpu_per_call(run: impl Fn() -> anyhow::Result<f64>) -> anyhow::Result<f64> {
     Ok((cpu()? - start) / reps as f64)
 }
 
-/// One row of a cost table: `(test, selection, n, B)`, the CPU seconds and the ratio to the first
-/// row of this `n` (the median heuristic, remembered in `median_cpu`).
+/// One row of a cost table: `(test, selection, n, d, B)`, the CPU seconds and the ratio to the
+/// first row of this `n` and `d` (the median heuristic, remembered in `median_cpu`).
 fn push_cost(
     table: &mut Table,
     gemm: GemmReference,
-    (test, name, n, draws): (&str, &str, usize, usize),
+    (test, name, n, d, draws): (&str, &str, usize, usize, usize),
     cpu: f64,
     median_cpu: &mut Option<f64>,
 ) {
     let ratio = cpu / *median_cpu.get_or_insert(cpu);
-    eprintln!("  {test} test {name:<10} n = m = {n:<5} {cpu:.3} CPU s ({ratio:.1}x median)");
-    let cells = vec![name.to_string(), n.to_string(), draws.to_string(), format!("{cpu:.3}")];
-    table.push_timed(gemm, [cells, vec![format!("{ratio:.2}")]].concat(), cpu, None);
+    eprintln!("  {test} test {name:<10} n = m = {n:<5} d = {d:<3} {cpu:.3} CPU s ({ratio:.1}x median)");
+    let cells = [name.to_string(), n.to_string(), d.to_string(), draws.to_string(), format!("{cpu:.3}")];
+    table.push_timed(gemm, [&cells[..], &[format!("{ratio:.2}")]].concat(), cpu, None);
 }
