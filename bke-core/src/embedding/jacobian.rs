@@ -34,7 +34,7 @@
 //!   than `1e-16` (see `robust`). `log γ = −∞` is returned only when the weighted Jacobian has rank
 //!   `< D` exactly (e.g. all landmarks on a line through `x` in 2-D).
 
-use super::simd::{fma, lane_dot3, lane_max, max_abs};
+use crate::simd::{fma, lane_dot3, lane_max, max_abs};
 use std::f64::consts::LN_2;
 
 /// Below this largest weight `k_max`, the fast path scales the weights from their logarithms.

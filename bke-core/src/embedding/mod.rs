@@ -63,7 +63,6 @@ mod pass;
 mod posterior;
 mod prior;
 mod scan;
-mod simd;
 mod stats;
 #[cfg(test)]
 mod tests;

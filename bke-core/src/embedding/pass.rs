@@ -27,8 +27,8 @@
 //! the thread that computes it.
 
 use super::jacobian::{GRAM_MIN_KMAX, GRAM_MIN_WEIGHT, JacScratch, gram_factor, log_volume_raw};
-use super::simd::{Lane, W, exp_nonpos, fma, hsum};
 use super::stats::PartialStats;
+use crate::simd::{Lane, W, exp_nonpos, fma, hsum};
 
 /// Landmarks prepared for the pass (scaled, dimension-major, padded to whole lanes).
 #[derive(Debug, Clone)]

@@ -126,12 +126,15 @@ impl<'a> NystromLandmarks<'a> {
         let pivots = pivoted_cholesky(landmarks, kernel);
         let r = pivots.order.len();
         let n = self.pooled.len();
+        let pivot_points = landmarks.select(&pivots.order);
         let mut ft = Mat::zeros(r, n);
-        ft.as_mut_slice().par_chunks_mut(r).enumerate().for_each(|(i, col)| {
+        ft.as_mut_slice().par_chunks_mut(r.max(1)).enumerate().for_each(|(i, col)| {
+            // distances first, then the kernel values in one vectorised loop
             let z = self.pooled.point(i);
-            for (v, &p) in col.iter_mut().zip(&pivots.order) {
-                *v = kernel.eval(z, landmarks.point(p));
+            for (j, v) in col.iter_mut().enumerate() {
+                *v = kernel.family.distance(z, pivot_points.point(j));
             }
+            col.iter_mut().for_each(|v| *v = kernel.family.value(*v, kernel.lengthscale));
         });
         B::solve_lower_in_place(pivots.lower.as_ref(), ft.as_mut())?;
         Ok(ft)

@@ -3,8 +3,10 @@
 //! ([`WeightedKernel`]), and Gram matrices of many kernels from one matrix of pairwise distances per
 //! family ([`Distances`]).
 
+#[cfg(doc)]
 use super::stationary::KernelFamily;
 use crate::Points;
+use crate::simd::exp_nonpos;
 use bke_linalg::Mat;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -29,15 +31,15 @@ impl TestFamily {
         }
     }
 
-    /// `k` at distance `d` (squared ℓ₂ distance for the Gaussian, ℓ₁ distance for the Laplace). The
-    /// Gaussian is [`KernelFamily::SquaredExponential`]'s profile at `r² = d/ℓ²`.
-    #[inline]
+    /// `k` at distance `d` (squared ℓ₂ distance for the Gaussian, ℓ₁ distance for the Laplace): the
+    /// Gaussian is [`KernelFamily::SquaredExponential`]'s profile `e^{−r²/2}` at `r² = d/ℓ²`. The
+    /// exponential is `simd::exp_nonpos` (within 2 ulp of libm's, 0 below `e^{−700}`): branch-free, so
+    /// loops of kernel values over distances — Gram matrices, Nyström factors — vectorise.
+    #[inline(always)]
     pub fn value(self, d: f64, lengthscale: f64) -> f64 {
         match self {
-            TestFamily::Gaussian => {
-                KernelFamily::SquaredExponential.profile(d / (lengthscale * lengthscale)).0
-            }
-            TestFamily::LaplaceL1 => crate::special::exp_neg(d / lengthscale),
+            TestFamily::Gaussian => exp_nonpos(-0.5 * (d / (lengthscale * lengthscale))),
+            TestFamily::LaplaceL1 => exp_nonpos(-(d / lengthscale)),
         }
     }
 

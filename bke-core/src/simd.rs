@@ -1,7 +1,7 @@
-//! Small vectorisable kernels for the streaming pass: an `exp` the compiler can vectorise, lane
-//! arrays, and reductions with independent lanes (a fixed summation order, so results are
-//! deterministic). Portable code: with `target-cpu=native` LLVM maps a [`Lane`] to one AVX-512
-//! register (or two AVX2 registers); nothing here requires either.
+//! Small vectorisable kernels (the embedding's streaming pass, the tests' kernel values): an `exp`
+//! the compiler can vectorise, lane arrays, and reductions with independent lanes (a fixed summation
+//! order, so results are deterministic). Portable code: with `target-cpu=native` LLVM maps a
+//! [`Lane`] to one AVX-512 register (or two AVX2 registers); nothing here requires either.
 
 /// Lanes of the reductions and of a [`Lane`].
 const LANES: usize = 8;
