@@ -34,7 +34,7 @@
 //!   than `1e-16` (see `robust`). `log γ = −∞` is returned only when the weighted Jacobian has rank
 //!   `< D` exactly (e.g. all landmarks on a line through `x` in 2-D).
 
-use crate::simd::{fma, lane_dot3, lane_max, max_abs};
+use crate::simd::{W, fma, lane_dot3, lane_max, max_abs};
 use std::f64::consts::LN_2;
 
 /// Below this largest weight `k_max`, the fast path scales the weights from their logarithms.
@@ -109,6 +109,7 @@ pub(crate) struct JacScratch {
     row_max: Vec<f64>,
     rho: Vec<f64>,
     s: Vec<f64>,
+    rho_exp: Vec<f64>,
     filled: Vec<bool>,
     v: Vec<f64>,
     ops: Vec<Op>,
@@ -320,6 +321,44 @@ fn negligible_against(a: f64, vk: f64, s: f64, rkk: f64) -> bool {
     rkk != 0.0 && a + binary_exponent(vk) + 1.0 < s + binary_exponent(rkk) - 65.0
 }
 
+/// A row of the robust path is rescaled (exactly, by a power of two) only when its largest entry's
+/// binary exponent leaves `±` this: products of two entries stay far inside the normal range, and
+/// most rotations need no rescaling pass.
+const LAZY_EXPONENT: f64 = 256.0;
+
+/// One step of the robust path on the trailing parts `row = ρ_k[k..]`, `v = ν[k..]` (`row[0] = ρ_kk`,
+/// `v[0] = ν_k`): `ρ_k ← f_ρ ρ_k + f_ν ν` and `ν_j ← (ρ_kk ν_j − ν_k ρ_kj)·inv` for `j > k`; returns the
+/// largest magnitudes of the new `ρ_k` and `ν[k + 1..]`, taken in the same pass (lanes, so it
+/// vectorises).
+#[inline(always)]
+fn rotate(
+    row: &mut [f64],
+    v: &mut [f64],
+    (fr, fv): (f64, f64),
+    (rkk, vk, inv): (f64, f64, f64),
+) -> (f64, f64) {
+    row[0] = fr * row[0] + fv * vk;
+    let (mut rmax, mut vmax) = ([0.0f64; W], [0.0f64; W]);
+    let mut step = |r: &mut f64, w: &mut f64, j: usize| {
+        let (r_old, v_old) = (*r, *w);
+        *r = fr * r_old + fv * v_old;
+        *w = (rkk * v_old - vk * r_old) * inv;
+        rmax[j] = if r.abs() > rmax[j] { r.abs() } else { rmax[j] };
+        vmax[j] = if w.abs() > vmax[j] { w.abs() } else { vmax[j] };
+    };
+    let (mut rc, mut vc) = (row[1..].chunks_exact_mut(W), v[1..].chunks_exact_mut(W));
+    for (r8, v8) in (&mut rc).zip(&mut vc) {
+        for j in 0..W {
+            step(&mut r8[j], &mut v8[j], j);
+        }
+    }
+    for (r, w) in rc.into_remainder().iter_mut().zip(vc.into_remainder()) {
+        step(r, w, 0);
+    }
+    let top = |m: [f64; W]| m.iter().fold(0.0f64, |t, &x| if x > t { x } else { t });
+    (top(rmax).max(row[0].abs()), top(vmax))
+}
+
 /// The robust path stops when the rows left can change `½ log det G` by less than `e^{this}`
 /// (`1e-16`, below the rounding of the sum of logs).
 const LOG_NEGLIGIBLE: f64 = -36.8;
@@ -370,8 +409,10 @@ pub(super) fn robust(
     grad: Option<&mut [f64]>,
     scratch: &mut JacScratch,
 ) -> f64 {
-    let JacScratch { order, row_max, rho, s, filled, v, ops, qbuf, .. } = scratch;
+    let JacScratch { order, row_max, rho, s, rho_exp, filled, v, ops, qbuf, .. } = scratch;
     ops.clear();
+    // the steps are recorded only to form the leverages of the gradient
+    let record = grad.is_some();
     // row l is ν_l = u_l/‖u_l‖_∞, formed when it is taken in; order: (a_l, l) for the non-zero rows
     row_max.clear();
     row_max.resize(m, 0.0);
@@ -387,6 +428,8 @@ pub(super) fn robust(
     rho.resize(dim * dim, 0.0);
     s.clear();
     s.resize(dim, 0.0);
+    rho_exp.clear();
+    rho_exp.resize(dim, 0.0);
     filled.clear();
     filled.resize(dim, false);
     v.clear();
@@ -397,6 +440,10 @@ pub(super) fn robust(
         if filled_count == dim {
             let stale = inverse_norm.is_none_or(|(since, _)| at >= since + dim);
             if stale {
+                for (kk, row) in rho.chunks_exact_mut(dim).enumerate() {
+                    s[kk] += rescale(row, max_abs(row));
+                    rho_exp[kk] = 0.0;
+                }
                 inverse_norm = Some((at, log_inverse_frobenius2(rho, s, dim)));
             }
             let log_rest = (0.5 * dim as f64 * (order.len() - at) as f64).ln() + 2.0 * a0;
@@ -410,68 +457,68 @@ pub(super) fn robust(
         for (d, vd) in v.iter_mut().enumerate() {
             *vd = u[d * m + l] * factor;
         }
-        let mut a = a_bin;
+        // v = 2^{a} ν with max |ν| = 2^{v_exp}·[1, 2); each row k of R is 2^{s_k} ρ_k with
+        // max |ρ_k| = 2^{rho_exp_k}·[1, 2): rows are rescaled only when that exponent leaves
+        // ±LAZY_EXPONENT (the scale decisions below use the true exponents s + rho_exp, a + v_exp)
+        let (mut a, mut v_exp) = (a_bin, 0.0);
         for kk in 0..dim {
             if v[kk] == 0.0 {
                 continue;
             }
             if !filled[kk] {
                 rho[kk * dim..(kk + 1) * dim].copy_from_slice(v);
-                s[kk] = a;
+                (s[kk], rho_exp[kk]) = (a, v_exp);
                 filled[kk] = true;
                 filled_count += 1;
-                ops.push(Op::Fill { k: kk, l });
+                if record {
+                    ops.push(Op::Fill { k: kk, l });
+                }
                 break;
             }
             let (rkk, vk) = (rho[kk * dim + kk], v[kk]);
-            if negligible_against(a, vk, s[kk], rkk) {
+            let row = &mut rho[kk * dim + kk..(kk + 1) * dim];
+            let (row_max, v_max) = if negligible_against(a, vk, s[kk], rkk) {
                 // t < 2⁻⁶⁵: to rounding c = sign ρ_kk, sn = 0 for R_k (its change, below 2⁻⁶⁵ of its
                 // entries, is dropped, and so is its O(t) part of Q), and v ← (ρ_kk ν − ν_k ρ_k)/|ρ_kk|
                 // (one elimination step; |ρ_kk| = x 2^{e}, x ∈ [1, 2), the 2^{e} moved to v's scale)
                 let c = rkk.signum();
-                ops.push(Op::Rot { k: kk, l, c, s: 0.0 });
+                if record {
+                    ops.push(Op::Rot { k: kk, l, c, s: 0.0 });
+                }
                 let e = binary_exponent(rkk);
-                let inv_x = 1.0 / ldexp(rkk.abs(), -e);
-                let row = &mut rho[kk * dim + kk..(kk + 1) * dim];
-                row[0] *= c;
-                for (r, w) in row[1..].iter_mut().zip(&mut v[kk + 1..]) {
-                    *w = (rkk * *w - vk * *r) * inv_x;
-                    *r *= c;
+                a -= e;
+                rotate(row, &mut v[kk..], (c, 0.0), (rkk, vk, 1.0 / ldexp(rkk.abs(), -e)))
+            } else {
+                // r = hypot of the leading entries, each scaled by a power of two so that the larger
+                // of them (binary scale e_max) lies in [1, 2): no logarithm, no overflow
+                let e_max = (s[kk] + binary_exponent(rkk)).max(a + binary_exponent(vk));
+                let (x, y) = (ldexp(rkk.abs(), s[kk] - e_max), ldexp(vk.abs(), a - e_max));
+                let r = (x * x + y * y).sqrt();
+                let (c, sn) = (rkk.signum() * x / r, vk.signum() * y / r);
+                if record {
+                    ops.push(Op::Rot { k: kk, l, c, s: sn });
                 }
-                v[kk] = 0.0;
-                let vmax = max_abs(&v[kk + 1..]);
-                if vmax == 0.0 {
-                    break;
-                }
-                a += rescale(&mut v[kk + 1..], vmax) - e;
-                continue;
-            }
-            // r = hypot of the leading entries, each scaled by a power of two so that the larger of
-            // them (binary scale e_max) lies in [1, 2): no logarithm, no overflow
-            let e_max = (s[kk] + binary_exponent(rkk)).max(a + binary_exponent(vk));
-            let (x, y) = (ldexp(rkk.abs(), s[kk] - e_max), ldexp(vk.abs(), a - e_max));
-            let r = (x * x + y * y).sqrt();
-            let (c, sn) = (rkk.signum() * x / r, vk.signum() * y / r);
-            ops.push(Op::Rot { k: kk, l, c, s: sn });
-            let big = s[kk].max(a);
-            let (fr, fv) = (ldexp(c, s[kk] - big), ldexp(sn, a - big));
-            // R_k ← c R_k + sn v (scale 2^{big}); v ← (ρ_kk ν − ν_k ρ_k)/r (scale 2^{a + s_k − e_max})
-            let inv_r = 1.0 / r;
-            let row = &mut rho[kk * dim + kk..(kk + 1) * dim];
-            row[0] = fr * row[0] + fv * vk;
-            for (rj, w) in row[1..].iter_mut().zip(&mut v[kk + 1..]) {
-                let (r_old, v_old) = (*rj, *w);
-                *rj = fr * r_old + fv * v_old;
-                *w = (rkk * v_old - vk * r_old) * inv_r;
-            }
-            let (rmax, vmax) = (max_abs(row), max_abs(&v[kk + 1..]));
+                // R_k ← c R_k + sn v at the scale 2^{big} of the larger row; v ← (ρ_kk ν − ν_k ρ_k)/r
+                // at the scale 2^{a + s_k − e_max}
+                let big = (s[kk] + rho_exp[kk]).max(a + v_exp);
+                let (fr, fv) = (ldexp(c, s[kk] - big), ldexp(sn, a - big));
+                (s[kk], a) = (big, a + s[kk] - e_max);
+                rotate(row, &mut v[kk..], (fr, fv), (rkk, vk, 1.0 / r))
+            };
             v[kk] = 0.0;
-            let a_new = a + s[kk] - e_max;
-            s[kk] = big + rescale(&mut rho[kk * dim + kk..(kk + 1) * dim], rmax);
-            if vmax == 0.0 {
+            rho_exp[kk] = binary_exponent(row_max);
+            if rho_exp[kk].abs() > LAZY_EXPONENT {
+                s[kk] += rescale(row, row_max);
+                rho_exp[kk] = 0.0;
+            }
+            if v_max == 0.0 {
                 break;
             }
-            a = a_new + rescale(&mut v[kk + 1..], vmax);
+            v_exp = binary_exponent(v_max);
+            if v_exp.abs() > LAZY_EXPONENT {
+                a += rescale(&mut v[kk + 1..], v_max);
+                v_exp = 0.0;
+            }
         }
     }
     if filled.iter().any(|f| !f) {
