@@ -34,7 +34,7 @@
 //!   than `1e-16` (see `robust`). `log γ = −∞` is returned only when the weighted Jacobian has rank
 //!   `< D` exactly (e.g. all landmarks on a line through `x` in 2-D).
 
-use crate::simd::{W, fma, lane_dot3, lane_max, max_abs};
+use crate::simd::{fma, lane_dot3, lane_max, max_abs};
 use std::f64::consts::LN_2;
 
 /// Below this largest weight `k_max`, the fast path scales the weights from their logarithms.
@@ -315,12 +315,6 @@ pub(super) fn ldexp(mut x: f64, mut k: f64) -> f64 {
     x * pow2(k)
 }
 
-/// Whether `2^{a} |ν_k| < 2⁻⁶⁵ · 2^{s} |ρ_kk|` (a rotation angle below `2⁻⁶⁵`), from the binary
-/// exponents alone.
-fn negligible_against(a: f64, vk: f64, s: f64, rkk: f64) -> bool {
-    rkk != 0.0 && a + binary_exponent(vk) + 1.0 < s + binary_exponent(rkk) - 65.0
-}
-
 /// A row of the robust path is rescaled (exactly, by a power of two) only when its largest entry's
 /// binary exponent leaves `±` this: products of two entries stay far inside the normal range, and
 /// most rotations need no rescaling pass.
@@ -328,8 +322,8 @@ const LAZY_EXPONENT: f64 = 256.0;
 
 /// One step of the robust path on the trailing parts `row = ρ_k[k..]`, `v = ν[k..]` (`row[0] = ρ_kk`,
 /// `v[0] = ν_k`): `ρ_k ← f_ρ ρ_k + f_ν ν` and `ν_j ← (ρ_kk ν_j − ν_k ρ_kj)·inv` for `j > k`; returns the
-/// largest magnitudes of the new `ρ_k` and `ν[k + 1..]`, taken in the same pass (lanes, so it
-/// vectorises).
+/// largest magnitudes of the new `ρ_k` and `ν[k + 1..]`. (Taking them in the rotation's own pass
+/// kept it from vectorising and was slower.)
 #[inline(always)]
 fn rotate(
     row: &mut [f64],
@@ -338,25 +332,12 @@ fn rotate(
     (rkk, vk, inv): (f64, f64, f64),
 ) -> (f64, f64) {
     row[0] = fr * row[0] + fv * vk;
-    let (mut rmax, mut vmax) = ([0.0f64; W], [0.0f64; W]);
-    let mut step = |r: &mut f64, w: &mut f64, j: usize| {
+    for (r, w) in row[1..].iter_mut().zip(&mut v[1..]) {
         let (r_old, v_old) = (*r, *w);
         *r = fr * r_old + fv * v_old;
         *w = (rkk * v_old - vk * r_old) * inv;
-        rmax[j] = if r.abs() > rmax[j] { r.abs() } else { rmax[j] };
-        vmax[j] = if w.abs() > vmax[j] { w.abs() } else { vmax[j] };
-    };
-    let (mut rc, mut vc) = (row[1..].chunks_exact_mut(W), v[1..].chunks_exact_mut(W));
-    for (r8, v8) in (&mut rc).zip(&mut vc) {
-        for j in 0..W {
-            step(&mut r8[j], &mut v8[j], j);
-        }
     }
-    for (r, w) in rc.into_remainder().iter_mut().zip(vc.into_remainder()) {
-        step(r, w, 0);
-    }
-    let top = |m: [f64; W]| m.iter().fold(0.0f64, |t, &x| if x > t { x } else { t });
-    (top(rmax).max(row[0].abs()), top(vmax))
+    (max_abs(row), max_abs(&v[1..]))
 }
 
 /// The robust path stops when the rows left can change `½ log det G` by less than `e^{this}`
@@ -477,21 +458,24 @@ pub(super) fn robust(
             }
             let (rkk, vk) = (rho[kk * dim + kk], v[kk]);
             let row = &mut rho[kk * dim + kk..(kk + 1) * dim];
-            let (row_max, v_max) = if negligible_against(a, vk, s[kk], rkk) {
-                // t < 2⁻⁶⁵: to rounding c = sign ρ_kk, sn = 0 for R_k (its change, below 2⁻⁶⁵ of its
-                // entries, is dropped, and so is its O(t) part of Q), and v ← (ρ_kk ν − ν_k ρ_k)/|ρ_kk|
-                // (one elimination step; |ρ_kk| = x 2^{e}, x ∈ [1, 2), the 2^{e} moved to v's scale)
+            // the binary exponents of R_kk = 2^{s_k} ρ_kk (−∞ when 0) and of v_k = 2^{a} ν_k ≠ 0
+            let (er, ev) = (s[kk] + binary_exponent(rkk), a + binary_exponent(vk));
+            let (row_max, v_max) = if ev + 1.0 < er - 65.0 {
+                // |v_k| < 2⁻⁶⁵ |R_kk|, a rotation angle t < 2⁻⁶⁵: to rounding c = sign ρ_kk, sn = 0 for
+                // R_k (its change, below 2⁻⁶⁵ of its entries, is dropped, and so is its O(t) part of
+                // Q), and v ← (ρ_kk ν − ν_k ρ_k)/|ρ_kk| (one elimination step; |ρ_kk| = x 2^{e},
+                // x ∈ [1, 2), the 2^{e} moved to v's scale)
                 let c = rkk.signum();
                 if record {
                     ops.push(Op::Rot { k: kk, l, c, s: 0.0 });
                 }
-                let e = binary_exponent(rkk);
+                let e = er - s[kk];
                 a -= e;
                 rotate(row, &mut v[kk..], (c, 0.0), (rkk, vk, 1.0 / ldexp(rkk.abs(), -e)))
             } else {
                 // r = hypot of the leading entries, each scaled by a power of two so that the larger
                 // of them (binary scale e_max) lies in [1, 2): no logarithm, no overflow
-                let e_max = (s[kk] + binary_exponent(rkk)).max(a + binary_exponent(vk));
+                let e_max = er.max(ev);
                 let (x, y) = (ldexp(rkk.abs(), s[kk] - e_max), ldexp(vk.abs(), a - e_max));
                 let r = (x * x + y * y).sqrt();
                 let (c, sn) = (rkk.signum() * x / r, vk.signum() * y / r);
