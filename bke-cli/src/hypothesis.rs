@@ -166,7 +166,9 @@ pub struct HsicArgs {
     /// Statistic: biased (default, Gretton et al. 2008) or unbiased (Song et al. 2012).
     #[arg(long, default_value = HsicParams::default().statistic.name())]
     pub statistic: String,
-    /// Null distribution: permutation (default), wild (pairs of pairs) or gamma.
+    /// Null distribution: permutation (default; exact), wild (pairs of pairs) or gamma (an
+    /// approximation: at n = 100 it rejects 5.4% (biased) and 6.1% (unbiased) of independent data
+    /// sets at α = 0.05, `cargo xtask repro level`).
     #[arg(long, default_value = HsicParams::default().null.name())]
     pub null: String,
     #[command(flatten)]
