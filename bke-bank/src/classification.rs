@@ -86,6 +86,7 @@ impl ClassificationState {
         crate::error::check_count("newton_iterations", newton)?;
         let m = w.len() / d.max(1);
         let phi = feature_matrix(&x, &w);
+        let f = phi.ncols();
         Ok(Self {
             x,
             y,
@@ -93,7 +94,7 @@ impl ClassificationState {
             d,
             w,
             phi,
-            beta: vec![0.0; 2 * m + 1],
+            beta: vec![0.0; f + 1],
             eta: vec![0.0; n],
             s2,
             v0,
@@ -109,13 +110,13 @@ impl ClassificationState {
 
     /// Gibbs draw of `s² | β` and two rescaling moves (module docs). Returns the new `s²`.
     pub fn resample_weight_variance<R: Rng>(&mut self, prior: &InvGammaPrior, rng: &mut R) -> f64 {
-        let f = 2 * self.m;
+        let f = self.phi.ncols();
         let ss: f64 = self.beta[..f].iter().map(|b| b * b).sum();
         self.s2 = InvGammaPrior { shape: prior.shape + 0.5 * f as f64, scale: prior.scale + 0.5 * ss }
             .sample(rng)
             .max(1e-12);
         let b0 = self.beta[f];
-        let ll_now: f64 = self.y.iter().zip(&self.eta).map(|(y, e)| y * e - softplus(*e)).sum();
+        let ll_now = crate::logistic::log_likelihood(&self.y, &self.eta);
         let mut ll = ll_now;
         let mut cand = vec![0.0; self.eta.len()];
         for tau in [0.3, 0.1] {
@@ -124,7 +125,7 @@ impl ClassificationState {
             for (c, e) in cand.iter_mut().zip(&self.eta) {
                 *c = b0 + root * (e - b0);
             }
-            let ll_new: f64 = self.y.iter().zip(&cand).map(|(y, e)| y * e - softplus(*e)).sum();
+            let ll_new = crate::logistic::log_likelihood(&self.y, &cand);
             let s2_new = self.s2 * log_c.exp();
             let lr = ll_new - ll + prior.log_density(s2_new) - prior.log_density(self.s2) + log_c;
             if rng.random::<f64>().ln() < lr {
@@ -201,8 +202,8 @@ impl ClassificationState {
 
     /// `log p(y | W, β) + log p(β | s²)`.
     pub fn log_joint(&self) -> f64 {
-        let ll: f64 = self.y.iter().zip(&self.eta).map(|(y, e)| y * e - softplus(*e)).sum();
-        let f = 2 * self.m;
+        let ll = crate::logistic::log_likelihood(&self.y, &self.eta);
+        let f = self.phi.ncols();
         let b0 = self.beta[f];
         ll - self.beta[..f].iter().map(|b| b * b).sum::<f64>() / (2.0 * self.s2)
             - 0.5 * f as f64 * (LN_2PI + self.s2.ln())
@@ -242,7 +243,7 @@ impl ClassificationState {
 
     /// The intercept: independence MH with the 1-D Laplace proposal.
     fn intercept_move<R: Rng>(&mut self, rng: &mut R) {
-        let (n, f) = (self.y.len(), 2 * self.m);
+        let (n, f) = (self.y.len(), self.phi.ncols());
         let ones = vec![1.0; n];
         let b0 = self.beta[f];
         let o: Vec<f64> = self.eta.iter().map(|e| e - b0).collect();
@@ -271,8 +272,7 @@ impl ClassificationState {
         let cc = [self.phi.col(c), self.phi.col(s)];
         let nc = [proposed.col(c), proposed.col(s)];
         let o: Vec<f64> = (0..n).map(|i| self.eta[i] - cc[0][i] * bj[0] - cc[1][i] * bj[1]).collect();
-        let lap_cur = Laplace::fit(&self.y, &o, &cc, self.s2, self.newton);
-        let lap_new = Laplace::fit(&self.y, &o, &nc, self.s2, self.newton);
+        let [lap_cur, lap_new] = Laplace::fit_pair(&self.y, &o, cc, nc, self.s2, self.newton);
         let bn = lap_new.sample(rng);
         let ll_new = log_likelihood(&self.y, &o, &nc, &bn);
         let lr = ll_new + Self::log_prior(&bn, self.s2) - ll - Self::log_prior(&bj, self.s2)

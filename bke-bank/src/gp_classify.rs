@@ -19,7 +19,7 @@
 
 use crate::error::{BankError, check_count, check_labels, mismatch};
 use crate::features::Standardizer;
-use crate::logistic::{sigmoid, softplus};
+use crate::logistic::sigmoid;
 use bke_core::{Dataset, Estimator, Points, Predict, Prediction, Progress, Valid};
 use bke_linalg::{Backend, Mat, Trans};
 
@@ -77,10 +77,6 @@ pub struct LaplaceFit {
 }
 
 /// `Ψ`-parts: `log p(y | f) = Σ y_i f_i − log(1 + e^{f_i})`.
-fn log_lik(y: &[f64], f: &[f64]) -> f64 {
-    y.iter().zip(f).map(|(yi, fi)| yi * fi - softplus(*fi)).sum()
-}
-
 /// `B = I + W^{½}KW^{½}` and its Cholesky factor.
 fn b_factor<B: Backend>(k: &Mat, sw: &[f64]) -> Result<Mat, BankError> {
     let n = sw.len();
@@ -119,14 +115,14 @@ pub fn laplace_mode<B: Backend>(
         let a_new: Vec<f64> = (0..n).map(|i| b[i] - sw[i] * c[i]).collect();
         let mut a = a_new.clone();
         let mut f_new = kv::<B>(k, &a)?;
-        let mut psi_new = -0.5 * dot(&a, &f_new) + log_lik(y, &f_new);
+        let mut psi_new = -0.5 * dot(&a, &f_new) + crate::logistic::log_likelihood(y, &f_new);
         if let Some(prev) = &a_cur {
             let mut t = 1.0;
             while psi_new < psi && t > 1e-6 {
                 t *= 0.5;
                 a = prev.iter().zip(&a_new).map(|(p, q)| p + t * (q - p)).collect();
                 f_new = kv::<B>(k, &a)?;
-                psi_new = -0.5 * dot(&a, &f_new) + log_lik(y, &f_new);
+                psi_new = -0.5 * dot(&a, &f_new) + crate::logistic::log_likelihood(y, &f_new);
             }
             if psi_new < psi {
                 break;
@@ -146,7 +142,7 @@ pub fn laplace_mode<B: Backend>(
     let residual: Vec<f64> = y.iter().zip(&pi).map(|(yi, p)| yi - p).collect();
     // at the mode f = K(y − π), so −½ aᵀf with a = y − π
     let log_det_half: f64 = (0..n).map(|i| chol[(i, i)].ln()).sum();
-    let log_evidence = -0.5 * dot(&residual, &f) + log_lik(y, &f) - log_det_half;
+    let log_evidence = -0.5 * dot(&residual, &f) + crate::logistic::log_likelihood(y, &f) - log_det_half;
     Ok(LaplaceFit { mode: f, residual, sqrt_w: sw, chol, log_evidence })
 }
 
@@ -284,7 +280,7 @@ mod tests {
         let lk = B::cholesky(k.as_ref()).unwrap();
         let mut kinv_f = fit.mode.clone();
         B::cholesky_solve_vec_in_place(lk.as_ref(), &mut kinv_f).unwrap();
-        let psi = log_lik(&y, &fit.mode) - 0.5 * dot(&fit.mode, &kinv_f);
+        let psi = crate::logistic::log_likelihood(&y, &fit.mode) - 0.5 * dot(&fit.mode, &kinv_f);
         let w: Vec<f64> = fit.sqrt_w.iter().map(|s| s * s).collect();
         let kw = Mat::from_fn(n, n, |i, j| k[(i, j)] + if i == j { 1.0 / w[i] } else { 0.0 });
         let l2 = B::cholesky(kw.as_ref()).unwrap();

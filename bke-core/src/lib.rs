@@ -30,7 +30,7 @@ pub mod nuts;
 pub mod optim;
 mod points;
 pub mod rff;
-mod simd;
+pub mod simd;
 pub mod special;
 
 pub use choice::Choice;
