@@ -76,7 +76,6 @@ pub struct LaplaceFit {
     pub log_evidence: f64,
 }
 
-/// `Ψ`-parts: `log p(y | f) = Σ y_i f_i − log(1 + e^{f_i})`.
 /// `B = I + W^{½}KW^{½}` and its Cholesky factor.
 fn b_factor<B: Backend>(k: &Mat, sw: &[f64]) -> Result<Mat, BankError> {
     let n = sw.len();
