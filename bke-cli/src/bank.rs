@@ -67,7 +67,7 @@ pub struct DataArgs {
     /// Classification intercept prior variance.
     #[arg(long)]
     intercept_prior_variance: Option<f64>,
-    /// NIW pseudo-count κ₀ of the component means.
+    /// NIW pseudo-count κ₀ of the component means [default: 10].
     #[arg(long)]
     kappa0: Option<f64>,
     /// Inverse-Wishart degrees of freedom ν₀ [default: d + 2].

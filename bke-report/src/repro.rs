@@ -12,6 +12,7 @@ pub mod bank_cv;
 pub mod bank_data;
 pub mod bank_fig3;
 pub mod bank_fig4;
+pub mod bank_prior;
 pub mod bank_relevance;
 pub mod bank_table;
 pub mod density;

@@ -81,6 +81,11 @@ const REPROS: &[Repro] = &[
         bke_report::repro::bank_relevance::run,
     ),
     (
+        "bank-prior",
+        "BaNK's NIW pseudo-count of the component means: 5-fold error with κ₀ = 0.1 (bke ≤ 0.3) and 10 (the default) over seeds (--smoke, --datasets, --seeds)",
+        bke_report::repro::bank_prior::run,
+    ),
+    (
         "bank-fig4",
         "BaNK seed 001 Fig. 4: error and time vs N and vs M (the M-curve on concrete and abalone; --smoke)",
         bke_report::repro::bank_fig4::run,
