@@ -279,7 +279,8 @@ impl ClassificationState {
             + lap_cur.log_density(&bj)
             - lap_new.log_density(&bn);
         self.stats.proposals += 1;
-        if rng.random::<f64>().ln() >= lr {
+        // `!(u < r)`: a NaN ratio rejects
+        if !(rng.random::<f64>().ln() < lr) {
             return None;
         }
         self.beta[c] = bn[0];

@@ -285,6 +285,28 @@ mod tests {
         }
     }
 
+    /// The branch-free `sigmoid`, `softplus` and `log_likelihood` against libm forms, across the
+    /// flush at `|t| = 700` (below `e^{−700} ≈ 1e−304` the exponential is 0), at ±∞ and NaN.
+    #[test]
+    fn logistic_functions_match_libm() {
+        for t in
+            [-1e300f64, -701.0, -700.0, -36.5, -1.0, -1e-9, -0.0, 0.0, 1e-9, 0.7, 36.5, 700.0, 701.0, 1e300]
+        {
+            let s_ref = if t >= 0.0 { 1.0 / (1.0 + (-t).exp()) } else { t.exp() / (1.0 + t.exp()) };
+            let sp_ref = t.max(0.0) + (-t.abs()).exp().ln_1p();
+            assert!((sigmoid(t) - s_ref).abs() <= 4.0 * f64::EPSILON * s_ref + 1e-300, "sigmoid({t})");
+            assert!((softplus(t) - sp_ref).abs() <= 4.0 * f64::EPSILON * sp_ref + 1e-300, "softplus({t})");
+        }
+        assert_eq!((sigmoid(f64::INFINITY), sigmoid(f64::NEG_INFINITY)), (1.0, 0.0));
+        assert_eq!(softplus(f64::NEG_INFINITY), 0.0);
+        assert!(sigmoid(f64::NAN).is_nan() && softplus(f64::NAN).is_nan());
+        let eta: Vec<f64> = (0..37).map(|i| (i as f64 * 0.9).sin() * 8.0).collect();
+        let y: Vec<f64> = (0..37).map(|i| f64::from(u8::from(i % 3 == 0))).collect();
+        let naive: f64 =
+            y.iter().zip(&eta).map(|(y, e)| y * e - (e.max(0.0) + (-e.abs()).exp().ln_1p())).sum();
+        assert!((log_likelihood(&y, &eta) - naive).abs() < 1e-12 * naive.abs());
+    }
+
     /// Draws from the approximation have its mean and covariance `H⁻¹`, and `log_density` is the
     /// Gaussian log density (difference between two points against the dense quadratic form).
     #[test]

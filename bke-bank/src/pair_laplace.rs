@@ -74,7 +74,7 @@ impl LaneSums {
     }
 }
 
-/// Two columns and their weights; a single column is `[c, c]` with weights `[b, 0]`.
+/// Two columns of a pass; a single column is `[c, c]`, its weights `[b, 0]`.
 type Pair<'a> = [&'a [f64]; 2];
 
 /// One pass over `rows` in blocks of [`LANES`] rows at `η = o + b₀c₀ + b₁c₁` (`c` the first pair of
@@ -90,6 +90,7 @@ fn pass_rows<const P: usize>(
     rows: std::ops::Range<usize>,
     with_value: bool,
 ) -> [Pass; P] {
+    debug_assert!(P == 1 || (*b == [0.0; 2] && !with_value), "several pairs share η only at b = 0");
     let mut sums: [LaneSums; P] = std::array::from_fn(|_| LaneSums::default());
     let mut start = rows.start;
     while start < rows.end {
@@ -159,8 +160,9 @@ fn chunked<const P: usize>(
     parts.into_iter().fold([Pass::default(); P], |acc, p| std::array::from_fn(|k| acc[k].add(p[k])))
 }
 
-/// `cols` as a [`Pair`] and the weights of the pass (`[b₀, 0]` for one column).
+/// `cols` (one or two columns) as a [`Pair`] and the weights of the pass (`[b₀, 0]` for one column).
 fn as_pair<'a>(cols: &[&'a [f64]], b: &[f64; 2]) -> (Pair<'a>, [f64; 2]) {
+    assert!(matches!(cols.len(), 1 | 2), "a pass takes one or two columns, not {}", cols.len());
     if cols.len() == 2 { ([cols[0], cols[1]], *b) } else { ([cols[0], cols[0]], [b[0], 0.0]) }
 }
 
@@ -198,8 +200,8 @@ fn passes_at_zero(y: &[f64], o: &[f64], first: Pair<'_>, second: Pair<'_>, s2: f
     [with_prior(a, 2, &[0.0; 2], s2), with_prior(b, 2, &[0.0; 2], s2)]
 }
 
-/// `ℓ(o + Σ_a b_a c_a) = Σ_i y_i η_i − log(1 + e^{η_i})` for `k ≤ 2` columns (chunked like
-/// [`pass`], `log(1 + e^η)` as in [`pass_rows`]).
+/// `ℓ(o + Σ_a b_a c_a) = Σ_i y_i η_i − log(1 + e^{η_i})` for `k ≤ 2` columns (with columns chunked
+/// like [`pass`]; `log(1 + e^η) = max(η, 0) + log(1 + e^{−|η|})` in both cases).
 pub fn log_likelihood(y: &[f64], o: &[f64], cols: &[&[f64]], b: &[f64]) -> f64 {
     if cols.is_empty() {
         return crate::logistic::log_likelihood(y, o);
@@ -349,7 +351,20 @@ mod tests {
         let cols = [&c0[..], &c1[..]];
         let s2 = 3.0;
         let b = [0.4, -0.7];
-        let f = |b: &[f64; 2]| log_likelihood(&y, &o, &cols, b) - (b[0] * b[0] + b[1] * b[1]) / (2.0 * s2);
+        // the libm reference of `F`, one row at a time
+        let f = |b: &[f64; 2]| {
+            let ll: f64 = (0..n)
+                .map(|i| {
+                    let eta = o[i] + c0[i] * b[0] + c1[i] * b[1];
+                    y[i] * eta - (eta.max(0.0) + (-eta.abs()).exp().ln_1p())
+                })
+                .sum();
+            ll - (b[0] * b[0] + b[1] * b[1]) / (2.0 * s2)
+        };
+        assert!(
+            (log_likelihood(&y, &o, &cols, &b) - (b[0] * b[0] + b[1] * b[1]) / (2.0 * s2) - f(&b)).abs()
+                < 1e-9 * f(&b).abs()
+        );
         let at = pass(&y, &o, &cols, &b, s2, true);
         let no_value = pass(&y, &o, &cols, &b, s2, false);
         assert_eq!((no_value.g, no_value.h), (at.g, at.h));
@@ -376,6 +391,24 @@ mod tests {
                 assert!((hd - at.h[idx]).abs() < 1e-5 * hd.abs().max(1.0), "H[{a}{c}]");
             }
         }
+    }
+
+    /// The paired fits are the two separate fits, bit for bit (several chunks, a partial last lane
+    /// block), and the one-column pass is the two-column pass with a zero second weight.
+    #[test]
+    fn paired_fits_equal_separate_fits() {
+        let n = CHUNK + 13;
+        let (c0, c1, o, y) = problem(n);
+        let c2: Vec<f64> = c0.iter().zip(&c1).map(|(a, b)| 0.5 * a - b).collect();
+        let c3: Vec<f64> = (0..n).map(|i| (i as f64 * 0.05).sin()).collect();
+        let [a, b] = Laplace::fit_pair(&y, &o, [&c0, &c1], [&c2, &c3], 2.0, 12);
+        assert_eq!(a, Laplace::fit(&y, &o, &[&c0, &c1], 2.0, 12));
+        assert_eq!(b, Laplace::fit(&y, &o, &[&c2, &c3], 2.0, 12));
+        let one = pass(&y, &o, &[&c0], &[0.3, 0.0], 2.0, true);
+        let two = pass(&y, &o, &[&c0, &c0], &[0.3, 0.0], 2.0, true);
+        assert_eq!((one.g[0], one.h[0]), (two.g[0], two.h[0]));
+        assert_eq!((one.g[1], one.h[1], one.h[2]), (0.0, 0.0, 0.0));
+        assert!((one.f - two.f).abs() < 1e-12 * one.f.abs());
     }
 
     #[test]
