@@ -148,6 +148,7 @@ fn per_command() -> Vec<(&'static str, &'static str, String)> {
             (cmd, "samples", s(bank.samples)),
             (cmd, "seed", s(bank.seed)),
             (cmd, "relevance", s(bank.relevance.name())),
+            (cmd, "kappa0", s(bank.prior.kappa0)),
         ]);
     }
     for cmd in ["bke dme loglik", "bke dme fit"] {
