@@ -73,8 +73,8 @@ pub fn exp_nonpos(x: f64) -> f64 {
 }
 
 /// `ln(1 + e)` for `e ∈ [0, 1]`, within 2 ulp of libm's `ln_1p` on the tested sweep (dense, near 0
-/// and near 1; the rounding of `z` bounds it by about 2.6 ulp of the exact value): the logarithm of the logistic function's `1 + e^{−|η|}`. Branch-free, so loops over
-/// it vectorise: `ln(1 + e) = 2 atanh z = 2z + 2z·u·Σ_k u^k/(2k + 3)` with `z = e/(2 + e) ∈ [0, ⅓]`,
+/// and near 1; the rounding of `z` bounds it by about 2.6 ulp of the exact value): the logarithm of
+/// the logistic function's `1 + e^{−|η|}`. Branch-free, so loops over it vectorise: `ln(1 + e) = 2 atanh z = 2z + 2z·u·Σ_k u^k/(2k + 3)` with `z = e/(2 + e) ∈ [0, ⅓]`,
 /// `u = z²`, the sum to `k = 15` (truncation below `(1/9)^17/35 < 2e−18` relative) by Estrin's
 /// scheme. The correction `2z·u·Σ` is at most 4 % of the result, so its own rounding is negligible
 /// and the error is that of `z`.
