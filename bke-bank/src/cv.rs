@@ -15,6 +15,7 @@ use crate::gbdt::GbdtParams;
 use crate::gp::GpArdParams;
 use crate::gp_classify::GpClassParams;
 use crate::params::{BankParams, Task};
+use crate::relevance::RelevanceFit;
 use crate::rfo::RfoParams;
 use crate::svm::SvcParams;
 use bke_core::{Dataset, Estimator, Params, Points, Predict, Progress, Valid};
@@ -123,6 +124,12 @@ pub struct CvResult {
     /// held-out probabilities (absent for regression).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probabilistic: Option<ProbabilisticScores>,
+    /// BaNK: each fold's input-relevance fit in fold order — whether it used per-input
+    /// lengthscales and the held-out gain that decided it ([`crate::relevance`]), `None` for a fold
+    /// whose relevance GP failed numerically (it kept one scale); empty for the other methods and
+    /// where no fold fitted one (`--relevance off`, one input).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relevance: Vec<Option<RelevanceFit>>,
     /// The held-out prediction of every row (standardised target or probability), in row order.
     #[serde(skip)]
     pub predictions: Vec<f64>,
@@ -185,20 +192,22 @@ impl CvParams {
     }
 
     /// Fits the method on `train` (fold `fold`) and predicts at `test`: the predictive mean of the
-    /// standardised target, or `P(y = 1)`.
+    /// standardised target, or `P(y = 1)`; with BaNK's relevance fit.
     fn fit_predict<B: Backend>(
         &self,
         fold: usize,
         train: &Dataset,
         test: &Points,
         progress: &dyn Progress,
-    ) -> Result<Vec<f64>, BankError> {
+    ) -> Result<(Vec<f64>, Option<RelevanceFit>), BankError> {
         let seed = self.seed.wrapping_add(fold as u64);
         let task = self.task;
-        Ok(match self.method() {
+        let mean = match self.method() {
             Method::Bank => {
                 let p = BankParams { seed, task, ..self.bank.clone() };
-                p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
+                let model = p.check()?.fit_with_progress::<B>(train, progress)?;
+                let relevance = model.resolved.as_ref().and_then(|r| r.relevance.clone());
+                return Ok((model.predict::<B>(test)?.mean, relevance));
             }
             Method::Rks | Method::Mkl => {
                 let kind = if self.method() == Method::Rks { Baseline::Rks } else { Baseline::Mkl };
@@ -225,7 +234,8 @@ impl CvParams {
                 let p = SvcParams { seed, ..self.svc.clone() };
                 p.check()?.fit_with_progress::<B>(train, progress)?.predict::<B>(test)?.mean
             }
-        })
+        };
+        Ok((mean, None))
     }
 }
 
@@ -373,7 +383,7 @@ fn cross_validate<B: Backend>(
     let shared =
         FoldsDone { fractions: (0..folds).map(|_| AtomicU64::new(0)).collect(), steps: AtomicU64::new(0) };
     let test_sets = fold_indices(x.len(), folds, params.seed);
-    let run_fold = |f: usize| -> Result<Vec<f64>, BankError> {
+    let run_fold = |f: usize| -> Result<(Vec<f64>, Option<RelevanceFit>), BankError> {
         progress.checkpoint()?;
         let test = &test_sets[f];
         let mut is_test = vec![false; x.len()];
@@ -382,9 +392,9 @@ fn cross_validate<B: Backend>(
         }
         let train: Vec<usize> = (0..x.len()).filter(|&i| !is_test[i]).collect();
         let fp = FoldProgress { inner: progress, fold: f, shared: &shared };
-        let pred = params.fit_predict::<B>(f, &all.select(&train), &x.select(test), &fp)?;
+        let fitted = params.fit_predict::<B>(f, &all.select(&train), &x.select(test), &fp)?;
         fp.update("done", 1, 1);
-        Ok(pred)
+        Ok(fitted)
     };
     let fold_predictions = if params.sequential_folds {
         (0..folds).map(run_fold).collect::<Result<Vec<_>, _>>()?
@@ -394,7 +404,9 @@ fn cross_validate<B: Backend>(
     let mut predictions = vec![0.0; x.len()];
     let mut scores = Vec::with_capacity(folds);
     let mut held_out = Vec::with_capacity(folds);
-    for (test, pred) in test_sets.iter().zip(fold_predictions) {
+    let mut relevance = Vec::with_capacity(folds);
+    for (test, (pred, fold_relevance)) in test_sets.iter().zip(fold_predictions) {
+        relevance.push(fold_relevance);
         for (&i, &p) in test.iter().zip(&pred) {
             predictions[i] = p;
         }
@@ -414,6 +426,7 @@ fn cross_validate<B: Backend>(
         task,
         frequencies: params.frequencies(),
         probabilistic: (task == Task::Classification).then(|| ProbabilisticScores::of(&held_out)),
+        relevance: if relevance.iter().any(Option::is_some) { relevance } else { Vec::new() },
         predictions,
         targets: ys,
     })

@@ -64,6 +64,17 @@ fn fit_predict_cv_regression_and_classification() {
         assert_eq!(v["folds"].as_array().unwrap().len(), 3);
         assert!(v["mean"].as_f64().unwrap() >= 0.0 && v["stderr"].as_f64().unwrap() >= 0.0);
         assert!(v.get("probabilistic").is_none());
+        // BaNK's folds say whether their inputs got per-input lengthscales, and why
+        match v.get("relevance") {
+            Some(r) if method == "bank" => {
+                let folds = r.as_array().unwrap();
+                assert_eq!(folds.len(), 3);
+                // null: the fold's relevance GP failed numerically, so it kept one scale
+                let told = |f: &serde_json::Value| f["used"].is_boolean() && f["held_out_gain"].is_f64();
+                assert!(folds.iter().all(|f| f.is_null() || told(f)) && folds.iter().any(told), "{r}");
+            }
+            r => assert!(method != "bank" && r.is_none(), "{method}: {r:?}"),
+        }
     }
     let cdata = write("cls.csv", &dataset(true));
     let fit = ["--task", "classification", "--frequencies", "6", "--iterations", "4", "--model-out", m];
