@@ -17,6 +17,11 @@ pub fn mean_se(v: &[f64]) -> (f64, f64) {
     (m, sd / (v.len() as f64).sqrt())
 }
 
+/// `mean ± se` to `prec` decimals, or the mean alone where the SE is undefined (one value).
+pub fn plus_minus((mean, se): (f64, f64), prec: usize) -> String {
+    if se.is_finite() { format!("{mean:.prec$} ± {se:.prec$}") } else { format!("{mean:.prec$}") }
+}
+
 /// Root-mean-square difference `√(Σ (a_i − b_i)² / n)` of two equally long vectors.
 pub fn rmse(a: &[f64], b: &[f64]) -> f64 {
     (a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>() / a.len() as f64).sqrt()

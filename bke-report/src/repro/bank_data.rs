@@ -168,3 +168,8 @@ pub const SPARSE60: Spec =
 pub fn find(name: &str) -> Option<Spec> {
     REGRESSION.iter().chain(CLASSIFICATION).chain([&SPARSE60]).find(|s| s.name == name).copied()
 }
+
+/// The datasets of `names` (a `--datasets` list), in order; an unknown name is an error naming it.
+pub fn named<'a>(names: impl IntoIterator<Item = &'a str>) -> anyhow::Result<Vec<Spec>> {
+    names.into_iter().map(|d| find(d).ok_or_else(|| anyhow::anyhow!("unknown dataset '{d}'"))).collect()
+}

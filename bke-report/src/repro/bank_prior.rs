@@ -12,7 +12,8 @@
 //! `--smoke`: 300 rows of breast cancer and ozone, one seed, `M = 16`, 20 sweeps.
 
 use crate::repro::Ctx;
-use crate::repro::bank_data::{Spec, find};
+use crate::repro::bank_data::{Spec, named};
+use crate::stats::{mean_se, plus_minus};
 use crate::table::Table;
 use bke_bank::cv::{CvParams, Method};
 use bke_bank::{BankParams, BankPrior, Task};
@@ -26,42 +27,33 @@ const KAPPAS: [f64; 2] = [0.1, 10.0];
 const DATASETS: &[&str] =
     &["breast_cancer", "pima", "banana", "concrete", "diabetes", "ozone", "abalone", "bikeshare"];
 
-/// BaNK's 5-fold cross-validated score with `κ₀ = kappa0` and seed `seed`.
-fn cv(data: &Dataset, task: Task, kappa0: f64, seed: u64, smoke: bool) -> anyhow::Result<f64> {
+/// BaNK's defaults, or `M = 16` and 20 sweeps at the smoke size.
+fn base(smoke: bool) -> BankParams {
+    let mut p = BankParams::default();
+    if smoke {
+        p.frequencies = 16;
+        p.iterations = 20;
+    }
+    p
+}
+
+/// BaNK's 5-fold cross-validated score with `base` but `κ₀ = kappa0`, and seed `seed`.
+fn cv(data: &Dataset, task: Task, base: &BankParams, kappa0: f64, seed: u64) -> anyhow::Result<f64> {
     let mut p = CvParams::new(Method::Bank, task);
     p.seed = seed;
-    p.bank = BankParams { prior: BankPrior { kappa0, ..Default::default() }, ..Default::default() };
-    if smoke {
-        p.bank.frequencies = 16;
-        p.bank.iterations = 20;
-    }
+    p.bank = BankParams { prior: BankPrior { kappa0, ..base.prior.clone() }, ..base.clone() };
     Ok(p.check()?.fit::<DefaultBackend>(data)?.mean)
-}
-
-/// Mean and standard error of `v`.
-fn mean_se(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = if v.len() > 1 { v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
-    (mean, (var / n).sqrt())
-}
-
-fn cell((mean, se): (f64, f64)) -> String {
-    format!("{mean:.4} ± {se:.4}")
 }
 
 /// Runs the reproduction (the table under `out/bank-prior`; one report section).
 pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let smoke = ctx.smoke;
-    let names: Vec<String> = match crate::repro::flag("--datasets") {
-        Some(list) => list.split(',').map(str::to_string).collect(),
-        None if smoke => vec!["breast_cancer".into(), "ozone".into()],
-        None => DATASETS.iter().map(|s| s.to_string()).collect(),
+    let base = base(smoke);
+    let specs: Vec<Spec> = match crate::repro::flag("--datasets") {
+        Some(list) => named(list.split(','))?,
+        None if smoke => named(["breast_cancer", "ozone"])?,
+        None => named(DATASETS.iter().copied())?,
     };
-    let specs: Vec<Spec> = names
-        .iter()
-        .map(|d| find(d).ok_or_else(|| anyhow::anyhow!("unknown dataset '{d}'")))
-        .collect::<anyhow::Result<_>>()?;
     let seeds: u64 = match crate::repro::flag("--seeds") {
         Some(k) => k.parse().map_err(|_| anyhow::anyhow!("--seeds takes a count, got '{k}'"))?,
         None if smoke => 1,
@@ -85,27 +77,31 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         let mut scores = [Vec::new(), Vec::new()];
         for seed in 0..seeds {
             for (v, &kappa0) in scores.iter_mut().zip(&KAPPAS) {
-                v.push(cv(&data, spec.task, kappa0, seed, smoke)?);
+                v.push(cv(&data, spec.task, &base, kappa0, seed)?);
             }
         }
         let diff: Vec<f64> = scores[1].iter().zip(&scores[0]).map(|(a, b)| a - b).collect();
         let lower = diff.iter().filter(|d| **d < 0.0).count();
         let (old, new, delta) = (mean_se(&scores[0]), mean_se(&scores[1]), mean_se(&diff));
-        ctx.progress(&format!("{}: κ₀ = 0.1 {} -> κ₀ = 10 {}", spec.name, cell(old), cell(new)));
+        let sign = if delta.0 >= 0.0 { "+" } else { "" };
+        let (old, new, delta) =
+            (plus_minus(old, 4), plus_minus(new, 4), format!("{sign}{}", plus_minus(delta, 4)));
+        ctx.progress(&format!("{}: κ₀ = 0.1 {old} -> κ₀ = 10 {new}", spec.name));
         t.push(vec![
             spec.name.to_string(),
             data.len().to_string(),
             data.x().dim().to_string(),
             if spec.task == Task::Regression { "mse" } else { "error" }.to_string(),
-            cell(old),
-            cell(new),
-            format!("{:+.4} ± {:.4}", delta.0, delta.1),
+            old,
+            new,
+            delta,
             format!("{lower} of {seeds}"),
         ]);
     }
     t.notes.push(format!(
         "each seed is its own 5-fold split and chain; mean ± SE over {seeds} seed(s); BaNK defaults otherwise \
-         (M = 128, 100 sweeps, relevance auto); mse on standardised targets"
+         (M = {}, {} sweeps, relevance auto); mse on standardised targets",
+        base.frequencies, base.iterations
     ));
     let dir = ctx.dir("bank-prior")?;
     t.write_files(&dir, "prior")?;

@@ -13,7 +13,7 @@
 //! `--smoke`: 300 rows of each set, `M = 16`, 20 sweeps.
 
 use crate::repro::Ctx;
-use crate::repro::bank_data::{CLASSIFICATION, REGRESSION, SPARSE60, Spec, find};
+use crate::repro::bank_data::{CLASSIFICATION, REGRESSION, SPARSE60, Spec, named};
 use crate::table::Table;
 use bke_bank::compare::paired_p_value;
 use bke_bank::cv::{CvParams, CvResult, Method, fold_indices};
@@ -70,10 +70,7 @@ fn cell(r: &CvResult) -> String {
 pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let smoke = ctx.smoke;
     let specs = match crate::repro::flag("--datasets") {
-        Some(list) => list
-            .split(',')
-            .map(|d| find(d).ok_or_else(|| anyhow::anyhow!("unknown dataset '{d}'")))
-            .collect::<anyhow::Result<Vec<_>>>()?,
+        Some(list) => named(list.split(','))?,
         None => specs(),
     };
     let mut t = Table::new(

@@ -27,7 +27,7 @@
 
 use crate::plot::{Figure, Series};
 use crate::repro::Ctx;
-use crate::repro::bank_data::{CLASSIFICATION, REGRESSION, Spec, find};
+use crate::repro::bank_data::{CLASSIFICATION, REGRESSION, Spec, named};
 use crate::table::Table;
 use bke_bank::calibration::FoldScore;
 use bke_bank::compare::paired_p_value;
@@ -287,10 +287,7 @@ pub fn run_with(ctx: &Ctx, s: &Settings, dir: &str) -> anyhow::Result<(NamedTabl
     let specs: Vec<Spec> = if s.datasets.is_empty() {
         REGRESSION.iter().chain(CLASSIFICATION).copied().collect()
     } else {
-        s.datasets
-            .iter()
-            .map(|d| find(d).ok_or_else(|| anyhow::anyhow!("unknown dataset '{d}'")))
-            .collect::<Result<_, _>>()?
+        named(s.datasets.iter().map(String::as_str))?
     };
     let mut rows = Vec::new();
     let mut csv = String::from("dataset,method,fold,score\n");
@@ -397,6 +394,7 @@ pub fn reliability_csv(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repro::bank_data::find;
 
     /// The CI-sized run: every method on a 120-row subsample of one regression and one
     /// classification set gives a table row in the seed's layout with one lowest cell (`*`), a

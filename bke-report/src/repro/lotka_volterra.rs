@@ -28,7 +28,7 @@ use super::sbc::npe;
 use super::sbc::problem::Problem;
 use super::{Ctx, flag, switch};
 use crate::plot::{Figure, Series};
-use crate::stats::mean_se;
+use crate::stats::{mean_se, plus_minus};
 use crate::table::Table;
 use anyhow::Context;
 use bke_core::{Params, Points};
@@ -294,11 +294,6 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     report(ctx, &dir, &methods, &budgets, &truth, &results, reps)
 }
 
-/// `mean ± se` with `prec` decimals; the standard error is left out when one repetition gives none.
-fn pm((mean, se): (f64, f64), prec: usize) -> String {
-    if se.is_finite() { format!("{mean:.prec$} ± {se:.prec$}") } else { format!("{mean:.prec$}") }
-}
-
 /// Writes the tables and the figure.
 fn report(
     ctx: &mut Ctx,
@@ -356,8 +351,8 @@ fn report(
                 method.to_string(),
                 n.to_string(),
                 used.to_string(),
-                pm(err, 3),
-                pm(width, 2),
+                plus_minus(err, 3),
+                plus_minus(width, 2),
                 format!("{covered}/{}", 4 * runs.len()),
                 format!("{:.1}", runs.iter().map(|s| s.seconds).sum::<f64>() / runs.len() as f64),
                 failed.to_string(),

@@ -30,7 +30,7 @@ pub mod rank;
 
 use super::{Ctx, flag, switch};
 use crate::plot::{Figure, Series};
-use crate::stats::mean_se;
+use crate::stats::{mean_se, plus_minus};
 use crate::table::Table;
 use bke_core::{Params, Points};
 use bke_dme::abc::{RejectionAbcParams, SmcAbcData, SmcAbcParams, WeightedSamples, stream};
@@ -331,21 +331,16 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     report(ctx, &settings, &budgets, records, sbi, reps)
 }
 
-/// `mean ± se` with `prec` decimals.
-fn pm((mean, se): (f64, f64), prec: usize) -> String {
-    if se.is_finite() { format!("{mean:.prec$} ± {se:.prec$}") } else { format!("{mean:.prec$}") }
-}
-
 /// The table row of one method at one budget.
 fn row(problem: Problem, n: usize, method: &str, used: usize, r: &Record) -> Vec<String> {
     let mut row = vec![problem.name().to_string(), n.to_string(), method.to_string(), used.to_string()];
     if r.error.is_empty() {
         row.extend(["–".to_string(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into()]);
     } else {
-        row.extend(LEVELS.iter().map(|&c| pm(r.coverage(c), 2)));
+        row.extend(LEVELS.iter().map(|&c| plus_minus(r.coverage(c), 2)));
         row.push(format!("{:.2e}", rank::joint_uniformity_p(&r.ranks)));
-        row.push(pm(mean_se(&r.error), 3));
-        row.push(pm(mean_se(&r.width), 2));
+        row.push(plus_minus(mean_se(&r.error), 3));
+        row.push(plus_minus(mean_se(&r.width), 2));
         row.push(format!("{:.3}", mean_se(&r.seconds).0));
     }
     row.push(match &r.first_failure {
