@@ -63,6 +63,10 @@ pub const MAX_LANDMARKS: usize = 1024;
 /// The pivoted Cholesky stops when no landmark's residual variance exceeds this (relative to
 /// `k(l, l) = 1`).
 pub const RESIDUAL_VARIANCE: f64 = 1e-3;
+/// The share of a factor's centred variance on the landmarks its last pivots may carry and be
+/// dropped (module docs): a rough kernel (Laplace) never reaches [`RESIDUAL_VARIANCE`] and uses
+/// every landmark, though a wide one has little centred variance beyond its first pivots.
+pub const TRUNCATED_VARIANCE: f64 = 0.05;
 /// The most variance a factor may lose over the pooled sample (module docs) before the landmarks are
 /// doubled.
 pub const MAX_LOST_VARIANCE: f64 = 0.1;
@@ -107,9 +111,9 @@ impl<'a> NystromLandmarks<'a> {
     /// takes more than `N/2` of them (module docs; the kernel's weight is ignored).
     pub fn factor<B: Backend>(&self, kernel: &WeightedKernel) -> Result<Option<Mat>, CoreError> {
         let n = self.pooled.len();
-        let mut ft = self.factor_on::<B>(&self.landmarks, kernel)?;
+        let (mut ft, mut dropped) = self.factor_on::<B>(&self.landmarks, kernel)?;
         let mut count = self.landmarks.len();
-        while self.lost_variance(&ft, kernel) > MAX_LOST_VARIANCE {
+        while self.lost_variance(&ft, kernel) - dropped > MAX_LOST_VARIANCE {
             count *= 2;
             if count > n / 2 {
                 return Ok(None);
@@ -117,12 +121,17 @@ impl<'a> NystromLandmarks<'a> {
             if count * n > MAX_FACTOR_ENTRIES {
                 break;
             }
-            ft = self.factor_on::<B>(&every_nth(&self.canonical, count), kernel)?;
+            (ft, dropped) = self.factor_on::<B>(&every_nth(&self.canonical, count), kernel)?;
         }
         Ok(Some(ft))
     }
 
-    fn factor_on<B: Backend>(&self, landmarks: &Points, kernel: &WeightedKernel) -> Result<Mat, CoreError> {
+    /// The factor on `landmarks` and the variance per landmark its truncation dropped.
+    fn factor_on<B: Backend>(
+        &self,
+        landmarks: &Points,
+        kernel: &WeightedKernel,
+    ) -> Result<(Mat, f64), CoreError> {
         let pivots = pivoted_cholesky(landmarks, kernel);
         let r = pivots.order.len();
         let n = self.pooled.len();
@@ -137,7 +146,7 @@ impl<'a> NystromLandmarks<'a> {
             col.iter_mut().for_each(|v| *v = kernel.family.value(*v, kernel.lengthscale));
         });
         B::solve_lower_in_place(pivots.lower.as_ref(), ft.as_mut())?;
-        Ok(ft)
+        Ok((ft, pivots.dropped))
     }
 
     /// `(1/N) Σ_i (k(z_i, z_i) − ‖φ_i‖²)`, the terms added in sorted order so that the value does not
@@ -161,24 +170,45 @@ fn every_nth(canonical: &Points, count: usize) -> Points {
     canonical.select(&(0..count).map(|j| j * n / count).collect::<Vec<_>>())
 }
 
-/// The pivots of a pivoted Cholesky of `W = k(L, L)` and the lower factor `L_P` of `W_PP`.
+/// The pivots of a pivoted Cholesky of `W = k(L, L)`, the lower factor `L_P` of `W_PP`, and the
+/// variance per landmark the truncation to `P` dropped (`(1/R) Σ_{t ∉ P} ‖g_t‖²`).
 struct Pivots {
     order: Vec<usize>,
     lower: Mat,
+    dropped: f64,
 }
 
-/// Greedy pivoted Cholesky of `k(L, L)` (module docs; [`crate::numeric::pivoted_cholesky`]).
+/// Greedy pivoted Cholesky of `k(L, L)` (module docs; [`crate::numeric::pivoted_cholesky`]) to
+/// [`RESIDUAL_VARIANCE`], truncated to the fewest leading pivots that keep all but
+/// [`TRUNCATED_VARIANCE`] of the factor's centred variance on the landmarks. The factor's columns
+/// `g_t` (one per pivot, over the landmarks) have centred variances `‖g_t − ḡ_t 1‖²`; the pivots are
+/// greedy, so these fall along the order, and a prefix of the pivots is the pivoted Cholesky
+/// stopped there (its Nyström kernel on those pivots).
 fn pivoted_cholesky(landmarks: &Points, kernel: &WeightedKernel) -> Pivots {
     let m = landmarks.len();
-    let (order, g) = crate::numeric::pivoted_cholesky(
+    let (mut order, g) = crate::numeric::pivoted_cholesky(
         m,
         |i, j| kernel.eval(landmarks.point(i), landmarks.point(j)),
         RESIDUAL_VARIANCE,
         m,
     );
-    let r = order.len();
+    // per column: (variance, centred variance) over the landmarks, summed in landmark order
+    let variances: Vec<(f64, f64)> = (0..order.len())
+        .map(|t| {
+            let (sum, squares) = g.iter().fold((0.0, 0.0), |(s, q), row| (s + row[t], q + row[t] * row[t]));
+            (squares, squares - sum * sum / m as f64)
+        })
+        .collect();
+    let budget = TRUNCATED_VARIANCE * variances.iter().map(|v| v.1).sum::<f64>();
+    let (mut r, mut centred, mut dropped) = (order.len(), 0.0, 0.0);
+    while r > 1 && centred + variances[r - 1].1 <= budget {
+        centred += variances[r - 1].1;
+        dropped += variances[r - 1].0;
+        r -= 1;
+    }
+    order.truncate(r);
     let lower = Mat::from_fn(r, r, |a, b| if b <= a { g[order[a]][b] } else { 0.0 });
-    Pivots { order, lower }
+    Pivots { order, lower, dropped: dropped / m as f64 }
 }
 
 #[cfg(test)]
