@@ -52,7 +52,6 @@ use super::resampling::choice;
 // The test kernels are evaluated in the crate's home of kernel families; re-exported for the paths.
 pub use crate::kernel::{Distances, TestFamily, WeightedKernel};
 use crate::{CoreError, Points};
-use rayon::prelude::*;
 use serde::Serialize;
 
 /// The order statistics of the distances between distinct points that the collections read (module
@@ -82,25 +81,21 @@ pub fn distance_quantiles(points: &Points, family: TestFamily) -> Result<Distanc
         (0..n).collect()
     };
     // coinciding points (ties, a sample pooled with itself) say nothing about scale: the quantiles
-    // are those of the distances between distinct points
-    let mut d: Vec<f64> = idx
-        .par_iter()
-        .enumerate()
-        .flat_map_iter(|(a, &i)| {
-            idx[a + 1..].iter().map(move |&j| {
-                let v = family.distance(points.point(i), points.point(j));
-                if family == TestFamily::Gaussian { v.sqrt() } else { v }
-            })
-        })
-        .filter(|&v| v > 0.0)
-        .collect();
-    if d.is_empty() {
-        return Ok(DistanceQuantiles { min: 0.0, q05: 0.0, q95: 0.0, max: 0.0 });
+    // are those of the distances between distinct points, which follow the zeros in sorted order.
+    // The Gaussian family's distances are selected as squares and their roots taken (monotone).
+    let mut d = Vec::with_capacity(idx.len() * (idx.len() - 1) / 2);
+    for (a, &i) in idx.iter().enumerate() {
+        let zi = points.point(i);
+        d.extend(idx[a + 1..].iter().map(|&j| family.distance(zi, points.point(j))));
     }
-    let at = |q: f64| ((q * d.len() as f64).floor() as usize).min(d.len() - 1);
+    let zeros = d.iter().filter(|&&v| v == 0.0).count();
+    let Some(last) = (d.len() - zeros).checked_sub(1) else {
+        return Ok(DistanceQuantiles { min: 0.0, q05: 0.0, q95: 0.0, max: 0.0 });
+    };
+    let at = |q: f64| zeros + ((q * (last + 1) as f64).floor() as usize).min(last);
     let (i05, i95) = (at(0.05), at(0.95));
     let (below, &mut q05, above) = d.select_nth_unstable_by(i05, f64::total_cmp);
-    let min = below.iter().copied().fold(q05, f64::min);
+    let min = below.iter().copied().filter(|&v| v > 0.0).fold(q05, f64::min);
     let (q95, max) = match i95.checked_sub(i05 + 1) {
         Some(k) => {
             let (_, &mut q95, top) = above.select_nth_unstable_by(k, f64::total_cmp);
@@ -108,6 +103,8 @@ pub fn distance_quantiles(points: &Points, family: TestFamily) -> Result<Distanc
         }
         None => (q05, above.iter().copied().fold(q05, f64::max)),
     };
+    let root = |v: f64| if family == TestFamily::Gaussian { v.sqrt() } else { v };
+    let (min, q05, q95, max) = (root(min), root(q05), root(q95), root(max));
     Ok(DistanceQuantiles { min, q05, q95, max })
 }
 

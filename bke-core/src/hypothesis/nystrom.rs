@@ -11,13 +11,26 @@
 //! stop early (a Gaussian of bandwidth θ on data of range `s` needs about `s/θ` pivots per dimension);
 //! rough ones (Laplace) use all `R`.
 //!
+//! The factor is then **truncated** to its leading pivots: the fewest that keep all but
+//! [`TRUNCATED_VARIANCE`] (5 %) of the factor's centred variance on the landmarks,
+//! `Σ_t ‖H g_t‖²` over the columns `g_t` of the landmarks' factor `G` (`W ≈ GGᵀ`, `H` the centring
+//! matrix). A prefix of a pivoted Cholesky is the pivoted Cholesky stopped there, so the truncated
+//! factor is the Nyström factor on the kept pivots. Why: the permutation null of kernel `k` reads
+//! only its centred part, and the last pivots of a rough kernel carry little of it — for a Laplace
+//! kernel much wider than the data, `1 − k ≈ |x − y|/θ` is a Brownian motion's covariance, whose
+//! pivoted Cholesky on `r` of `R` evenly spread landmarks leaves about `1/r` of its centred variance,
+//! so 5 % needs `r ≈ 20` where the residual tolerance takes all `R` (`bke test mmd`, BKL-Bayes,
+//! n = m = 500 in 1-D: ranks 166 → 27–96 for the five Laplace kernels of the collection, the whole
+//! test 0.26 → 0.17 CPU s).
+//!
 //! # Enough landmarks for every kernel
 //! A kernel narrow against the landmarks' spacing — common in more than two dimensions, where `R`
 //! points cover the sample sparsely — is mostly lost: `K̃` keeps only the part of it the landmarks
 //! span, and the test loses the power that kernel carried (`cargo xtask repro power --dims gmm10`:
 //! .55 against .85 for the dense BKL-Bayes before this check). So each factor is checked on the whole
 //! pooled sample: the variance it loses, `(1/N) Σ_i (k(z_i, z_i) − ‖φ_i‖²)` (the mean of the
-//! diagonal of `K − K̃ ⪰ 0`, relative to `k(z, z) = 1`), may be at most [`MAX_LOST_VARIANCE`]. Where
+//! diagonal of `K − K̃ ⪰ 0`, relative to `k(z, z) = 1`), less the variance per
+//! landmark the truncation dropped on purpose, may be at most [`MAX_LOST_VARIANCE`]. Where
 //! it is more, the landmarks are doubled (every `⌊N/2R⌋`-th point, …) and the factor recomputed; when
 //! more than `N/2` landmarks would be needed, the low rank saves little and
 //! [`NystromLandmarks::factor`] answers `None`: the test uses the exact Gram matrix of that kernel.
@@ -26,7 +39,8 @@
 //!
 //! # The test stays exact
 //! The landmarks are every `⌊N/R⌋`-th point of the pooled sample in canonical order
-//! ([`super::select::canonical_order`]), so `L`, the pivots and `k̃` depend on the pooled multiset only;
+//! ([`super::select::canonical_order`]), so `L`, the pivots, their truncation and `k̃` depend on the
+//! pooled multiset only;
 //! so does the lost variance (its terms are summed in sorted order), and with it the number of
 //! landmarks and the choice of the exact Gram matrix.
 //! `k̃` is a positive semi-definite kernel, and the statistic computed from it on the observed labels and
@@ -225,7 +239,7 @@ mod tests {
     }
 
     /// `ΦΦᵀ` against the Nyström kernel written out, `k(Z, P) W_PP⁻¹ k(P, Z)`, and against `K`: a smooth
-    /// kernel is reproduced to the residual tolerance, every pivot exactly.
+    /// kernel is reproduced to within what its truncation drops ([`TRUNCATED_VARIANCE`]).
     #[test]
     fn factor_is_the_nystrom_kernel_on_its_pivots() {
         let z = sample(600, 2, 3);
@@ -257,17 +271,51 @@ mod tests {
             }
         }
         assert!(worst.0 < 1e-8, "Nyström formula {}", worst.0);
-        assert!(worst.1 < 0.05, "against the kernel {}", worst.1);
+        // the truncation drops up to TRUNCATED_VARIANCE of the centred variance: a few hundredths
+        assert!(worst.1 < 0.1, "against the kernel {}", worst.1);
     }
 
-    /// A rough kernel uses every landmark; small samples get no landmarks.
+    /// A rough kernel pivots on every landmark and is truncated to the pivots that keep all but
+    /// [`TRUNCATED_VARIANCE`] of its centred variance there — few for a wide one; the truncated
+    /// factor is the Nyström factor on the kept pivots. Small samples get no landmarks.
     #[test]
-    fn rough_kernels_use_every_landmark_and_small_samples_stay_dense() {
+    fn rough_kernels_are_truncated_and_small_samples_stay_dense() {
         let z = sample(1200, 1, 4);
         let lm = NystromLandmarks::new(&z).unwrap();
         assert_eq!(lm.len(), 200);
-        let laplace = WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(0.05) };
-        assert_eq!(lm.factor::<DefaultBackend>(&laplace).unwrap().expect("resolved").nrows(), 200);
+        let centred = |ft: &Mat, points: &[usize]| {
+            let mean: Vec<f64> = (0..ft.nrows())
+                .map(|t| points.iter().map(|&i| ft[(t, i)]).sum::<f64>() / points.len() as f64)
+                .collect();
+            points
+                .iter()
+                .map(|&i| (0..ft.nrows()).map(|t| (ft[(t, i)] - mean[t]).powi(2)).sum::<f64>())
+                .sum::<f64>()
+        };
+        let mut ranks = Vec::new();
+        for lengthscale in [0.05, 1.0] {
+            let laplace =
+                WeightedKernel { family: TestFamily::LaplaceL1, ..WeightedKernel::gaussian(lengthscale) };
+            let (order, g) = crate::numeric::pivoted_cholesky(
+                200,
+                |i, j| laplace.eval(lm.landmarks.point(i), lm.landmarks.point(j)),
+                RESIDUAL_VARIANCE,
+                200,
+            );
+            assert_eq!(order.len(), 200, "a rough kernel never reaches the residual tolerance");
+            let full_centred = {
+                let g = Mat::from_fn(200, 200, |i, t| g[i][t]).transpose();
+                centred(&g, &(0..200).collect::<Vec<_>>())
+            };
+            let ft = lm.factor::<DefaultBackend>(&laplace).unwrap().expect("resolved");
+            // the landmarks' columns of the factor, found by their position in the pooled sample
+            let at: Vec<usize> =
+                (0..200).map(|l| (0..1200).find(|&i| z.point(i) == lm.landmarks.point(l)).unwrap()).collect();
+            let kept = centred(&ft, &at);
+            assert!(kept >= (1.0 - TRUNCATED_VARIANCE) * full_centred - 1e-9, "{kept} of {full_centred}");
+            ranks.push(ft.nrows());
+        }
+        assert!(ranks[0] < 200 && ranks[1] < ranks[0] / 2, "ranks {ranks:?}");
         assert!(NystromLandmarks::new(&sample(EXACT_MAX_POINTS, 2, 5)).is_none());
     }
 
@@ -323,10 +371,11 @@ mod tests {
         };
         // the 200 landmarks lose more than a tenth of this kernel; 400 do not
         let medium = WeightedKernel::gaussian(0.12);
-        let first = lm.factor_on::<DefaultBackend>(&lm.landmarks, &medium).unwrap();
-        assert!(lm.lost_variance(&first, &medium) > MAX_LOST_VARIANCE);
+        let (first, dropped) = lm.factor_on::<DefaultBackend>(&lm.landmarks, &medium).unwrap();
+        assert!(lm.lost_variance(&first, &medium) - dropped > MAX_LOST_VARIANCE);
         let (r, lost) = rank(&lm, &medium).expect("400 landmarks suffice");
-        assert!(r > 200 && lost <= MAX_LOST_VARIANCE, "rank {r}, lost {lost}");
+        // what the truncation drops on purpose comes on top (at most its share per landmark)
+        assert!(r > 200 && lost <= MAX_LOST_VARIANCE + TRUNCATED_VARIANCE, "rank {r}, lost {lost}");
         assert_eq!(rank(&lr, &medium).map(|x| x.0), Some(r));
         // a kernel narrower than the points' spacing needs every point: the exact Gram matrix
         let narrow = WeightedKernel::gaussian(0.01);
