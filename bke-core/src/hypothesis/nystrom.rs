@@ -19,9 +19,8 @@
 //! only its centred part, and the last pivots of a rough kernel carry little of it — for a Laplace
 //! kernel much wider than the data, `1 − k ≈ |x − y|/θ` is a Brownian motion's covariance, whose
 //! pivoted Cholesky on `r` of `R` evenly spread landmarks leaves about `1/r` of its centred variance,
-//! so 5 % needs `r ≈ 20` where the residual tolerance takes all `R` (`bke test mmd`, BKL-Bayes,
-//! n = m = 500 in 1-D: ranks 166 → 27–96 for the five Laplace kernels of the collection, the whole
-//! test 0.26 → 0.17 CPU s).
+//! so 5 % needs `r ≈ 20` where the residual tolerance takes all `R` (`cargo xtask bench tests`
+//! measures what this saves).
 //!
 //! # Enough landmarks for every kernel
 //! A kernel narrow against the landmarks' spacing — common in more than two dimensions, where `R`
