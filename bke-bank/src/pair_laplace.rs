@@ -17,15 +17,24 @@
 //! their exponentials ([`Laplace::fit_pair`]).
 //!
 //! **Deterministic in parallel.** Rows are cut into fixed chunks of [`CHUNK`] rows whose partial sums
-//! run in parallel and are added in chunk order, so the result does not depend on the thread count.
+//! are added in chunk order, so the result does not depend on the thread count; the chunks run in
+//! parallel from [`PARALLEL_CHUNKS`] of them, and below that the two fits of a frequency move run in
+//! parallel with each other.
 
 use bke_core::numeric::LN_2PI;
 use rand::Rng;
 use rand_distr::StandardNormal;
 use rayon::prelude::*;
 
-/// Rows per parallel chunk of a pass (fixed, so sums do not depend on the thread count).
+/// Rows per chunk of a pass (fixed, so sums do not depend on the thread count).
 pub const CHUNK: usize = 2048;
+
+/// Chunks from which a pass runs them in parallel. A chunk is a few microseconds of work, less than
+/// waking a sleeping thread costs, and a frequency move makes about ten passes in sequence: below
+/// this the passes run on the calling thread and the move's two fits run in parallel instead
+/// ([`Laplace::fit_pair`]). On a 2-core machine at `N = 5000`, `M = 128` the chunk-parallel passes
+/// took 43 ms per sweep of frequency moves (wall) and more CPU time than the serial ones (33 ms).
+pub const PARALLEL_CHUNKS: usize = 16;
 
 /// Partial sums of one pass: `ℓ`, `∇ℓ` and `−∇²ℓ` (lower triangle `h00, h10, h11`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -149,13 +158,11 @@ fn chunked<const P: usize>(
 ) -> [Pass; P] {
     let n = y.len();
     let chunks = n.div_ceil(CHUNK).max(1);
-    let parts: Vec<[Pass; P]> = if chunks == 1 {
-        vec![pass_rows(y, o, pairs, b, 0..n, with_value)]
+    let chunk = |c: usize| pass_rows(y, o, pairs, b, c * CHUNK..((c + 1) * CHUNK).min(n), with_value);
+    let parts: Vec<[Pass; P]> = if chunks < PARALLEL_CHUNKS {
+        (0..chunks).map(chunk).collect()
     } else {
-        (0..chunks)
-            .into_par_iter()
-            .map(|c| pass_rows(y, o, pairs, b, c * CHUNK..((c + 1) * CHUNK).min(n), with_value))
-            .collect()
+        (0..chunks).into_par_iter().map(chunk).collect()
     };
     parts.into_iter().fold([Pass::default(); P], |acc, p| std::array::from_fn(|k| acc[k].add(p[k])))
 }
@@ -250,7 +257,11 @@ impl Laplace {
         iters: usize,
     ) -> [Laplace; 2] {
         let [a, b] = passes_at_zero(y, o, first, second, s2);
-        [Self::fit_from(y, o, &first, s2, iters, a), Self::fit_from(y, o, &second, s2, iters, b)]
+        let (a, b) = rayon::join(
+            || Self::fit_from(y, o, &first, s2, iters, a),
+            || Self::fit_from(y, o, &second, s2, iters, b),
+        );
+        [a, b]
     }
 
     /// [`Laplace::fit`] given the pass at `b = 0`.
@@ -390,6 +401,22 @@ mod tests {
                 };
                 assert!((hd - at.h[idx]).abs() < 1e-5 * hd.abs().max(1.0), "H[{a}{c}]");
             }
+        }
+    }
+
+    /// A pass and a paired fit are the same bits on one thread and on three, below and above
+    /// [`PARALLEL_CHUNKS`] (serial chunks with parallel fits, then parallel chunks).
+    #[test]
+    fn passes_and_fits_do_not_depend_on_the_thread_count() {
+        for n in [3 * CHUNK + 5, PARALLEL_CHUNKS * CHUNK + 100] {
+            let (c0, c1, o, y) = problem(n);
+            let c2: Vec<f64> = c0.iter().zip(&c1).map(|(a, b)| 0.5 * a - b).collect();
+            let run = || {
+                let p = pass(&y, &o, &[&c0, &c1], &[0.4, -0.7], 2.0, true);
+                (p, Laplace::fit_pair(&y, &o, [&c0, &c1], [&c2, &c1], 2.0, 12))
+            };
+            let on = |threads: usize| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            assert_eq!(on(1).install(run), on(3).install(run), "n = {n}");
         }
     }
 
