@@ -66,10 +66,12 @@ pub fn log_posterior(y: &[f64], eta: &[f64], b: &[f64], s2: f64, v0: f64) -> f64
     log_likelihood(y, eta) - b[..f].iter().map(|v| v * v).sum::<f64>() / (2.0 * s2) - b[f] * b[f] / (2.0 * v0)
 }
 
-/// `η = Φβ + β₀` into `eta`.
+/// `η = Φβ + β₀` into `eta`. The products with `Φ` here and in the gradient run on the calling
+/// thread: they are memory-bound, and the joint move's chord steps make about ten of them in
+/// sequence, each shorter than a parallel region's synchronisation costs.
 pub fn linear_predictor<B: Backend>(phi: &Mat, b: &[f64], eta: &mut [f64]) -> Result<(), BankError> {
     let f = phi.ncols();
-    B::gemv(1.0, phi.as_ref(), Trans::No, &b[..f], 0.0, eta)?;
+    bke_linalg::sequential(|| B::gemv(1.0, phi.as_ref(), Trans::No, &b[..f], 0.0, eta))?;
     for e in eta.iter_mut() {
         *e += b[f];
     }
@@ -87,7 +89,7 @@ fn gradient<B: Backend>(
     let f = phi.ncols();
     let r: Vec<f64> = y.iter().zip(eta).map(|(yi, e)| yi - sigmoid(*e)).collect();
     let mut grad = vec![0.0; f + 1];
-    B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f])?;
+    bke_linalg::sequential(|| B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f]))?;
     grad[f] = r.iter().sum();
     for (c, g) in grad.iter_mut().enumerate() {
         *g -= b[c] / if c < f { prior.0 } else { prior.1 };

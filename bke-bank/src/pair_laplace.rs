@@ -29,12 +29,11 @@ use rayon::prelude::*;
 /// Rows per chunk of a pass (fixed, so sums do not depend on the thread count).
 pub const CHUNK: usize = 2048;
 
-/// Chunks from which a pass runs them in parallel. A chunk is a few microseconds of work, less than
-/// waking a sleeping thread costs, and a frequency move makes about ten passes in sequence: below
+/// Chunks from which a pass runs them in parallel. A chunk is a few microseconds of work, about what
+/// waking a sleeping thread costs, and a frequency move makes several passes in sequence: below
 /// this the passes run on the calling thread and the move's two fits run in parallel instead
-/// ([`Laplace::fit_pair`]). On a 2-core machine at `N = 5000`, `M = 128` the chunk-parallel passes
-/// took 43 ms per sweep of frequency moves (wall) and more CPU time than the serial ones (33 ms).
-pub const PARALLEL_CHUNKS: usize = 16;
+/// ([`Laplace::fit_pair`]), one join per move (`cargo xtask bench bank`, classification rows).
+pub const PARALLEL_CHUNKS: usize = 8;
 
 /// Partial sums of one pass: `ℓ`, `∇ℓ` and `−∇²ℓ` (lower triangle `h00, h10, h11`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

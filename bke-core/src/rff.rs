@@ -161,11 +161,7 @@ pub fn fill_features(x: &Mat, w: &[f64], m_total: usize, out: &mut Mat) {
                     *t += wk * xv;
                 }
             }
-            for (c, s) in cc.iter_mut().zip(sc.iter_mut()) {
-                let (sv, cv) = c.sin_cos();
-                *c = cv * scale;
-                *s = sv * scale;
-            }
+            crate::simd::sin_cos_scaled(cc, sc, scale);
         },
     );
 }

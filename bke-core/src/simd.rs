@@ -1,5 +1,6 @@
 //! Small vectorisable kernels (the embedding's streaming pass, the tests' kernel values, BaNK's
-//! logistic passes): an `exp` and a `ln(1 + e)` the compiler can vectorise, lane arrays, and
+//! logistic passes, random Fourier features): an `exp`, a `ln(1 + e)` and a `sin_cos` the compiler
+//! can vectorise, lane arrays, and
 //! reductions with independent lanes (a fixed summation order, so results are deterministic).
 //! Portable code: with `target-cpu=native` LLVM maps a lane array of eight `f64` to one AVX-512
 //! register (or two AVX2 registers); nothing here requires either.
@@ -112,6 +113,89 @@ pub fn ln_1p_unit(e: f64) -> f64 {
     fma(two_z * u, sum, two_z)
 }
 
+/// Largest `|x|` for which [`sin_cos_reduced`] is accurate: its reduction's products `k·P₁`, `k·P₂`
+/// are exact for `|k| < 2²⁰`.
+pub const SIN_COS_MAX: f64 = 262_144.0;
+
+/// `(sin x, cos x)` for `|x| ≤` [`SIN_COS_MAX`], within 2 ulp of libm's `sin_cos` (tested on dense
+/// sweeps, near multiples of π/2 and at the limit). Branch-free, so loops over it vectorise:
+/// `x = k π/2 + r` with `k` the nearest integer to `2x/π` and `|r| ≤ π/4` (Cody–Waite: π/2 split
+/// into `P₁ + P₂ + P₃`, the first two of 33 bits, so `x − kP₁` is exact and `r` carries about
+/// 99 bits of π/2); `sin r` and `cos r` by their Taylor polynomials to `r¹⁷` and `r¹⁸` (truncation
+/// below `r¹⁹/19! < 1e−19`) in `z = r²` by Estrin's scheme, `cos r = w + ((1 − w) − z/2) + z²Q(z)`
+/// with `w = 1 − z/2` so that the rounding of `w` is recovered; the quadrant `k mod 4` swaps the
+/// pair and sets the signs. Beyond the limit (or for NaN) callers use libm.
+#[inline(always)]
+pub fn sin_cos_reduced(x: f64) -> (f64, f64) {
+    const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
+    const P1: f64 = 1.570_796_326_734_125_6;
+    const P2: f64 = 6.077_100_506_303_966e-11;
+    const P3: f64 = 2.022_266_248_795_950_6e-21;
+    const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
+    // (−1)^{k+1}/(2k + 3)! for k = 0..8 (sin r = r + r z S(z)) and (−1)^k/(2k + 4)! (cos)
+    const S: [f64; 8] = [
+        -1.0 / 6.0,
+        1.0 / 120.0,
+        -1.0 / 5_040.0,
+        1.0 / 362_880.0,
+        -1.0 / 39_916_800.0,
+        1.0 / 6_227_020_800.0,
+        -1.0 / 1_307_674_368_000.0,
+        1.0 / 355_687_428_096_000.0,
+    ];
+    const C: [f64; 8] = [
+        1.0 / 24.0,
+        -1.0 / 720.0,
+        1.0 / 40_320.0,
+        -1.0 / 3_628_800.0,
+        1.0 / 479_001_600.0,
+        -1.0 / 87_178_291_200.0,
+        1.0 / 20_922_789_888_000.0,
+        -1.0 / 6_402_373_705_728_000.0,
+    ];
+    let t = fma(x, TWO_OVER_PI, SHIFT);
+    let k = t - SHIFT;
+    let q = t.to_bits() & 3;
+    let r = ((x - k * P1) - k * P2) - k * P3;
+    let z = r * r;
+    let (z2, z4) = (z * z, z * z * z * z);
+    let estrin = |c: &[f64; 8]| {
+        let pair = |i: usize| fma(c[i + 1], z, c[i]);
+        fma(fma(pair(6), z2, pair(4)), z4, fma(pair(2), z2, pair(0)))
+    };
+    let sin_r = fma(r * z, estrin(&S), r);
+    let hz = 0.5 * z;
+    let w = 1.0 - hz;
+    let cos_r = w + (((1.0 - w) - hz) + z2 * estrin(&C));
+    let swap = q & 1 == 1;
+    let (s, c) = if swap { (cos_r, sin_r) } else { (sin_r, cos_r) };
+    let sign = |v: f64, bit: u64| f64::from_bits(v.to_bits() ^ (bit << 62));
+    (sign(s, q & 2), sign(c, (q + 1) & 2))
+}
+
+/// Replaces every `v` of `values` by `scale · cos v` and writes `scale · sin v` to `sines` (same
+/// length): [`sin_cos_reduced`] on blocks of lanes whose arguments are all within
+/// [`SIN_COS_MAX`], libm elsewhere.
+pub fn sin_cos_scaled(values: &mut [f64], sines: &mut [f64], scale: f64) {
+    debug_assert_eq!(values.len(), sines.len());
+    for (vs, ss) in values.chunks_mut(LANES).zip(sines.chunks_mut(LANES)) {
+        if vs.len() == LANES && vs.iter().all(|v| v.abs() <= SIN_COS_MAX) {
+            let mut pairs = [(0.0, 0.0); LANES];
+            for (p, &v) in pairs.iter_mut().zip(vs.iter()) {
+                *p = sin_cos_reduced(v);
+            }
+            for ((v, s), (sv, cv)) in vs.iter_mut().zip(ss.iter_mut()).zip(pairs) {
+                (*v, *s) = (cv * scale, sv * scale);
+            }
+        } else {
+            for (v, s) in vs.iter_mut().zip(ss.iter_mut()) {
+                let (sv, cv) = v.sin_cos();
+                (*v, *s) = (cv * scale, sv * scale);
+            }
+        }
+    }
+}
+
 /// `Σ_l a_l b_l c_l` with `LANES` independent accumulators (slices of equal length).
 #[inline(always)]
 pub(crate) fn lane_dot3(a: &[f64], b: &[f64], c: &[f64]) -> f64 {
@@ -176,6 +260,68 @@ mod tests {
     /// Distance in units in the last place between two positive normal doubles.
     fn ulps(a: f64, b: f64) -> u64 {
         a.to_bits().abs_diff(b.to_bits())
+    }
+
+    /// `|a − b|` in units in the last place of `b` (a nonzero normal double).
+    fn ulps_of(a: f64, b: f64) -> f64 {
+        let spacing = f64::EPSILON * 2f64.powi(b.abs().log2().floor() as i32);
+        (a - b).abs() / spacing
+    }
+
+    /// The reduced sine and cosine against libm: a dense sweep of `[−60, 60]`, a sparse one to
+    /// the limit, the neighbourhoods of multiples of π/2 (where one of the two is tiny and the
+    /// reduction decides its accuracy), tiny arguments and zero; and the scaled slice form,
+    /// with libm beyond the limit and for NaN.
+    #[test]
+    fn sin_cos_is_within_two_ulp_of_libm() {
+        let mut worst = 0.0f64;
+        let mut check = |x: f64| {
+            let ((s, c), (ls, lc)) = (sin_cos_reduced(x), x.sin_cos());
+            for (a, b) in [(s, ls), (c, lc)] {
+                if b == 0.0 {
+                    assert_eq!(a, 0.0, "x = {x}");
+                } else {
+                    worst = worst.max(ulps_of(a, b));
+                }
+            }
+        };
+        let mut x = -60.0;
+        while x < 60.0 {
+            check(x);
+            x += 0.000_987_654_3;
+        }
+        let mut x = 60.0;
+        while x < SIN_COS_MAX {
+            check(x);
+            check(-x);
+            x *= 1.000_123;
+        }
+        for k in [1.0, 2.0, 3.0, 4.0, 7.0, 100.0, 12_345.0, 166_886.0] {
+            let near = k * std::f64::consts::FRAC_PI_2;
+            let mut y = near;
+            for _ in 0..20 {
+                check(y);
+                check(-y);
+                y = f64::from_bits(y.to_bits() + 1);
+            }
+        }
+        for x in [0.0, -0.0, 1e-300, 1e-20, -1e-9, 1e-5, SIN_COS_MAX, -SIN_COS_MAX] {
+            check(x);
+        }
+        assert!(worst <= 2.0, "worst {worst} ulp");
+        let args: Vec<f64> = (0..21).map(|i| i as f64 * 0.7 - 5.0).chain([1e7, f64::NAN, -3e6]).collect();
+        let (mut values, mut sines) = (args.clone(), vec![0.0; args.len()]);
+        sin_cos_scaled(&mut values, &mut sines, 0.5);
+        for ((&x, &c), &s) in args.iter().zip(&values).zip(&sines) {
+            let (ls, lc) = x.sin_cos();
+            if x.is_nan() {
+                assert!(c.is_nan() && s.is_nan());
+            } else {
+                assert!(
+                    (c - 0.5 * lc).abs() <= 2.0 * f64::EPSILON && (s - 0.5 * ls).abs() <= 2.0 * f64::EPSILON
+                );
+            }
+        }
     }
 
     #[test]
