@@ -132,20 +132,12 @@ pub fn fit<B: Backend>(rule: Relevance, xs: &Mat, y: &[f64]) -> Result<Option<Re
 /// The two GP fits and the held-out comparison behind [`fit`].
 fn compare<B: Backend>(rule: Relevance, xs: &Mat, y: &[f64]) -> Result<RelevanceFit, BankError> {
     let n = xs.nrows();
-    let rows: Vec<usize> =
-        if n > ROWS { (0..ROWS).map(|k| k * n / ROWS).collect() } else { (0..n).collect() };
+    let rows = evenly_spaced((0..n).collect(), ROWS);
     let (mean, sd) = target_moments(&rows.iter().map(|&i| y[i]).collect::<Vec<_>>());
     let fitted: Vec<usize> = rows.iter().copied().step_by(2).collect();
-    let rest: Vec<usize> = {
-        let mut in_fit = vec![false; n];
-        fitted.iter().for_each(|&i| in_fit[i] = true);
-        (0..n).filter(|&i| !in_fit[i]).collect()
-    };
-    let held: Vec<usize> = if rest.len() > HELD_OUT_ROWS {
-        (0..HELD_OUT_ROWS).map(|k| rest[k * rest.len() / HELD_OUT_ROWS]).collect()
-    } else {
-        rest
-    };
+    let mut in_fit = vec![false; n];
+    fitted.iter().for_each(|&i| in_fit[i] = true);
+    let held = evenly_spaced((0..n).filter(|&i| !in_fit[i]).collect(), HELD_OUT_ROWS);
     let all = Points::from_mat("inputs", xs)?;
     let part = |idx: &[usize]| -> Result<Dataset, BankError> {
         let ys = idx.iter().map(|&i| (y[i] - mean) / sd).collect();
@@ -172,6 +164,12 @@ fn compare<B: Backend>(rule: Relevance, xs: &Mat, y: &[f64]) -> Result<Relevance
         held_out_rows: held.len(),
         used: rule == Relevance::Ard || gain > GATE * gain_sd,
     })
+}
+
+/// `count` evenly spaced entries of `rows` (every `⌊len/count⌋`-th), or all of them when there are
+/// at most `count`.
+fn evenly_spaced(rows: Vec<usize>, count: usize) -> Vec<usize> {
+    if rows.len() > count { (0..count).map(|k| rows[k * rows.len() / count]).collect() } else { rows }
 }
 
 /// ML-II hyperparameters of the GP on `data`: one shared lengthscale from the median pairwise
