@@ -171,6 +171,10 @@ pub struct HsicArgs {
     /// sets at α = 0.05, `cargo xtask repro level`).
     #[arg(long, default_value = HsicParams::default().null.name())]
     pub null: String,
+    /// Aggregated tests: dense Gram matrices at every size (the published HSICAgg statistics,
+    /// O(n²B) per kernel pair) instead of Nyström factors above 512 observations.
+    #[arg(long)]
+    pub dense: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -242,6 +246,7 @@ fn hsic(a: &HsicArgs) -> anyhow::Result<Value> {
         seed: c.seed,
         selection: c.selection.rule(a.lengthscale_x, c.seed, false)?,
         selection_y: a.lengthscale_y.map(|l| c.selection.rule(Some(l), c.seed, false)).transpose()?,
+        dense: a.dense,
     };
     params.check()?;
     c.exec.kind()?;

@@ -200,6 +200,7 @@ fn hsic_test(
         seed,
         selection: selection.rule(lengthscale_x, seed, test)?,
         selection_y: lengthscale_y.map(|l| selection.rule(Some(l), seed, test)).transpose()?,
+        dense: false,
     };
     let data = two_samples(&x, &y)?;
     run_job!(exec, py, |B, progress| hsic_report::<B>(&params, &data, progress))

@@ -38,6 +38,7 @@
 //! unchanged: the tests are exact ([`super::select`]).
 
 use super::aggregate::{KernelStatistics, STUDENTISED_TEMPERATURE, min_p, soft_max_test, studentise};
+use super::hsic_low_rank::low_rank_stats;
 use super::hsic_null::{gamma_moments, observed, permutation_stats, wild_stats};
 // The estimator choice lives with the statistics it selects; re-exported for the public path.
 pub use super::hsic_null::HsicStatistic;
@@ -69,6 +70,10 @@ pub struct HsicParams {
     pub selection: LengthscaleSelection,
     /// Another single-kernel rule for `y` (e.g. its own fixed lengthscale); `None`: `selection`.
     pub selection_y: Option<LengthscaleSelection>,
+    /// Aggregated tests: the exact Gram matrices at every size. Default `false`: above
+    /// [`super::nystrom::EXACT_MAX_POINTS`] observations the biased permutation null uses each
+    /// kernel's Nyström factor ([`super::hsic_low_rank`]; exact test, a small loss of power).
+    pub dense: bool,
 }
 
 impl Default for HsicParams {
@@ -81,6 +86,7 @@ impl Default for HsicParams {
             seed: 0,
             selection: LengthscaleSelection::default(),
             selection_y: None,
+            dense: false,
         }
     }
 }
@@ -207,6 +213,18 @@ impl FittedHsic {
         self.test_with_progress::<B>(&())
     }
 
+    /// Whether the null uses Nyström factors ([`super::hsic_low_rank`]): an aggregated test with the
+    /// biased statistic's permutation null above [`super::nystrom::EXACT_MAX_POINTS`] observations,
+    /// unless `dense`.
+    fn low_rank(&self) -> bool {
+        let p = &self.params;
+        p.selection.is_aggregated()
+            && p.null == NullDistribution::Permutation
+            && p.statistic == HsicStatistic::Biased
+            && !p.dense
+            && self.data.x.len() > super::hsic_low_rank::EXACT_MAX_OBSERVATIONS
+    }
+
     /// Runs the test with backend `B`, reporting progress.
     pub fn test_with_progress<B: Backend>(&self, progress: &dyn Progress) -> Result<HsicReport, CoreError> {
         let p = &self.params;
@@ -215,20 +233,31 @@ impl FittedHsic {
             s.kernels.iter().map(|k| d.gram(k)).collect()
         };
         progress.checkpoint()?;
-        check_memory(self.data.x.len(), self.x_kernels.kernels.len(), self.y_kernels.kernels.len())?;
-        let (ks, ls) = (grams(&self.x_kernels, &self.data.x), grams(&self.y_kernels, &self.data.y));
         // the permutation null reports its own batches
         let whole = p.null != NullDistribution::Permutation;
         if whole {
             progress.update("null distribution", 0, 1);
         }
-        let (outcome, stats, p_values, leading, u_alpha) = if p.selection.is_aggregated() {
-            self.aggregated::<B>(&ks, &ls, progress)?
+        let (outcome, stats, p_values, leading, u_alpha) = if self.low_rank() {
+            let (x, y) = (&self.data.x, &self.data.y);
+            let (xk, yk) = (&self.x_kernels.kernels, &self.y_kernels.kernels);
+            let draws = self.aggregated_draws();
+            self.aggregated(low_rank_stats::<B>(x, y, xk, yk, draws, p.seed, progress)?)
         } else {
-            let o = self.single::<B>(&ks[0], &ls[0], progress)?;
-            let stats = KernelStatistics { observed: vec![o.statistic], draws: vec![o.null_samples.clone()] };
-            (o.clone(), stats, vec![o.p_value], 0, None)
+            check_memory(self.data.x.len(), self.x_kernels.kernels.len(), self.y_kernels.kernels.len())?;
+            let (ks, ls) = (grams(&self.x_kernels, &self.data.x), grams(&self.y_kernels, &self.data.y));
+            if p.selection.is_aggregated() {
+                let draws = self.aggregated_draws();
+                let stats = match p.null {
+                    NullDistribution::WildBootstrap => wild_stats::<B>(&ks, &ls, draws, p.seed)?,
+                    _ => permutation_stats::<B>(&ks, &ls, p.statistic, draws, p.seed, None, progress)?,
+                };
+                self.aggregated(stats)
+            } else {
+                self.single_outcome::<B>(&ks[0], &ls[0], progress)?
+            }
         };
+
         if whole {
             progress.update("null distribution", 1, 1);
         }
@@ -301,20 +330,32 @@ impl FittedHsic {
         }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn aggregated<B: Backend>(
+    /// The single-kernel test as the pieces of a report.
+    fn single_outcome<B: Backend>(
         &self,
-        ks: &[Mat],
-        ls: &[Mat],
+        k: &Mat,
+        l: &Mat,
         progress: &dyn Progress,
-    ) -> Result<(Outcome, KernelStatistics, Vec<f64>, usize, Option<f64>), CoreError> {
+    ) -> Result<Pieces, CoreError> {
+        let o = self.single::<B>(k, l, progress)?;
+        let stats = KernelStatistics { observed: vec![o.statistic], draws: vec![o.null_samples.clone()] };
+        Ok((o.clone(), stats, vec![o.p_value], 0, None))
+    }
+
+    /// Whether the aggregated rule is a min-p test with a second set of draws (HSICAgg, MMDAgg).
+    fn is_min_p(&self) -> bool {
+        matches!(self.params.selection.rule(), Some(SelectRule::Mmdagg | SelectRule::Hsicagg))
+    }
+
+    /// The draws an aggregated test needs: `B₁ + B₂ = 2B` for the min-p tests, `B` otherwise.
+    fn aggregated_draws(&self) -> usize {
+        if self.is_min_p() { 2 * self.params.permutations } else { self.params.permutations }
+    }
+
+    /// The aggregated test from every pair's statistics and draws ([`Self::aggregated_draws`]).
+    fn aggregated(&self, mut stats: KernelStatistics) -> Pieces {
         let p = &self.params;
-        let is_agg = matches!(p.selection.rule(), Some(SelectRule::Mmdagg | SelectRule::Hsicagg));
-        let draws = if is_agg { 2 * p.permutations } else { p.permutations };
-        let mut stats = match p.null {
-            NullDistribution::WildBootstrap => wild_stats::<B>(ks, ls, draws, p.seed)?,
-            _ => permutation_stats::<B>(ks, ls, p.statistic, draws, p.seed, None, progress)?,
-        };
+        let is_agg = self.is_min_p();
         let weights: Vec<f64> = self
             .x_kernels
             .kernels
@@ -333,9 +374,12 @@ impl FittedHsic {
             (soft_max_test(&stats, &weights, STUDENTISED_TEMPERATURE), p_values)
         };
         let outcome = Outcome::from_draws(agg.statistic, agg.p_value, agg.null.clone(), p.alpha, p.null);
-        Ok((outcome, stats, p_values, agg.leading, agg.u_alpha))
+        (outcome, stats, p_values, agg.leading, agg.u_alpha)
     }
 }
+
+/// A test's outcome, every pair's statistics, their p-values, the leading pair and HSICAgg's `û_α`.
+type Pieces = (Outcome, KernelStatistics, Vec<f64>, usize, Option<f64>);
 
 /// Refuses the test's dense `n × n` matrices beyond the memory limit ([`crate::budget`]) with the
 /// settings that need less: the Gram matrices of the `nx + ny` kernels and each variable's

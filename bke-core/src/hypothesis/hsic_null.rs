@@ -187,6 +187,44 @@ pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
     batch: Option<usize>,
     progress: &dyn Progress,
 ) -> Result<KernelStatistics, CoreError> {
+    let draws = PermutationDraws { count: draws, seed, inverse: false };
+    permutation_stats_of::<B, T>(ks, ls, statistic, draws, batch, progress)
+}
+
+/// The permutations of a permutation null: draw `b` is the permutation of stream `(seed, b)`
+/// ([`draw_permutation`]), or its inverse. Permuting `y` by `π` and permuting `x` by `π⁻¹` give the
+/// same statistic, `Σ_ij A_ij L_{π(i)π(j)} = Σ_ij A_{π⁻¹(i)π⁻¹(j)} L_ij`, so the roles of the two
+/// variables may be swapped ([`super::hsic_low_rank`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PermutationDraws {
+    pub count: usize,
+    pub seed: u64,
+    pub inverse: bool,
+}
+
+impl PermutationDraws {
+    /// Draw `b` into `idx` (`n` entries).
+    pub(super) fn draw(&self, b: usize, idx: &mut [usize]) {
+        draw_permutation(&mut draw_rng(self.seed, b), idx);
+        if self.inverse {
+            let forward = idx.to_vec();
+            for (i, &p) in forward.iter().enumerate() {
+                idx[p] = i;
+            }
+        }
+    }
+}
+
+/// [`permutation_stats_in`] with the draws given.
+pub(super) fn permutation_stats_of<B: Backend, T: NullScalar>(
+    ks: &[Mat],
+    ls: &[Mat],
+    statistic: HsicStatistic,
+    draws: PermutationDraws,
+    batch: Option<usize>,
+    progress: &dyn Progress,
+) -> Result<KernelStatistics, CoreError> {
+    let (perm_draws, draws) = (draws, draws.count);
     let n = ks[0].nrows();
     let pairs = n * (n + 1) / 2;
     let xs: Vec<Side> = ks.iter().map(|k| Side::x(k, statistic)).collect();
@@ -231,7 +269,7 @@ pub(super) fn permutation_stats_in<B: Backend, T: NullScalar>(
             perms[..n * len]
                 .par_chunks_mut(n)
                 .enumerate()
-                .for_each(|(b, idx)| draw_permutation(&mut draw_rng(seed, start + b), idx));
+                .for_each(|(b, idx)| perm_draws.draw(start + b, idx));
             let perms = &perms[..n * len];
             // each block of columns of the upper triangle: its permuted pairs for the batch, times
             // the x-kernels' weights of those pairs (one sequential GEMM per block, blocks in parallel)

@@ -99,8 +99,13 @@ pub struct NystromLandmarks<'a> {
 impl<'a> NystromLandmarks<'a> {
     /// The landmarks of `pooled` (module docs), or `None` at or below [`EXACT_MAX_POINTS`] points.
     pub fn new(pooled: &'a Points) -> Option<Self> {
+        Self::above(pooled, EXACT_MAX_POINTS)
+    }
+
+    /// The landmarks of `pooled`, or `None` at or below `exact_max_points` points.
+    pub fn above(pooled: &'a Points, exact_max_points: usize) -> Option<Self> {
         let n = pooled.len();
-        if n <= EXACT_MAX_POINTS {
+        if n <= exact_max_points {
             return None;
         }
         let count = (n / POINTS_PER_LANDMARK).clamp(MIN_LANDMARKS, MAX_LANDMARKS).min(n);

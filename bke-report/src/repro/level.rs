@@ -15,6 +15,9 @@
 //!   variable on its own marginal. Every row of a block shares its data sets, so an unlucky set moves
 //!   all of them together; a second table reruns the fixed θ, the median heuristic and the default
 //!   (BKL-Bayes) with the permutation and gamma nulls on [`CONFIRM_REPS`] fresh data sets.
+//! - **HSIC at n = 400**: the same data, the aggregated selections' biased permutation test only —
+//!   above 256 observations its null uses Nyström factors (`bke_core::hypothesis::hsic`), and this
+//!   block checks that path.
 //! - **Discrete samples**, where more than half of the pairs of points coincide and the median
 //!   heuristic takes the median over the pairs at a positive distance
 //!   (`bke_core::hypothesis::median`): MMD with `x`, `y` both 108 Poisson(0.3) counts; HSIC with a
@@ -166,7 +169,13 @@ enum HsicBlock {
     /// The continuous data on many more, fresh data sets, for the rules in [`CONFIRM_SELECTIONS`]: every
     /// row of the main table shares its data sets, so one unlucky set moves all HSIC rows together.
     Confirm,
+    /// The continuous data at [`HSIC_LARGE_N`] observations: the aggregated selections' biased
+    /// permutation test, whose null uses Nyström factors there (`bke_core::hypothesis::hsic`).
+    Large,
 }
+
+/// Observations of the large-sample HSIC block (above the low-rank threshold of 256).
+const HSIC_LARGE_N: usize = 400;
 
 /// The selections of the confirmation block: the single-kernel rules and the default.
 const CONFIRM_SELECTIONS: [&str; 3] = ["fixed θ=1", "median (muandet)", "BKL-Bayes"];
@@ -177,9 +186,14 @@ impl HsicBlock {
         active(seed).into_iter().filter(|(name, _)| confirmed(name)).collect()
     }
 
-    /// The confirmation block runs the permutation and gamma nulls only.
+    /// The confirmation block runs the permutation and gamma nulls only; the large block the biased
+    /// permutation test.
     fn tests(self) -> &'static [(HsicStatistic, NullDistribution)] {
-        if self == HsicBlock::Confirm { &HSIC_TESTS[..4] } else { &HSIC_TESTS }
+        match self {
+            HsicBlock::Confirm => &HSIC_TESTS[..4],
+            HsicBlock::Large => &HSIC_TESTS[..1],
+            _ => &HSIC_TESTS,
+        }
     }
 }
 
@@ -189,10 +203,11 @@ fn hsic_rep(rep: usize, b: usize, block: HsicBlock) -> anyhow::Result<Decisions>
         HsicBlock::Continuous => 0,
         HsicBlock::Discrete => 1 << 40,
         HsicBlock::Confirm => 1 << 41,
+        HsicBlock::Large => 1 << 42,
     };
     let seed = 9_000_011 * (rep as u64 + 1) + offset;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let n = 100;
+    let n = if block == HsicBlock::Large { HSIC_LARGE_N } else { 100 };
     let data = if block == HsicBlock::Discrete {
         let xd: Vec<f64> = (0..n).map(|_| f64::from(u8::from(rng.random::<f64>() < 0.3))).collect();
         TwoSamples { x: Points::from_1d("x", &xd)?, y: counts(n, &mut rng)? }
@@ -208,6 +223,10 @@ fn hsic_rep(rep: usize, b: usize, block: HsicBlock) -> anyhow::Result<Decisions>
     };
     let mut out = Vec::new();
     for (_, sel) in block.selections(seed) {
+        if block == HsicBlock::Large && !sel.is_aggregated() {
+            out.push(vec![None; block.tests().len()]);
+            continue;
+        }
         // the table's "MMDAgg / HSICAgg" row is each test's own aggregate
         let sel = match sel.rule {
             SelectRule::Mmdagg => LengthscaleSelection { rule: SelectRule::Hsicagg, ..sel },
@@ -231,6 +250,7 @@ fn hsic_rep(rep: usize, b: usize, block: HsicBlock) -> anyhow::Result<Decisions>
                 seed,
                 selection: sx.clone(),
                 selection_y: sy.clone(),
+                dense: false,
             };
             row.push(match params.check() {
                 Ok(v) => Some(v.fit::<Faer>(&data)?.test::<Faer>()?.outcome.reject),
@@ -294,6 +314,11 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
         .map(|r| hsic_rep(r, opts.permutations, HsicBlock::Continuous))
         .collect::<anyhow::Result<_>>()?;
     ctx.progress(&format!("HSIC: {} null replications done", opts.reps));
+    let hsic_large: Vec<Decisions> = (0..opts.reps)
+        .into_par_iter()
+        .map(|r| hsic_rep(r, opts.permutations, HsicBlock::Large))
+        .collect::<anyhow::Result<_>>()?;
+    ctx.progress(&format!("HSIC at n = {HSIC_LARGE_N}: {} null replications done", opts.reps));
     let confirm_reps = ctx.size(CONFIRM_REPS, 24);
     let hsic_confirm: Vec<Decisions> = (0..confirm_reps)
         .into_par_iter()
@@ -323,6 +348,8 @@ pub fn run(ctx: &mut Ctx) -> anyhow::Result<()> {
     let large = format!("MMD, N = {} (Nyström)", 2 * LARGE_N);
     tabulate(&large, (&all, &mmd_names), &mmd_large, &mut table, &mut failures);
     tabulate("HSIC", (&all, &hsic_names), &hsic, &mut table, &mut failures);
+    let large = format!("HSIC, n = {HSIC_LARGE_N} (Nyström)");
+    tabulate(&large, (&all, &hsic_names[..1]), &hsic_large, &mut table, &mut failures);
     tabulate("MMD, Poisson counts", (&all, &mmd_names), &mmd_counts, &mut table, &mut failures);
     tabulate("HSIC, binary × counts", (&all, &hsic_names), &hsic_binary, &mut table, &mut failures);
     let mut confirm = Table::new(

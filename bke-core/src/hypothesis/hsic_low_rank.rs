@@ -1,0 +1,448 @@
+//! The biased HSIC permutation null of a collection of kernel pairs with Nyström factors, for the
+//! aggregated tests above [`super::nystrom::EXACT_MAX_POINTS`] observations.
+//!
+//! **Low-rank pairs.** With Nyström factors `K̃ = ΦᵀΦ` on `x` (`Φ` of rank `r_k`, [`super::nystrom`],
+//! landmarks from `x` alone) and `L̃ = ΨᵀΨ` on `y`, and `Φ̄ = ΦH`, `Ψ̄ = ΨH` their centred columns,
+//! the biased statistic of the permutation `π` of `y` is
+//! `n² HSIC_b = Σ_ij (φ̄_i·φ̄_j)(ψ̄_{π(i)}·ψ̄_{π(j)}) = ‖Φ̄ Ψ̄_πᵀ‖²_F`, `Ψ̄_π` the columns of `Ψ̄` in the
+//! order `π`. Stacking the factors of all `x`-kernels (`R_x = Σ r_k` rows) and of all `y`-kernels
+//! (`R_y` rows), one product `Φ̄_all Ψ̄_{all,π}ᵀ` per draw (`2n R_x R_y` flops) holds every pair's
+//! cross-covariance as a block, whose squared norm is the pair's statistic — against a gather of
+//! `n(n+1)/2` values per `y`-kernel and draw for the dense Gram matrices ([`super::hsic_null`]).
+//! The observed statistic is the same computation with the identity, so ties between relabellings
+//! that swap equal points stay exact in single precision.
+//!
+//! **Exact kernels.** A kernel the landmarks cannot resolve ([`super::nystrom::NystromLandmarks::factor`]
+//! answers `None`) keeps its exact Gram matrix, and so does a kernel whose rank makes the product
+//! dearer than its gather ([`dense_kernels`]: a cost model, greedy from the highest rank). Every pair
+//! with an exact `y`-kernel runs the dense null with the exact Gram matrices of every `x`-kernel; a
+//! pair of an exact `x`-kernel and a low-rank `y`-kernel runs it with the roles swapped — the
+//! `x`-kernel's Gram matrix permuted by `π⁻¹` against the `y`-kernel's exact Gram matrix
+//! ([`super::hsic_null::PermutationDraws`]), which is the same statistic. Draw `b` is the same
+//! permutation in every part.
+//!
+//! **The test stays exact.** The landmarks, the factors, their ranks and so the choice of the exact
+//! kernels depend on each variable's multiset of values only, which a relabelling of `y` leaves
+//! unchanged; every pair's statistic is one fixed function of the paired data, computed the same way
+//! on the observed pairing and on every relabelling (the argument of [`super::select`]'s docs). What
+//! the approximation costs is power (`cargo xtask bench tests`, `cargo xtask repro power`).
+
+use super::aggregate::KernelStatistics;
+use super::hsic_null::{HsicStatistic, PermutationDraws, permutation_stats_of};
+use super::kernels::{Distances, WeightedKernel};
+use super::mmd_null::{NullScalar, gram_has_repeated_points};
+use super::nystrom::NystromLandmarks;
+use crate::{CoreError, Points, Progress};
+use bke_linalg::{Backend, Mat};
+use rayon::prelude::*;
+
+/// Flops of the low-rank product that cost as much as gathering one permuted value of a dense Gram
+/// matrix (a load from a random place of a column, [`super::hsic_null`]'s block products), as
+/// measured by `cargo xtask bench tests` on 2 cores.
+const GATHER_FLOPS: f64 = 64.0;
+
+/// Observations up to this use the dense Gram matrices.
+pub(crate) const EXACT_MAX_OBSERVATIONS: usize = 256;
+
+/// Draws per batch of the low-rank null (progress and cancellation between batches).
+const DRAWS_PER_BATCH: usize = 32;
+
+/// The statistic (biased) of every pair of `xk × yk` (x-major) and `draws` permutation draws, draw
+/// `b` the permutation of stream `(seed, b)` (module docs). `x` and `y` hold more than
+/// [`super::nystrom::EXACT_MAX_POINTS`] paired observations.
+pub(crate) fn low_rank_stats<B: Backend>(
+    x: &Points,
+    y: &Points,
+    xk: &[WeightedKernel],
+    yk: &[WeightedKernel],
+    draws: usize,
+    seed: u64,
+    progress: &dyn Progress,
+) -> Result<KernelStatistics, CoreError> {
+    let (fx, fy) = plan::<B>(x, y, xk, yk, progress)?;
+    let dense_of = |f: &[Option<Mat>]| (0..f.len()).filter(|&i| f[i].is_none()).collect::<Vec<_>>();
+    let (dense_x, dense_y) = (dense_of(&fx), dense_of(&fy));
+    let (nx, ny) = (xk.len(), yk.len());
+    let mut stats = KernelStatistics { observed: vec![0.0; nx * ny], draws: vec![Vec::new(); nx * ny] };
+    let mut put = |part: KernelStatistics, pairs: &mut dyn Iterator<Item = usize>| {
+        for ((pair, observed), null) in pairs.zip(part.observed).zip(part.draws) {
+            stats.observed[pair] = observed;
+            stats.draws[pair] = null;
+        }
+    };
+    let low_x: Vec<usize> = (0..nx).filter(|&k| fx[k].is_some()).collect();
+    let low_y: Vec<usize> = (0..ny).filter(|&l| fy[l].is_some()).collect();
+    // the exact Gram matrices the dense parts need: every x-kernel's when a y-kernel is exact, every
+    // low-rank y-kernel's when an x-kernel is exact
+    let grams = |pts: &Points, kernels: &[WeightedKernel], which: &[usize]| -> Vec<Mat> {
+        let mut d = Distances::new(pts);
+        which.iter().map(|&i| d.gram(&kernels[i])).collect()
+    };
+    let all_x: Vec<usize> = (0..nx).collect();
+    let ks = if dense_y.is_empty() { grams(x, xk, &dense_x) } else { grams(x, xk, &all_x) };
+    let ls_exact = grams(y, yk, &dense_y);
+    let ls_low = if dense_x.is_empty() { Vec::new() } else { grams(y, yk, &low_y) };
+    let single = !ks.iter().chain(&ls_exact).chain(&ls_low).any(gram_has_repeated_points);
+    let dense = |a: &[Mat], b: &[Mat], inverse: bool| {
+        let draws = PermutationDraws { count: draws, seed, inverse };
+        if single {
+            permutation_stats_of::<B, f32>(a, b, HsicStatistic::Biased, draws, None, progress)
+        } else {
+            permutation_stats_of::<B, f64>(a, b, HsicStatistic::Biased, draws, None, progress)
+        }
+    };
+    if !dense_y.is_empty() {
+        // rows: every x-kernel (x-major over the exact y-kernels)
+        let part = dense(&ks, &ls_exact, false)?;
+        put(part, &mut all_x.iter().flat_map(|&k| dense_y.iter().map(move |&l| k * ny + l)));
+    }
+    if !dense_x.is_empty() && !low_y.is_empty() {
+        // the roles swapped: the low-rank y-kernels' Gram matrices against the exact x-kernels'
+        let exact_ks: Vec<Mat> = match dense_y.is_empty() {
+            true => ks,
+            false => dense_x.iter().map(|&k| ks[k].clone()).collect(),
+        };
+        let part = dense(&ls_low, &exact_ks, true)?;
+        put(part, &mut low_y.iter().flat_map(|&l| dense_x.iter().map(move |&k| k * ny + l)));
+    }
+    if !low_x.is_empty() && !low_y.is_empty() {
+        let stack =
+            |f: &[Option<Mat>], which: &[usize]| Stacked::new(which.iter().map(|&i| f[i].as_ref().unwrap()));
+        let (sx, sy) = (stack(&fx, &low_x), stack(&fy, &low_y));
+        let part = low_rank_null::<B, f32>(&sx, &sy, draws, seed, progress)?;
+        put(part, &mut low_x.iter().flat_map(|&k| low_y.iter().map(move |&l| k * ny + l)));
+    }
+    Ok(stats)
+}
+
+/// Each kernel's centred factor `Φ̄` (`r × n`), or `None` where it keeps its exact Gram matrix
+/// ([`dense_kernels`]), for `x`'s kernels and `y`'s.
+#[allow(clippy::type_complexity)]
+fn plan<B: Backend>(
+    x: &Points,
+    y: &Points,
+    xk: &[WeightedKernel],
+    yk: &[WeightedKernel],
+    progress: &dyn Progress,
+) -> Result<(Vec<Option<Mat>>, Vec<Option<Mat>>), CoreError> {
+    let n = x.len();
+    let factors = |pts: &Points, kernels: &[WeightedKernel]| -> Result<Vec<Option<Mat>>, CoreError> {
+        let landmarks =
+            NystromLandmarks::above(pts, EXACT_MAX_OBSERVATIONS).ok_or_else(|| CoreError::Empty {
+                what: "observations for the low-rank HSIC null".into(),
+                needed: EXACT_MAX_OBSERVATIONS + 1,
+            })?;
+        kernels.par_iter().map(|k| Ok(landmarks.factor::<B>(k)?.map(|f| centred_rows(&f)))).collect()
+    };
+    progress.update("low-rank factors", 0, 2);
+    let mut fx = factors(x, xk)?;
+    progress.update("low-rank factors", 1, 2);
+    let mut fy = factors(y, yk)?;
+    progress.update("low-rank factors", 2, 2);
+    let (dense_x, dense_y) = dense_kernels(n, &ranks(&fx), &ranks(&fy));
+    dense_x.iter().for_each(|&k| fx[k] = None);
+    dense_y.iter().for_each(|&l| fy[l] = None);
+    Ok((fx, fy))
+}
+
+/// The ranks of the factors (`None`: the exact Gram matrix).
+fn ranks(factors: &[Option<Mat>]) -> Vec<Option<usize>> {
+    factors.iter().map(|f| f.as_ref().map(Mat::nrows)).collect()
+}
+
+/// The kernels of each variable that keep their exact Gram matrix: those without a factor, then,
+/// greedily from the highest rank, a low-rank kernel whose move to the dense parts lowers the cost
+/// per draw — `GATHER_FLOPS · n²/2` per exact kernel plus the dense GEMMs (`n²` flops per pair) and
+/// `2n R_x R_y` for the low-rank product (module docs). Depends on the ranks only.
+fn dense_kernels(n: usize, rx: &[Option<usize>], ry: &[Option<usize>]) -> (Vec<usize>, Vec<usize>) {
+    let mut dense = [
+        (0..rx.len()).filter(|&k| rx[k].is_none()).collect::<Vec<_>>(),
+        (0..ry.len()).filter(|&l| ry[l].is_none()).collect::<Vec<_>>(),
+    ];
+    let ranks = [rx, ry];
+    let nn = (n * n) as f64;
+    let cost = |dense: &[Vec<usize>; 2]| {
+        let low = |side: usize| ranks[side].len() - dense[side].len();
+        let rank_sum = |side: usize| -> f64 {
+            (0..ranks[side].len())
+                .filter(|i| !dense[side].contains(i))
+                .map(|i| ranks[side][i].unwrap_or(0) as f64)
+                .sum()
+        };
+        let gathers = dense[1].len() + if low(1) > 0 { dense[0].len() } else { 0 };
+        let dense_pairs = dense[1].len() * rx.len() + dense[0].len() * low(1);
+        let low_rank =
+            if low(0) > 0 && low(1) > 0 { 2.0 * n as f64 * rank_sum(0) * rank_sum(1) } else { 0.0 };
+        GATHER_FLOPS * nn / 2.0 * gathers as f64 + nn * dense_pairs as f64 + low_rank
+    };
+    loop {
+        let current = cost(&dense);
+        let best = (0..2)
+            .filter_map(|side| {
+                let top = (0..ranks[side].len())
+                    .filter(|i| !dense[side].contains(i))
+                    .max_by_key(|&i| (ranks[side][i], std::cmp::Reverse(i)))?;
+                let mut moved = dense.clone();
+                moved[side].push(top);
+                Some((cost(&moved), moved))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        match best {
+            Some((c, moved)) if c < current => dense = moved,
+            _ => break,
+        }
+    }
+    dense.iter_mut().for_each(|d| d.sort_unstable());
+    let [x, y] = dense;
+    (x, y)
+}
+
+/// `Φ̄ = ΦH`: each row of the `r × n` factor less its mean.
+fn centred_rows(f: &Mat) -> Mat {
+    let (r, n) = (f.nrows(), f.ncols());
+    let mut mean = vec![0.0; r];
+    for i in 0..n {
+        mean.iter_mut().zip(f.col(i)).for_each(|(m, v)| *m += v);
+    }
+    mean.iter_mut().for_each(|m| *m /= n as f64);
+    Mat::from_fn(r, n, |t, i| f[(t, i)] - mean[t])
+}
+
+/// The centred factors of several kernels stacked: `rows × n`, row-major (row `t` contiguous), and
+/// each kernel's range of rows.
+struct Stacked {
+    rows: usize,
+    n: usize,
+    values: Vec<f64>,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl Stacked {
+    fn new<'a>(factors: impl Iterator<Item = &'a Mat>) -> Self {
+        let (mut values, mut ranges, mut rows, mut n) = (Vec::new(), Vec::new(), 0, 0);
+        for f in factors {
+            n = f.ncols();
+            for t in 0..f.nrows() {
+                values.extend((0..n).map(|i| f[(t, i)]));
+            }
+            ranges.push(rows..rows + f.nrows());
+            rows += f.nrows();
+        }
+        Self { rows, n, values, ranges }
+    }
+
+    /// The `n × rows` column-major matrix `Φ̄_πᵀ` (`[i, t] = Φ̄[t, π(i)]`), `π = None` the identity.
+    fn permuted_transpose<T: NullScalar>(&self, perm: Option<&[usize]>, out: &mut Vec<T>) {
+        out.clear();
+        for row in self.values.chunks(self.n) {
+            match perm {
+                Some(p) => out.extend(p.iter().map(|&i| T::round(row[i]))),
+                None => out.extend(row.iter().map(|&v| T::round(v))),
+            }
+        }
+    }
+}
+
+/// The low-rank statistics of every pair of `sx × sy` (x-major) on the identity and on `draws`
+/// permutations of `y` (module docs), in precision `T`, draws in parallel.
+fn low_rank_null<B: Backend, T: NullScalar>(
+    sx: &Stacked,
+    sy: &Stacked,
+    draws: usize,
+    seed: u64,
+    progress: &dyn Progress,
+) -> Result<KernelStatistics, CoreError> {
+    let n = sx.n;
+    // `Φ̄_x` as an `R_x × n` column-major matrix: the transpose of its row-major storage
+    let mut ax: Vec<T> = Vec::with_capacity(sx.rows * n);
+    for i in 0..n {
+        ax.extend((0..sx.rows).map(|t| T::round(sx.values[t * n + i])));
+    }
+    let pairs = sx.ranges.len() * sy.ranges.len();
+    let statistics = |perm: Option<&[usize]>, (b_buf, c_buf): &mut (Vec<T>, Vec<T>)| {
+        sy.permuted_transpose(perm, b_buf);
+        c_buf.clear();
+        c_buf.resize(sx.rows * sy.rows, T::ZERO);
+        bke_linalg::sequential(|| T::gemm::<B>(&ax, b_buf, c_buf, (sx.rows, n, sy.rows)))?;
+        let scale = 1.0 / (n as f64 * n as f64);
+        let mut out = Vec::with_capacity(pairs);
+        for rx in &sx.ranges {
+            for ry in &sy.ranges {
+                let s: f64 = ry
+                    .clone()
+                    .map(|c| {
+                        c_buf[c * sx.rows + rx.start..c * sx.rows + rx.end]
+                            .iter()
+                            .map(|&v| v.into().powi(2))
+                            .sum::<f64>()
+                    })
+                    .sum();
+                out.push(s * scale);
+            }
+        }
+        Ok::<_, CoreError>(out)
+    };
+    let observed = statistics(None, &mut Default::default())?;
+    let mut null = vec![vec![0.0; draws]; pairs];
+    let draws_of = PermutationDraws { count: draws, seed, inverse: false };
+    let batches = draws.div_ceil(DRAWS_PER_BATCH) as u64;
+    for (done, start) in (0..draws).step_by(DRAWS_PER_BATCH).enumerate() {
+        let end = (start + DRAWS_PER_BATCH).min(draws);
+        let batch: Vec<Vec<f64>> = (start..end)
+            .into_par_iter()
+            .map_init(
+                || (vec![0usize; n], Default::default()),
+                |(idx, buffers), b| {
+                    draws_of.draw(b, idx);
+                    statistics(Some(idx), buffers)
+                },
+            )
+            .collect::<Result<_, _>>()?;
+        for (offset, values) in batch.into_iter().enumerate() {
+            for (pair, v) in values.into_iter().enumerate() {
+                null[pair][start + offset] = v;
+            }
+        }
+        progress.checkpoint()?;
+        progress.update("null distribution (low rank)", done as u64 + 1, batches);
+    }
+    Ok(KernelStatistics { observed, draws: null })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hypothesis::hsic_null::permutation_stats_in;
+    use bke_linalg::{DefaultBackend, Trans};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn uniform(n: usize, dim: usize, seed: u64) -> Points {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        Points::new("p", (0..n * dim).map(|_| rng.random::<f64>()).collect(), dim).unwrap()
+    }
+
+    /// A dependent pair: `y = (sin 6x + noise, noise)`, `n = 300`.
+    fn dependent(n: usize) -> (Points, Points) {
+        let x = uniform(n, 1, 1);
+        let noise = uniform(n, 2, 2);
+        let y: Vec<f64> = (0..n)
+            .flat_map(|i| [(6.0 * x.point(i)[0]).sin() + noise.point(i)[0], noise.point(i)[1]])
+            .collect();
+        (x, Points::new("y", y, 2).unwrap())
+    }
+
+    /// Narrow kernels the landmarks cannot resolve (exact), and smooth ones (low rank), on each side.
+    fn kernels() -> (Vec<WeightedKernel>, Vec<WeightedKernel>) {
+        let g = WeightedKernel::gaussian;
+        (vec![g(0.002), g(0.1), g(0.5)], vec![g(0.01), g(0.3), g(2.0)])
+    }
+
+    fn gram(f: &Mat) -> Mat {
+        let mut k = Mat::zeros(f.ncols(), f.ncols());
+        DefaultBackend::gemm(1.0, f.as_ref(), Trans::Yes, f.as_ref(), Trans::No, 0.0, k.as_mut()).unwrap();
+        k
+    }
+
+    fn close(a: &KernelStatistics, b: &KernelStatistics, tol: f64) {
+        for (pair, (da, db)) in a.draws.iter().zip(&b.draws).enumerate() {
+            let (oa, ob) = (a.observed[pair], b.observed[pair]);
+            let scale = ob.abs() + db.iter().map(|v| v.abs()).sum::<f64>() / db.len() as f64;
+            assert!((oa - ob).abs() <= tol * scale, "pair {pair}: observed {oa} vs {ob}");
+            let gap = da.iter().zip(db).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max) / scale;
+            assert!(gap <= tol, "pair {pair}: draws differ by {gap:e} of the scale");
+        }
+    }
+
+    /// Every pair's observed statistic and draws equal the dense null (f64, the GEMM path of
+    /// [`super::super::hsic_null`]) of the Gram matrices the plan stands for: the Nyström Gram
+    /// matrices `Φ̄ᵀΦ̄`, `Ψ̄ᵀΨ̄` of a pair of low-rank kernels, the exact ones of a pair with an exact
+    /// kernel — all three parts (exact `y`, exact `x` with the roles swapped, both low rank) with
+    /// the same draws.
+    #[test]
+    fn low_rank_null_is_the_dense_null_of_the_planned_grams() {
+        let (x, y) = dependent(300);
+        let (xk, yk) = kernels();
+        let (fx, fy) = plan::<DefaultBackend>(&x, &y, &xk, &yk, &()).unwrap();
+        for f in [&fx, &fy] {
+            assert!(f[0].is_none() && f[2].is_some(), "the narrow kernel is exact, the wide one low rank");
+        }
+        let nystrom = |f: &[Option<Mat>], pts: &Points, ks: &[WeightedKernel]| -> Vec<Mat> {
+            let mut d = Distances::new(pts);
+            f.iter().zip(ks).map(|(f, k)| f.as_ref().map_or_else(|| d.gram(k), gram)).collect()
+        };
+        let exact = |pts: &Points, ks: &[WeightedKernel]| -> Vec<Mat> {
+            let mut d = Distances::new(pts);
+            ks.iter().map(|k| d.gram(k)).collect()
+        };
+        let null = |gx: &[Mat], gy: &[Mat]| {
+            permutation_stats_in::<DefaultBackend, f64>(gx, gy, HsicStatistic::Biased, 70, 9, None, &())
+                .unwrap()
+        };
+        let (low_ref, exact_ref) =
+            (null(&nystrom(&fx, &x, &xk), &nystrom(&fy, &y, &yk)), null(&exact(&x, &xk), &exact(&y, &yk)));
+        let low_pair = |i: usize| fx[i / 3].is_some() && fy[i % 3].is_some();
+        let reference = KernelStatistics {
+            observed: (0..9)
+                .map(|i| if low_pair(i) { low_ref.observed[i] } else { exact_ref.observed[i] })
+                .collect(),
+            draws: (0..9)
+                .map(|i| if low_pair(i) { &low_ref.draws[i] } else { &exact_ref.draws[i] }.clone())
+                .collect(),
+        };
+        let low = low_rank_stats::<DefaultBackend>(&x, &y, &xk, &yk, 70, 9, &()).unwrap();
+        close(&low, &reference, 1e-5);
+        assert!(low.observed.iter().all(|&s| s > 0.0));
+    }
+
+    /// The statistic of the data with `y` relabelled by draw `b`'s permutation is draw `b` of the
+    /// original data's null: the factors, their ranks and the exact kernels depend on each sample's
+    /// values only, so the test is exact (module docs).
+    #[test]
+    fn a_draw_is_the_statistic_of_the_relabelled_data() {
+        let (x, y) = dependent(300);
+        let (xk, yk) = kernels();
+        let stats = low_rank_stats::<DefaultBackend>(&x, &y, &xk, &yk, 3, 4, &()).unwrap();
+        let mut idx = vec![0; 300];
+        PermutationDraws { count: 3, seed: 4, inverse: false }.draw(2, &mut idx);
+        let relabelled = y.select(&idx);
+        let again = low_rank_stats::<DefaultBackend>(&x, &relabelled, &xk, &yk, 1, 4, &()).unwrap();
+        for (pair, draws) in stats.draws.iter().enumerate() {
+            let scale = stats.observed[pair].abs() + draws.iter().map(|v| v.abs()).sum::<f64>() / 3.0;
+            let gap = (again.observed[pair] - draws[2]).abs() / scale;
+            assert!(gap <= 1e-5, "pair {pair}: {} vs {} ({gap:e})", again.observed[pair], draws[2]);
+        }
+    }
+
+    /// Permuting `y` by `π` and `x` by `π⁻¹` give the same statistics: the dense null with the roles
+    /// of the variables swapped and inverse draws is the transpose of the plain one.
+    #[test]
+    fn swapped_roles_with_inverse_draws_give_the_same_null() {
+        let (x, y) = dependent(60);
+        let (xk, yk) = kernels();
+        let ks: Vec<Mat> = xk.iter().map(|k| Distances::new(&x).gram(k)).collect();
+        let ls: Vec<Mat> = yk.iter().map(|k| Distances::new(&y).gram(k)).collect();
+        let draws = |inverse| PermutationDraws { count: 20, seed: 3, inverse };
+        let biased = HsicStatistic::Biased;
+        let plain =
+            permutation_stats_of::<DefaultBackend, f64>(&ks, &ls, biased, draws(false), None, &()).unwrap();
+        let swapped =
+            permutation_stats_of::<DefaultBackend, f64>(&ls, &ks, biased, draws(true), None, &()).unwrap();
+        let transposed = KernelStatistics {
+            observed: (0..9).map(|i| swapped.observed[(i % 3) * 3 + i / 3]).collect(),
+            draws: (0..9).map(|i| swapped.draws[(i % 3) * 3 + i / 3].clone()).collect(),
+        };
+        close(&transposed, &plain, 1e-12);
+    }
+
+    /// Kernels without a factor stay exact; a rank that makes the product dearer than a gather moves
+    /// to the dense parts, greedily from the highest; small ranks stay low rank.
+    #[test]
+    fn dense_kernels_follow_the_cost_model() {
+        let s = |r: &[usize]| r.iter().map(|&r| Some(r)).collect::<Vec<_>>();
+        assert_eq!(dense_kernels(2000, &s(&[40, 5]), &s(&[30, 3])), (vec![], vec![]));
+        assert_eq!(dense_kernels(2000, &[None, Some(5)], &s(&[30, 3])), (vec![0], vec![]));
+        assert_eq!(dense_kernels(2000, &s(&[900, 5]), &s(&[400, 300])), (vec![0], vec![]));
+        assert_eq!(dense_kernels(2000, &s(&[5, 900]), &s(&[400, 300])), (vec![1], vec![]));
+    }
+}
