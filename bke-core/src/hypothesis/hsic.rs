@@ -36,6 +36,13 @@
 //! two variables' collections, each half posterior and half the HSICAgg bandwidths, studentised statistics, soft maximum with
 //! `λ = 1`, [`super::aggregate::STUDENTISED_TEMPERATURE`]). Kernels are chosen on each variable separately, which permuting `y` leaves
 //! unchanged: the tests are exact ([`super::select`]).
+//!
+//! Above [`EXACT_MAX_OBSERVATIONS`] observations the biased permutation null of
+//! an aggregated test uses each kernel's Nyström factor on landmarks of its own variable, one GEMM
+//! per draw for all the low-rank pairs, and the exact Gram matrix for the kernels the landmarks do
+//! not resolve or whose rank would cost more than their gather (`super::hsic_low_rank`; still an
+//! exact test, `cargo xtask repro level` checks it at n = 400). `HsicParams::dense` (`--dense`) keeps
+//! the exact Gram matrices at every size: the published HSICAgg statistic.
 
 use super::aggregate::{KernelStatistics, STUDENTISED_TEMPERATURE, min_p, soft_max_test, studentise};
 use super::hsic_low_rank::low_rank_stats;
@@ -50,6 +57,12 @@ use crate::estimator::{Estimator, Params, Progress, TwoSamples, Valid};
 use crate::special::gamma_sf;
 use crate::{CoreError, Points};
 use bke_linalg::{Backend, Mat};
+
+/// Observations up to this use the exact Gram matrices in every test; above, the biased permutation
+/// null of an aggregated test uses Nyström factors unless [`HsicParams::dense`] (module docs). Lower
+/// than the MMD's [`super::nystrom::EXACT_MAX_POINTS`] pooled points: HSIC has `K × L` kernel pairs
+/// (100 for BKL-Bayes) where MMD has `K` kernels, so the dense null costs more per observation.
+pub const EXACT_MAX_OBSERVATIONS: usize = 256;
 
 /// Parameters of the HSIC independence test: `HsicParams { .. }.check()?.fit::<B>(&TwoSamples { x, y })?`
 /// (`x` and `y` paired by row, any dimensions) chooses a kernel per variable, and
@@ -71,8 +84,8 @@ pub struct HsicParams {
     /// Another single-kernel rule for `y` (e.g. its own fixed lengthscale); `None`: `selection`.
     pub selection_y: Option<LengthscaleSelection>,
     /// Aggregated tests: the exact Gram matrices at every size. Default `false`: above
-    /// [`super::nystrom::EXACT_MAX_POINTS`] observations the biased permutation null uses each
-    /// kernel's Nyström factor ([`super::hsic_low_rank`]; exact test, a small loss of power).
+    /// [`EXACT_MAX_OBSERVATIONS`] observations the biased permutation null uses each
+    /// kernel's Nyström factor (the module docs; still an exact test).
     pub dense: bool,
 }
 
@@ -213,8 +226,8 @@ impl FittedHsic {
         self.test_with_progress::<B>(&())
     }
 
-    /// Whether the null uses Nyström factors ([`super::hsic_low_rank`]): an aggregated test with the
-    /// biased statistic's permutation null above [`super::nystrom::EXACT_MAX_POINTS`] observations,
+    /// Whether the null uses Nyström factors (`super::hsic_low_rank`): an aggregated test with the
+    /// biased statistic's permutation null above [`EXACT_MAX_OBSERVATIONS`] observations,
     /// unless `dense`.
     fn low_rank(&self) -> bool {
         let p = &self.params;
@@ -222,7 +235,7 @@ impl FittedHsic {
             && p.null == NullDistribution::Permutation
             && p.statistic == HsicStatistic::Biased
             && !p.dense
-            && self.data.x.len() > super::hsic_low_rank::EXACT_MAX_OBSERVATIONS
+            && self.data.x.len() > EXACT_MAX_OBSERVATIONS
     }
 
     /// Runs the test with backend `B`, reporting progress.

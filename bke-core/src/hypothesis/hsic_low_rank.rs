@@ -1,5 +1,5 @@
 //! The biased HSIC permutation null of a collection of kernel pairs with Nyström factors, for the
-//! aggregated tests above [`super::nystrom::EXACT_MAX_POINTS`] observations.
+//! aggregated tests above [`super::hsic::EXACT_MAX_OBSERVATIONS`] observations.
 //!
 //! **Low-rank pairs.** With Nyström factors `K̃ = ΦᵀΦ` on `x` (`Φ` of rank `r_k`, [`super::nystrom`],
 //! landmarks from `x` alone) and `L̃ = ΨᵀΨ` on `y`, and `Φ̄ = ΦH`, `Ψ̄ = ΨH` their centred columns,
@@ -28,6 +28,7 @@
 //! the approximation costs is power (`cargo xtask bench tests`, `cargo xtask repro power`).
 
 use super::aggregate::KernelStatistics;
+use super::hsic::EXACT_MAX_OBSERVATIONS;
 use super::hsic_null::{HsicStatistic, PermutationDraws, permutation_stats_of};
 use super::kernels::{Distances, WeightedKernel};
 use super::mmd_null::{NullScalar, gram_has_repeated_points};
@@ -37,19 +38,18 @@ use bke_linalg::{Backend, Mat};
 use rayon::prelude::*;
 
 /// Flops of the low-rank product that cost as much as gathering one permuted value of a dense Gram
-/// matrix (a load from a random place of a column, [`super::hsic_null`]'s block products), as
-/// measured by `cargo xtask bench tests` on 2 cores.
-const GATHER_FLOPS: f64 = 64.0;
-
-/// Observations up to this use the dense Gram matrices.
-pub(crate) const EXACT_MAX_OBSERVATIONS: usize = 256;
+/// matrix (a load from a random place of a column, [`super::hsic_null`]'s block products). Measured
+/// with `bke test hsic` (BKL-Bayes, 1-D, B = 1000, 2 cores, AVX-512): at n = 2000, 64 made the two
+/// narrowest x-kernels exact and took 7.7 CPU seconds, 200 to 5000 kept every kernel low rank and
+/// took 6.3–6.9; at n = 500 (the narrowest kernels exact either way) 0.82 against 0.72–0.80.
+const GATHER_FLOPS: f64 = 256.0;
 
 /// Draws per batch of the low-rank null (progress and cancellation between batches).
 const DRAWS_PER_BATCH: usize = 32;
 
 /// The statistic (biased) of every pair of `xk × yk` (x-major) and `draws` permutation draws, draw
 /// `b` the permutation of stream `(seed, b)` (module docs). `x` and `y` hold more than
-/// [`super::nystrom::EXACT_MAX_POINTS`] paired observations.
+/// [`EXACT_MAX_OBSERVATIONS`] paired observations.
 pub(crate) fn low_rank_stats<B: Backend>(
     x: &Points,
     y: &Points,
