@@ -33,8 +33,9 @@ use super::hsic_null::{HsicStatistic, PermutationDraws, permutation_stats_of};
 use super::kernels::{Distances, WeightedKernel};
 use super::mmd_null::{NullScalar, gram_has_repeated_points};
 use super::nystrom::NystromLandmarks;
+use super::select::canonical_indices;
 use crate::{CoreError, Points, Progress};
-use bke_linalg::{Backend, Mat};
+use bke_linalg::{Backend, Mat, Trans};
 use rayon::prelude::*;
 
 /// Flops of the low-rank product that cost as much as gathering one permuted value of a dense Gram
@@ -106,9 +107,10 @@ pub(crate) fn low_rank_stats<B: Backend>(
         put(part, &mut low_y.iter().flat_map(|&l| dense_x.iter().map(move |&k| k * ny + l)));
     }
     if !low_x.is_empty() && !low_y.is_empty() {
-        let stack =
-            |f: &[Option<Mat>], which: &[usize]| Stacked::new(which.iter().map(|&i| f[i].as_ref().unwrap()));
-        let (sx, sy) = (stack(&fx, &low_x), stack(&fy, &low_y));
+        let stack = |f: &[Option<Mat>], which: &[usize], pts: &Points| {
+            Stacked::new(which.iter().map(|&i| f[i].as_ref().unwrap()), canonical_indices(pts))
+        };
+        let (sx, sy) = cheapest::<B>(stack(&fx, &low_x, x), stack(&fy, &low_y, y))?;
         let part = low_rank_null::<B, f32>(&sx, &sy, draws, seed, progress)?;
         put(part, &mut low_x.iter().flat_map(|&k| low_y.iter().map(move |&l| k * ny + l)));
     }
@@ -132,7 +134,8 @@ fn plan<B: Backend>(
                 what: "observations for the low-rank HSIC null".into(),
                 needed: EXACT_MAX_OBSERVATIONS + 1,
             })?;
-        kernels.par_iter().map(|k| Ok(landmarks.factor::<B>(k)?.map(|f| centred_rows(&f)))).collect()
+        let order = canonical_indices(pts);
+        kernels.par_iter().map(|k| Ok(landmarks.factor::<B>(k)?.map(|f| centred_rows(&f, &order)))).collect()
     };
     progress.update("low-rank factors", 0, 2);
     let mut fx = factors(x, xk)?;
@@ -197,54 +200,160 @@ fn dense_kernels(n: usize, rx: &[Option<usize>], ry: &[Option<usize>]) -> (Vec<u
     (x, y)
 }
 
-/// `Φ̄ = ΦH`: each row of the `r × n` factor less its mean.
-fn centred_rows(f: &Mat) -> Mat {
+/// `Φ̄ = ΦH`: each row of the `r × n` factor less its mean, summed over the columns in `order` (the
+/// canonical order of the points, [`canonical_indices`]: a relabelling permutes the columns and
+/// changes no bit of the means).
+fn centred_rows(f: &Mat, order: &[usize]) -> Mat {
     let (r, n) = (f.nrows(), f.ncols());
     let mut mean = vec![0.0; r];
-    for i in 0..n {
+    for &i in order {
         mean.iter_mut().zip(f.col(i)).for_each(|(m, v)| *m += v);
     }
     mean.iter_mut().for_each(|m| *m /= n as f64);
     Mat::from_fn(r, n, |t, i| f[(t, i)] - mean[t])
 }
 
-/// The centred factors of several kernels stacked: `rows × n`, row-major (row `t` contiguous), and
-/// each kernel's range of rows.
+/// The centred factors of several kernels stacked (`R = Σ r_k` rows), held as `A·Q`: the rows of
+/// `Q` (`q × n`) span their row space and `A` (`R × q`) holds their coefficients — the factors
+/// themselves with `A = I` ([`Stacked::new`]), or an orthonormal basis of their leading row space
+/// ([`Stacked::compressed`]).
 struct Stacked {
-    rows: usize,
     n: usize,
-    values: Vec<f64>,
+    /// `Q`, row-major (row `t` contiguous).
+    basis: Vec<f64>,
+    /// `A`, or `None` for the identity (`Q` is the stack itself).
+    coefficients: Option<Mat>,
+    /// Each kernel's rows of the stack.
     ranges: Vec<std::ops::Range<usize>>,
+    /// The canonical order of the points ([`canonical_indices`]), in which sums over them run.
+    order: Vec<usize>,
 }
 
+/// The variance a compressed basis may drop, relative to the smallest centred variance `‖Φ̄_k‖²_F`
+/// among the stacked kernels: each kernel's Nyström Gram matrix then loses at most this share of
+/// its centred variance.
+const BASIS_DROPPED_VARIANCE: f64 = 1e-3;
+
 impl Stacked {
-    fn new<'a>(factors: impl Iterator<Item = &'a Mat>) -> Self {
-        let (mut values, mut ranges, mut rows, mut n) = (Vec::new(), Vec::new(), 0, 0);
+    fn new<'a>(factors: impl Iterator<Item = &'a Mat>, order: Vec<usize>) -> Self {
+        let (mut basis, mut ranges, mut rows, mut n) = (Vec::new(), Vec::new(), 0, 0);
         for f in factors {
             n = f.ncols();
             for t in 0..f.nrows() {
-                values.extend((0..n).map(|i| f[(t, i)]));
+                basis.extend((0..n).map(|i| f[(t, i)]));
             }
             ranges.push(rows..rows + f.nrows());
             rows += f.nrows();
         }
-        Self { rows, n, values, ranges }
+        Self { n, basis, coefficients: None, ranges, order }
     }
 
-    /// The `n × rows` column-major matrix `Φ̄_πᵀ` (`[i, t] = Φ̄[t, π(i)]`), `π = None` the identity.
+    /// Rows `R` of the stack.
+    fn rows(&self) -> usize {
+        self.ranges.last().map_or(0, |r| r.end)
+    }
+
+    /// Rows `q` of the basis.
+    fn basis_rows(&self) -> usize {
+        self.basis.len() / self.n.max(1)
+    }
+
+    /// The stack in an orthonormal basis of its leading row space. The kernels of a collection
+    /// overlap (a wide Gaussian's features are nearly combinations of a narrower one's), so far
+    /// fewer directions than `R` carry their variance: with `F = UΛ^{½}Qᵀ`-style eigendecomposition
+    /// `FFᵀ = UΛUᵀ`, the smallest eigenvalues are dropped while their sum stays within
+    /// [`BASIS_DROPPED_VARIANCE`] of the smallest kernel's `‖Φ̄_k‖²_F`, and `Q = Λ_q^{-½}U_qᵀF`,
+    /// `A = U_qΛ_q^{½}`, so `AQ = U_qU_qᵀF` is the stack projected on the kept directions.
+    fn compressed<B: Backend>(&self) -> Result<Self, CoreError> {
+        let (r, n) = (self.rows(), self.n);
+        let f = Mat::from_fn(r, n, |t, i| self.basis[t * n + i]);
+        // `FFᵀ` with the columns in canonical order, so that a relabelling changes no bit of it
+        let canonical = Mat::from_fn(n, r, |i, t| self.basis[t * n + self.order[i]]);
+        let g = B::gram(canonical.as_ref());
+        let eigen = B::sym_eigen(g.as_ref())?;
+        let smallest = self
+            .ranges
+            .iter()
+            .map(|k| k.clone().map(|t| g[(t, t)]).sum::<f64>())
+            .fold(f64::INFINITY, f64::min);
+        let (mut first, mut dropped) = (0, 0.0);
+        while first + 1 < r && dropped + eigen.values[first].max(0.0) <= BASIS_DROPPED_VARIANCE * smallest {
+            dropped += eigen.values[first].max(0.0);
+            first += 1;
+        }
+        let kept: Vec<usize> = (first..r).collect();
+        let u = Mat::from_fn(r, kept.len(), |t, j| eigen.vectors[(t, kept[j])]);
+        let mut q = Mat::zeros(kept.len(), n);
+        B::gemm(1.0, u.as_ref(), Trans::Yes, f.as_ref(), Trans::No, 0.0, q.as_mut())?;
+        let root: Vec<f64> = kept.iter().map(|&j| eigen.values[j].sqrt()).collect();
+        let basis =
+            (0..kept.len()).flat_map(|j| (0..n).map(|i| q[(j, i)] / root[j]).collect::<Vec<_>>()).collect();
+        let coefficients = Mat::from_fn(r, kept.len(), |t, j| u[(t, j)] * root[j]);
+        Ok(Self {
+            n,
+            basis,
+            coefficients: Some(coefficients),
+            ranges: self.ranges.clone(),
+            order: self.order.clone(),
+        })
+    }
+
+    /// The `n × q` column-major matrix `Q_πᵀ` (`[i, t] = Q[t, π(i)]`), `π = None` the identity.
     fn permuted_transpose<T: NullScalar>(&self, perm: Option<&[usize]>, out: &mut Vec<T>) {
         out.clear();
-        for row in self.values.chunks(self.n) {
+        for row in self.basis.chunks(self.n) {
             match perm {
                 Some(p) => out.extend(p.iter().map(|&i| T::round(row[i]))),
                 None => out.extend(row.iter().map(|&v| T::round(v))),
             }
         }
     }
+
+    /// Flops per draw of the products that touch this side's coefficients, given the other side's
+    /// basis rows (`S = A_x M`, `R_x q_x q_y`; `C = S A_yᵀ`, `R_x q_y R_y`: [`low_rank_null`]).
+    fn cost_per_draw(x: &Self, y: &Self) -> f64 {
+        let (qx, qy, rx, ry) =
+            (x.basis_rows() as f64, y.basis_rows() as f64, x.rows() as f64, y.rows() as f64);
+        let mut flops = 2.0 * x.n as f64 * qx * qy;
+        let sx = if x.coefficients.is_some() {
+            flops += 2.0 * rx * qx * qy;
+            rx
+        } else {
+            qx
+        };
+        if y.coefficients.is_some() {
+            flops += 2.0 * sx * qy * ry;
+        }
+        flops
+    }
+
+    /// `A` rounded to `T`, column-major (`R × q`); `transposed`: `Aᵀ` (`q × R`).
+    fn coefficients_in<T: NullScalar>(&self, transposed: bool) -> Option<Vec<T>> {
+        let a = self.coefficients.as_ref()?;
+        let a = if transposed { a.transpose() } else { a.clone() };
+        Some(a.as_slice().iter().map(|&v| T::round(v)).collect())
+    }
+}
+
+/// `sx` and `sy`, each as it stands or compressed ([`Stacked::compressed`]), whichever of the four
+/// choices costs the fewest flops per draw. The choice depends on the ranks and the eigenvalues only
+/// (not on the number of draws), like everything else the statistic reads.
+fn cheapest<B: Backend>(sx: Stacked, sy: Stacked) -> Result<(Stacked, Stacked), CoreError> {
+    let (cx, cy) = (sx.compressed::<B>()?, sy.compressed::<B>()?);
+    let costs = [
+        Stacked::cost_per_draw(&sx, &sy),
+        Stacked::cost_per_draw(&cx, &sy),
+        Stacked::cost_per_draw(&sx, &cy),
+        Stacked::cost_per_draw(&cx, &cy),
+    ];
+    let best = (0..4).min_by(|&i, &j| costs[i].total_cmp(&costs[j])).unwrap_or(0);
+    Ok((if best & 1 == 1 { cx } else { sx }, if best & 2 == 2 { cy } else { sy }))
 }
 
 /// The low-rank statistics of every pair of `sx × sy` (x-major) on the identity and on `draws`
-/// permutations of `y` (module docs), in precision `T`, draws in parallel.
+/// permutations of `y` (module docs), in precision `T`, draws in parallel: per draw the product
+/// `M = Q_x Q_{y,π}ᵀ` (`q_x × q_y`), then `S = A_x M` and `C = S A_yᵀ` (the stacks' cross-covariance,
+/// `R_x × R_y`) where the sides have coefficients, and each pair's block of `C` squared and summed.
 fn low_rank_null<B: Backend, T: NullScalar>(
     sx: &Stacked,
     sy: &Stacked,
@@ -253,31 +362,51 @@ fn low_rank_null<B: Backend, T: NullScalar>(
     progress: &dyn Progress,
 ) -> Result<KernelStatistics, CoreError> {
     let n = sx.n;
-    // `Φ̄_x` as an `R_x × n` column-major matrix: the transpose of its row-major storage
-    let mut ax: Vec<T> = Vec::with_capacity(sx.rows * n);
+    let (qx, qy, rx, ry) = (sx.basis_rows(), sy.basis_rows(), sx.rows(), sy.rows());
+    // `Q_x` as a `q_x × n` column-major matrix: the transpose of its row-major storage
+    let mut ax: Vec<T> = Vec::with_capacity(qx * n);
     for i in 0..n {
-        ax.extend((0..sx.rows).map(|t| T::round(sx.values[t * n + i])));
+        ax.extend((0..qx).map(|t| T::round(sx.basis[t * n + i])));
     }
+    let (a_x, a_yt) = (sx.coefficients_in::<T>(false), sy.coefficients_in::<T>(true));
     let pairs = sx.ranges.len() * sy.ranges.len();
-    let statistics = |perm: Option<&[usize]>, (b_buf, c_buf): &mut (Vec<T>, Vec<T>)| {
+    let statistics = |perm: Option<&[usize]>, buffers: &mut [Vec<T>; 4]| {
+        let [b_buf, m_buf, s_buf, c_buf] = buffers;
         sy.permuted_transpose(perm, b_buf);
-        c_buf.clear();
-        c_buf.resize(sx.rows * sy.rows, T::ZERO);
-        bke_linalg::sequential(|| T::gemm::<B>(&ax, b_buf, c_buf, (sx.rows, n, sy.rows)))?;
+        let gemm = |a: &[T], b: &[T], c: &mut Vec<T>, shape: (usize, usize, usize)| {
+            c.clear();
+            c.resize(shape.0 * shape.2, T::ZERO);
+            bke_linalg::sequential(|| T::gemm::<B>(a, b, c, shape))
+        };
+        gemm(&ax, b_buf, m_buf, (qx, n, qy))?;
+        let s: &Vec<T> = match &a_x {
+            Some(a) => {
+                gemm(a, m_buf, s_buf, (rx, qx, qy))?;
+                s_buf
+            }
+            None => m_buf,
+        };
+        let c: &Vec<T> = match &a_yt {
+            Some(at) => {
+                gemm(s, at, c_buf, (rx, qy, ry))?;
+                c_buf
+            }
+            None => s,
+        };
         let scale = 1.0 / (n as f64 * n as f64);
         let mut out = Vec::with_capacity(pairs);
-        for rx in &sx.ranges {
-            for ry in &sy.ranges {
-                let s: f64 = ry
+        for kx in &sx.ranges {
+            for ky in &sy.ranges {
+                let sum: f64 = ky
                     .clone()
-                    .map(|c| {
-                        c_buf[c * sx.rows + rx.start..c * sx.rows + rx.end]
+                    .map(|col| {
+                        c[col * rx + kx.start..col * rx + kx.end]
                             .iter()
                             .map(|&v| v.into().powi(2))
                             .sum::<f64>()
                     })
                     .sum();
-                out.push(s * scale);
+                out.push(sum * scale);
             }
         }
         Ok::<_, CoreError>(out)
@@ -313,7 +442,7 @@ fn low_rank_null<B: Backend, T: NullScalar>(
 mod tests {
     use super::*;
     use crate::hypothesis::hsic_null::permutation_stats_in;
-    use bke_linalg::{DefaultBackend, Trans};
+    use bke_linalg::DefaultBackend;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -332,10 +461,30 @@ mod tests {
         (x, Points::new("y", y, 2).unwrap())
     }
 
-    /// Narrow kernels the landmarks cannot resolve (exact), and smooth ones (low rank), on each side.
+    /// Kernels per variable in [`kernels`].
+    const K: usize = 6;
+
+    /// A narrow kernel the landmarks cannot resolve (exact), and a ladder of smooth ones (low rank,
+    /// overlapping: their stack compresses), on each side.
     fn kernels() -> (Vec<WeightedKernel>, Vec<WeightedKernel>) {
-        let g = WeightedKernel::gaussian;
-        (vec![g(0.002), g(0.1), g(0.5)], vec![g(0.01), g(0.3), g(2.0)])
+        let ladder = |first: f64, from: f64| {
+            std::iter::once(first)
+                .chain((0..K - 1).map(move |j| from * 2f64.powi(j as i32)))
+                .map(WeightedKernel::gaussian)
+        };
+        (ladder(0.002, 0.05).collect(), ladder(0.01, 0.15).collect())
+    }
+
+    impl Stacked {
+        /// Kernel `k`'s factor as the null reads it, `A_k Q` (`r_k × n`).
+        fn factor(&self, k: usize) -> Mat {
+            let rows = self.ranges[k].clone();
+            let q = self.basis_rows();
+            Mat::from_fn(rows.len(), self.n, |t, i| match &self.coefficients {
+                None => self.basis[(rows.start + t) * self.n + i],
+                Some(a) => (0..q).map(|j| a[(rows.start + t, j)] * self.basis[j * self.n + i]).sum(),
+            })
+        }
     }
 
     fn gram(f: &Mat) -> Mat {
@@ -365,8 +514,24 @@ mod tests {
         let (xk, yk) = kernels();
         let (fx, fy) = plan::<DefaultBackend>(&x, &y, &xk, &yk, &()).unwrap();
         for f in [&fx, &fy] {
-            assert!(f[0].is_none() && f[2].is_some(), "the narrow kernel is exact, the wide one low rank");
+            assert!(
+                f[0].is_none() && f[K - 1].is_some(),
+                "the narrow kernel is exact, the wide one low rank"
+            );
         }
+        // the low-rank kernels' factors as the null reads them
+        let low = |f: &[Option<Mat>]| (0..K).filter(|&i| f[i].is_some()).collect::<Vec<_>>();
+        let stack = |f: &[Option<Mat>], pts: &Points| {
+            Stacked::new(low(f).into_iter().map(|i| f[i].as_ref().unwrap()), canonical_indices(pts))
+        };
+        let (sx, sy) = cheapest::<DefaultBackend>(stack(&fx, &x), stack(&fy, &y)).unwrap();
+        assert!(sx.coefficients.is_some() || sy.coefficients.is_some(), "a compressed side");
+        let projected = |f: &[Option<Mat>], s: &Stacked| -> Vec<Option<Mat>> {
+            let mut out: Vec<Option<Mat>> = vec![None; K];
+            low(f).into_iter().enumerate().for_each(|(j, i)| out[i] = Some(s.factor(j)));
+            out
+        };
+        let (px, py) = (projected(&fx, &sx), projected(&fy, &sy));
         let nystrom = |f: &[Option<Mat>], pts: &Points, ks: &[WeightedKernel]| -> Vec<Mat> {
             let mut d = Distances::new(pts);
             f.iter().zip(ks).map(|(f, k)| f.as_ref().map_or_else(|| d.gram(k), gram)).collect()
@@ -380,13 +545,13 @@ mod tests {
                 .unwrap()
         };
         let (low_ref, exact_ref) =
-            (null(&nystrom(&fx, &x, &xk), &nystrom(&fy, &y, &yk)), null(&exact(&x, &xk), &exact(&y, &yk)));
-        let low_pair = |i: usize| fx[i / 3].is_some() && fy[i % 3].is_some();
+            (null(&nystrom(&px, &x, &xk), &nystrom(&py, &y, &yk)), null(&exact(&x, &xk), &exact(&y, &yk)));
+        let low_pair = |i: usize| fx[i / K].is_some() && fy[i % K].is_some();
         let reference = KernelStatistics {
-            observed: (0..9)
+            observed: (0..K * K)
                 .map(|i| if low_pair(i) { low_ref.observed[i] } else { exact_ref.observed[i] })
                 .collect(),
-            draws: (0..9)
+            draws: (0..K * K)
                 .map(|i| if low_pair(i) { &low_ref.draws[i] } else { &exact_ref.draws[i] }.clone())
                 .collect(),
         };
@@ -429,8 +594,8 @@ mod tests {
         let swapped =
             permutation_stats_of::<DefaultBackend, f64>(&ls, &ks, biased, draws(true), None, &()).unwrap();
         let transposed = KernelStatistics {
-            observed: (0..9).map(|i| swapped.observed[(i % 3) * 3 + i / 3]).collect(),
-            draws: (0..9).map(|i| swapped.draws[(i % 3) * 3 + i / 3].clone()).collect(),
+            observed: (0..K * K).map(|i| swapped.observed[(i % K) * K + i / K]).collect(),
+            draws: (0..K * K).map(|i| swapped.draws[(i % K) * K + i / K].clone()).collect(),
         };
         close(&transposed, &plain, 1e-12);
     }
@@ -444,5 +609,40 @@ mod tests {
         assert_eq!(dense_kernels(2000, &[None, Some(5)], &s(&[30, 3])), (vec![0], vec![]));
         assert_eq!(dense_kernels(2000, &s(&[900, 5]), &s(&[400, 300])), (vec![0], vec![]));
         assert_eq!(dense_kernels(2000, &s(&[5, 900]), &s(&[400, 300])), (vec![1], vec![]));
+    }
+
+    /// The compressed stack of an overlapping ladder: fewer basis rows than factor rows, orthonormal
+    /// rows, every kernel within [`BASIS_DROPPED_VARIANCE`] of the smallest kernel's variance of its
+    /// factor, and a null within a few thousandths of the uncompressed one on the same draws.
+    #[test]
+    fn compression_keeps_every_kernel_and_the_null() {
+        let (x, y) = dependent(400);
+        let (xk, yk) = kernels();
+        let (fx, fy) = plan::<DefaultBackend>(&x, &y, &xk, &yk, &()).unwrap();
+        let stack =
+            |f: &[Option<Mat>], pts: &Points| Stacked::new(f.iter().flatten(), canonical_indices(pts));
+        let (plain_x, plain_y) = (stack(&fx, &x), stack(&fy, &y));
+        let c = plain_x.compressed::<DefaultBackend>().unwrap();
+        let (r, q, n) = (c.rows(), c.basis_rows(), c.n);
+        assert!(q < r, "{q} basis rows for {r} factor rows");
+        for a in 0..q {
+            for b in 0..q {
+                let dot: f64 = (0..n).map(|i| c.basis[a * n + i] * c.basis[b * n + i]).sum();
+                assert!((dot - f64::from(u8::from(a == b))).abs() < 1e-9, "Q Qᵀ [{a}, {b}] = {dot}");
+            }
+        }
+        let variance = |f: &Mat| f.as_slice().iter().map(|v| v * v).sum::<f64>();
+        let kept: Vec<&Mat> = fx.iter().flatten().collect();
+        let smallest = kept.iter().map(|f| variance(f)).fold(f64::INFINITY, f64::min);
+        for (k, f) in kept.iter().enumerate() {
+            let g = c.factor(k);
+            let lost: f64 = f.as_slice().iter().zip(g.as_slice()).map(|(u, v)| (u - v).powi(2)).sum();
+            assert!(lost <= BASIS_DROPPED_VARIANCE * smallest * (1.0 + 1e-9), "kernel {k} loses {lost}");
+        }
+        let null =
+            |sx: &Stacked, sy: &Stacked| low_rank_null::<DefaultBackend, f64>(sx, sy, 30, 2, &()).unwrap();
+        let both = (c, plain_y.compressed::<DefaultBackend>().unwrap());
+        let (exact, approx) = (null(&plain_x, &plain_y), null(&both.0, &both.1));
+        close(&approx, &exact, 5e-3);
     }
 }

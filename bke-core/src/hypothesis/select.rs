@@ -181,6 +181,11 @@ impl SelectedKernels {
 
 /// The points in lexicographic order of their coordinates: a canonical order of the multiset.
 pub fn canonical_order(points: &Points) -> Points {
+    points.select(&canonical_indices(points))
+}
+
+/// The indices of [`canonical_order`] (equal points in their order in `points`).
+pub fn canonical_indices(points: &Points) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..points.len()).collect();
     idx.sort_by(|&a, &b| {
         points
@@ -191,7 +196,7 @@ pub fn canonical_order(points: &Points) -> Points {
             .find(|o| o.is_ne())
             .unwrap_or(std::cmp::Ordering::Equal)
     });
-    points.select(&idx)
+    idx
 }
 
 /// Chooses the kernels for the sample `points` (the pooled sample for MMD, one variable for HSIC),
