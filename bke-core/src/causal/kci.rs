@@ -55,7 +55,7 @@
 //!   three problems (`x = sin 2z + e`, `y = z² + e`; heteroscedastic; two-dimensional `Z`; n = 150),
 //!   against 4, 0 and 3 of 40 with the features' likelihood (power 25 and 38 of 40 on two dependent
 //!   variants). `R_s` uses every row.
-//! - The `Z` factor of `K_Ẍ` ([`xz_factor`]): the median heuristic on `Z` (standardised column by
+//! - The `Z` factor of `K_Ẍ` (`xz_factor`): the median heuristic on `Z` (standardised column by
 //!   column) with lengthscales [`XZ_WIDENING`] = 2 times longer, whichever rule chose `K_Z^s`
 //!   (causal-learn standardises the data and joins `x` with `z/2` into one kernel, the same ratio). It only has to make `K_Ẍ` characteristic on `(X, Z)` and smooth enough in `z`
 //!   for the regression to remove; the regression's own lengthscales are too rough for that (13 of
@@ -226,7 +226,7 @@ pub struct ZKernel {
 /// The smallest ridge used: below it `K_Z + εI` is too ill-conditioned to factor reliably.
 const MIN_RIDGE: f64 = 1e-6;
 
-/// The lengthscales of the `Z` factor of `K_Ẍ` over the median heuristic's ([`xz_factor`]).
+/// The lengthscales of the `Z` factor of `K_Ẍ` over the median heuristic's (`xz_factor`).
 pub const XZ_WIDENING: f64 = 2.0;
 
 impl ZKernel {

@@ -12,6 +12,16 @@
 //! The observed statistic is the same computation with the identity, so ties between relabellings
 //! that swap equal points stay exact in single precision.
 //!
+//! **One basis per variable.** The kernels of a collection overlap — a wide Gaussian's features are
+//! nearly combinations of a narrower one's — so the stacked factors `F = Φ̄_all` (`R_x` rows) span
+//! far fewer directions than `R_x`: with `FFᵀ = UΛUᵀ`, the stack is replaced by its projection
+//! `A Q` on the leading eigen-directions (`Q` orthonormal `q_x × n`, `A = U_qΛ_q^{½}`), dropping
+//! directions whose eigenvalues sum to at most [`BASIS_DROPPED_VARIANCE`] of the smallest kernel's
+//! `‖Φ̄_k‖²_F` (so no kernel loses more than that share of its variance). A draw then costs
+//! `2n q_x q_y` for `M = Q_x Q_{y,π}ᵀ` plus `2R_x q_x q_y + 2R_x q_y R_y` for the cross-covariance
+//! `A_x M A_yᵀ`; each side is compressed where that lowers the flops per draw (1-D BKL-Bayes at
+//! n = 2000: `q = 292` of 481 rows for `x`, 221 of 365 for `y`, 3.9 instead of 6.1 CPU seconds).
+//!
 //! **Exact kernels.** A kernel the landmarks cannot resolve ([`super::nystrom::NystromLandmarks::factor`]
 //! answers `None`) keeps its exact Gram matrix, and so does a kernel whose rank makes the product
 //! dearer than its gather ([`dense_kernels`]: a cost model, greedy from the highest rank). Every pair
@@ -22,8 +32,8 @@
 //! permutation in every part.
 //!
 //! **The test stays exact.** The landmarks, the factors, their ranks and so the choice of the exact
-//! kernels depend on each variable's multiset of values only, which a relabelling of `y` leaves
-//! unchanged; every pair's statistic is one fixed function of the paired data, computed the same way
+//! kernels, and the bases, depend on each variable's multiset of values only (every sum over the
+//! points runs in their canonical order), which a relabelling of `y` leaves unchanged; every pair's statistic is one fixed function of the paired data, computed the same way
 //! on the observed pairing and on every relabelling (the argument of [`super::select`]'s docs). What
 //! the approximation costs is power (`cargo xtask bench tests`, `cargo xtask repro power`).
 
