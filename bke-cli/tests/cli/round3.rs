@@ -154,3 +154,45 @@ fn mmd_within_a_memory_limit_works_in_blocks() {
         ["test", "mmd", "--x", &x, "--y", &y, "--select", "median", "--null", "wild", "--max-memory", "4M"];
     fails_with(&wild, &["wild bootstrap", "--null permutation", "--max-memory"]);
 }
+
+/// `bke test hsic` above 256 observations: the default (BKL-Bayes) runs its null on Nyström factors,
+/// close to the exact statistics of `--dense` and as decisive on dependent data; a memory limit below
+/// the exact Gram matrices of its unresolved narrow kernels is refused naming the cheaper rules.
+#[test]
+fn hsic_above_256_observations_uses_low_rank_factors() {
+    let mut t = String::from("x,y\n");
+    for i in 0..400 {
+        let x = (i as f64 * 0.618_034).fract() * 2.0 - 1.0;
+        let noise = (i as f64 * 0.414_214 + 0.3).fract() - 0.5;
+        t.push_str(&format!("{x},{}\n", (3.0 * x).sin() + noise));
+    }
+    let data = w("hsic400.csv", &t);
+    let base = [
+        "test",
+        "hsic",
+        "--x",
+        &data,
+        "--y",
+        &data,
+        "--x-columns",
+        "x",
+        "--y-columns",
+        "y",
+        "--permutations",
+        "200",
+    ];
+    let (ok, low, err) = crate::common::bke(&base);
+    assert!(ok, "{err}");
+    let (ok, dense, err) = crate::common::bke(&[&base[..], &["--dense"]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(low["selection"], "bkl-bayes");
+    for out in [&low, &dense] {
+        assert!(out["p_value"].as_f64().unwrap() < 0.01, "{out}");
+    }
+    let (a, b) = (low["statistic"].as_f64().unwrap(), dense["statistic"].as_f64().unwrap());
+    assert!((a - b).abs() < 0.05 * b.abs(), "studentised statistic {a} against the dense {b}");
+    fails_with(
+        &[&base[..], &["--max-memory", "3M"]].concat(),
+        &["kept exact", "--select hsicagg", "--max-memory"],
+    );
+}

@@ -90,6 +90,9 @@ pub(crate) fn low_rank_stats<B: Backend>(
         which.iter().map(|&i| d.gram(&kernels[i])).collect()
     };
     let all_x: Vec<usize> = (0..nx).collect();
+    let exact_x = if dense_y.is_empty() { dense_x.len() } else { nx };
+    let exact_y = dense_y.len() + if dense_x.is_empty() { 0 } else { low_y.len() };
+    check_memory(x.len(), dense_x.len() + dense_y.len(), exact_x + exact_y)?;
     let ks = if dense_y.is_empty() { grams(x, xk, &dense_x) } else { grams(x, xk, &all_x) };
     let ls_exact = grams(y, yk, &dense_y);
     let ls_low = if dense_x.is_empty() { Vec::new() } else { grams(y, yk, &low_y) };
@@ -156,6 +159,23 @@ fn plan<B: Backend>(
     dense_x.iter().for_each(|&k| fx[k] = None);
     dense_y.iter().for_each(|&l| fy[l] = None);
     Ok((fx, fy))
+}
+
+/// Refuses the dense parts' `n × n` matrices beyond the memory limit ([`crate::budget`]): `grams`
+/// exact Gram matrices (for the `exact` kernels the landmarks do not resolve or the cost model keeps,
+/// and the kernels paired with them), a centred copy and a single-precision operand of each, and
+/// the distances — at most `(2·grams + 2) · 8n²` bytes.
+fn check_memory(n: usize, exact: usize, grams: usize) -> Result<(), CoreError> {
+    if grams == 0 {
+        return Ok(());
+    }
+    let setting = format!(
+        "n = {n} observations with {exact} kernel(s) kept exact (narrow against the spacing of the points, \
+         so their Nyström factors would need most of the points as landmarks): the null holds {grams} dense n × n \
+         Gram matrices, theirs and their partners'; --select hsicagg (bandwidths around the \
+         median distance) or median need none at this size, or test a random subsample"
+    );
+    crate::budget::check(&setting, crate::budget::Bytes::f64s(n).times(n).times(2 * grams + 2))
 }
 
 /// The ranks of the factors (`None`: the exact Gram matrix).
