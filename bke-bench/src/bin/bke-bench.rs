@@ -54,7 +54,7 @@ fn main() -> anyhow::Result<()> {
             let ns = list(&args, "--selection-n", &[500, 2000])?;
             let dims = list(&args, "--selection-dims", &[1, 50])?;
             bke_bench::hypothesis::selection_costs(&ns, &dims, b, gemm)?.emit(&out, "tests-selection")?;
-            let hsic_ns = list(&args, "--hsic-n", &[500, 1000])?;
+            let hsic_ns = list(&args, "--hsic-n", &[500, 2000])?;
             bke_bench::hypothesis::hsic_selection_costs(&hsic_ns, b, gemm)?.emit(&out, "tests-hsic-selection")
         }
         "dme" => {

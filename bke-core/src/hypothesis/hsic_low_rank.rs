@@ -288,11 +288,10 @@ impl Stacked {
         self.basis.len() / self.n.max(1)
     }
 
-    /// The stack in an orthonormal basis of its leading row space. The kernels of a collection
-    /// overlap (a wide Gaussian's features are nearly combinations of a narrower one's), so far
-    /// fewer directions than `R` carry their variance: with `F = UΛ^{½}Qᵀ`-style eigendecomposition
-    /// `FFᵀ = UΛUᵀ`, the smallest eigenvalues are dropped while their sum stays within
-    /// [`BASIS_DROPPED_VARIANCE`] of the smallest kernel's `‖Φ̄_k‖²_F`, and `Q = Λ_q^{-½}U_qᵀF`,
+    /// The stack in an orthonormal basis of its leading row space (module docs): with the
+    /// eigendecomposition `FFᵀ = UΛUᵀ` (sums over the points in canonical order), the smallest
+    /// eigenvalues are dropped while their sum stays within [`BASIS_DROPPED_VARIANCE`] of the
+    /// smallest kernel's `‖Φ̄_k‖²_F` (those at rounding level always), `Q = Λ_q^{-½}U_qᵀF` and
     /// `A = U_qΛ_q^{½}`, so `AQ = U_qU_qᵀF` is the stack projected on the kept directions.
     fn compressed<B: Backend>(&self) -> Result<Self, CoreError> {
         let (r, n) = (self.rows(), self.n);
@@ -306,9 +305,15 @@ impl Stacked {
             .iter()
             .map(|k| k.clone().map(|t| g[(t, t)]).sum::<f64>())
             .fold(f64::INFINITY, f64::min);
+        // directions at rounding level (or below zero) always go: their `Λ^{-½}` is noise
+        let rounding = 1e-12 * eigen.values[r - 1].max(0.0);
         let (mut first, mut dropped) = (0, 0.0);
-        while first + 1 < r && dropped + eigen.values[first].max(0.0) <= BASIS_DROPPED_VARIANCE * smallest {
-            dropped += eigen.values[first].max(0.0);
+        while first + 1 < r {
+            let value = eigen.values[first].max(0.0);
+            if value > rounding && dropped + value > BASIS_DROPPED_VARIANCE * smallest {
+                break;
+            }
+            dropped += value;
             first += 1;
         }
         let kept: Vec<usize> = (first..r).collect();
@@ -316,8 +321,11 @@ impl Stacked {
         let mut q = Mat::zeros(kept.len(), n);
         B::gemm(1.0, u.as_ref(), Trans::Yes, f.as_ref(), Trans::No, 0.0, q.as_mut())?;
         let root: Vec<f64> = kept.iter().map(|&j| eigen.values[j].sqrt()).collect();
-        let basis =
-            (0..kept.len()).flat_map(|j| (0..n).map(|i| q[(j, i)] / root[j]).collect::<Vec<_>>()).collect();
+        let basis = (0..kept.len())
+            .flat_map(|j| {
+                (0..n).map(|i| if root[j] > 0.0 { q[(j, i)] / root[j] } else { 0.0 }).collect::<Vec<_>>()
+            })
+            .collect();
         let coefficients = Mat::from_fn(r, kept.len(), |t, j| u[(t, j)] * root[j]);
         Ok(Self {
             n,
