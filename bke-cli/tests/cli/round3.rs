@@ -186,6 +186,7 @@ fn hsic_above_256_observations_uses_low_rank_factors() {
     let (ok, dense, err) = crate::common::bke(&[&base[..], &["--dense"]].concat());
     assert!(ok, "{err}");
     assert_eq!(low["selection"], "bkl-bayes");
+    assert_eq!((&low["null_grams"], &dense["null_grams"]), (&"nystrom".into(), &"exact".into()));
     for out in [&low, &dense] {
         assert!(out["p_value"].as_f64().unwrap() < 0.01, "{out}");
     }

@@ -270,7 +270,6 @@ impl FittedHsic {
                 self.single_outcome::<B>(&ks[0], &ls[0], progress)?
             }
         };
-
         if whole {
             progress.update("null distribution", 1, 1);
         }
@@ -304,6 +303,7 @@ impl FittedHsic {
                 p.statistic.name()
             },
             kernel: lx.family.name(),
+            null_grams: if self.low_rank() { "nystrom" } else { "exact" },
             n: self.data.x.len(),
             permutations: resampled.then_some(p.permutations),
             seed: resampled.then_some(p.seed),

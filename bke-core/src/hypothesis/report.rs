@@ -230,6 +230,9 @@ pub struct HsicReport {
     pub statistic_kind: &'static str,
     /// The kernel family: "se".
     pub kernel: &'static str,
+    /// The Gram matrices of the null: "exact", or "nystrom" (low-rank factors for the kernels the
+    /// landmarks resolve; the aggregated tests above 256 pairs unless `dense`).
+    pub null_grams: &'static str,
     /// Number of pairs.
     pub n: usize,
     /// Resampling draws `B` (resampled nulls only; HSICAgg draws `B₁ = B₂ = B`).
