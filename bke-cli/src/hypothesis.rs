@@ -172,7 +172,7 @@ pub struct HsicArgs {
     #[arg(long, default_value = HsicParams::default().null.name())]
     pub null: String,
     /// Aggregated tests: dense Gram matrices at every size (the published HSICAgg statistics,
-    /// O(n²B) per kernel pair) instead of Nyström factors above 512 observations.
+    /// O(n²B) per kernel pair) instead of Nyström factors above 256 observations.
     #[arg(long)]
     pub dense: bool,
     #[command(flatten)]

@@ -33,9 +33,11 @@
 //!
 //! **The test stays exact.** The landmarks, the factors, their ranks and so the choice of the exact
 //! kernels, and the bases, depend on each variable's multiset of values only (every sum over the
-//! points runs in their canonical order), which a relabelling of `y` leaves unchanged; every pair's statistic is one fixed function of the paired data, computed the same way
-//! on the observed pairing and on every relabelling (the argument of [`super::select`]'s docs). What
-//! the approximation costs is power (`cargo xtask bench tests`, `cargo xtask repro power`).
+//! points runs in their canonical order), which a relabelling of `y` leaves unchanged; every pair's
+//! statistic is one fixed function of the paired data, computed the same way on the observed pairing
+//! and on every relabelling (the argument of [`super::select`]'s docs). What the approximation costs
+//! is power, not level (`cargo xtask repro level` checks the level at n = 400; `--dense` gives the
+//! exact statistics to compare with).
 
 use super::aggregate::KernelStatistics;
 use super::hsic::EXACT_MAX_OBSERVATIONS;
