@@ -29,7 +29,10 @@
 //! pair of an exact `x`-kernel and a low-rank `y`-kernel runs it with the roles swapped — the
 //! `x`-kernel's Gram matrix permuted by `π⁻¹` against the `y`-kernel's exact Gram matrix
 //! ([`super::hsic_null::PermutationDraws`]), which is the same statistic. Draw `b` is the same
-//! permutation in every part.
+//! permutation in every part. The permuted side of either part is an exact kernel, and an exact
+//! kernel is mostly a narrow one whose Gram matrix is nearly diagonal: held sparse, its pairs cost
+//! a few reads per kept entry instead of a gather of every entry ([`super::hsic_sparse`]; 1-D
+//! BKL-Bayes at n = 500: 0.19 → 0.08 s wall for the two parts).
 //!
 //! **The test stays exact.** The landmarks, the factors, their ranks and so the choice of the exact
 //! kernels, and the bases, depend on each variable's multiset of values only (every sum over the
@@ -42,6 +45,7 @@
 use super::aggregate::KernelStatistics;
 use super::hsic::EXACT_MAX_OBSERVATIONS;
 use super::hsic_null::{HsicStatistic, PermutationDraws, permutation_stats_of};
+use super::hsic_sparse::{SparseGram, sparse_stats};
 use super::kernels::{Distances, WeightedKernel};
 use super::mmd_null::{NullScalar, gram_has_repeated_points};
 use super::nystrom::NystromLandmarks;
@@ -100,12 +104,7 @@ pub(crate) fn low_rank_stats<B: Backend>(
     let ls_low = if dense_x.is_empty() { Vec::new() } else { grams(y, yk, &low_y) };
     let single = !ks.iter().chain(&ls_exact).chain(&ls_low).any(gram_has_repeated_points);
     let dense = |a: &[Mat], b: &[Mat], inverse: bool| {
-        let draws = PermutationDraws { count: draws, seed, inverse };
-        if single {
-            permutation_stats_of::<B, f32>(a, b, HsicStatistic::Biased, draws, None, progress)
-        } else {
-            permutation_stats_of::<B, f64>(a, b, HsicStatistic::Biased, draws, None, progress)
-        }
+        permuted_part::<B>(a, b, single, PermutationDraws { count: draws, seed, inverse }, progress)
     };
     if !dense_y.is_empty() {
         // rows: every x-kernel (x-major over the exact y-kernels)
@@ -128,6 +127,48 @@ pub(crate) fn low_rank_stats<B: Backend>(
         let (sx, sy) = cheapest::<B>(stack(&fx, &low_x, x), stack(&fy, &low_y, y))?;
         let part = low_rank_null::<B, f32>(&sx, &sy, draws, seed, progress)?;
         put(part, &mut low_x.iter().flat_map(|&k| low_y.iter().map(move |&l| k * ny + l)));
+    }
+    Ok(stats)
+}
+
+/// Every pair of `a × b` (x-major) with `b`'s kernels permuted by the draws: against a `b`-kernel
+/// whose Gram matrix is nearly diagonal, by its sparse form ([`super::hsic_sparse`], in single
+/// precision where no Gram matrix has repeated points); against the others, by the dense null.
+fn permuted_part<B: Backend>(
+    a: &[Mat],
+    b: &[Mat],
+    single: bool,
+    draws: PermutationDraws,
+    progress: &dyn Progress,
+) -> Result<KernelStatistics, CoreError> {
+    let sparse: Vec<Option<SparseGram>> =
+        b.iter().map(|l| single.then(|| SparseGram::of(l)).flatten()).collect();
+    let (held, full): (Vec<usize>, Vec<usize>) = (0..b.len()).partition(|&l| sparse[l].is_some());
+    let (nb, mut stats) = (
+        b.len(),
+        KernelStatistics {
+            observed: vec![0.0; a.len() * b.len()],
+            draws: vec![Vec::new(); a.len() * b.len()],
+        },
+    );
+    let mut put = |part: KernelStatistics, which: &[usize]| {
+        let pairs = (0..a.len()).flat_map(|k| which.iter().map(move |&l| k * nb + l));
+        for ((pair, observed), null) in pairs.zip(part.observed).zip(part.draws) {
+            stats.observed[pair] = observed;
+            stats.draws[pair] = null;
+        }
+    };
+    if !held.is_empty() {
+        let grams: Vec<SparseGram> = sparse.into_iter().flatten().collect();
+        put(sparse_stats(a, &grams, draws, progress)?, &held);
+    }
+    if !full.is_empty() {
+        let ls: Vec<Mat> = full.iter().map(|&l| b[l].clone()).collect();
+        let part = match single {
+            true => permutation_stats_of::<B, f32>(a, &ls, HsicStatistic::Biased, draws, None, progress)?,
+            false => permutation_stats_of::<B, f64>(a, &ls, HsicStatistic::Biased, draws, None, progress)?,
+        };
+        put(part, &full);
     }
     Ok(stats)
 }

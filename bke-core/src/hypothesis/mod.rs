@@ -39,6 +39,7 @@ pub mod aggregate;
 pub mod hsic;
 mod hsic_low_rank;
 pub(crate) mod hsic_null;
+mod hsic_sparse;
 pub mod kernels;
 pub mod median;
 pub mod mmd;
