@@ -44,8 +44,8 @@
 
 use super::aggregate::KernelStatistics;
 use super::hsic::EXACT_MAX_OBSERVATIONS;
-use super::hsic_null::{HsicStatistic, PermutationDraws, permutation_stats_of};
-use super::hsic_sparse::{SparseGram, sparse_stats};
+use super::hsic_null::PermutationDraws;
+use super::hsic_sparse::permuted_part;
 use super::kernels::{Distances, WeightedKernel};
 use super::mmd_null::{NullScalar, gram_has_repeated_points};
 use super::nystrom::NystromLandmarks;
@@ -127,48 +127,6 @@ pub(crate) fn low_rank_stats<B: Backend>(
         let (sx, sy) = cheapest::<B>(stack(&fx, &low_x, x), stack(&fy, &low_y, y))?;
         let part = low_rank_null::<B, f32>(&sx, &sy, draws, seed, progress)?;
         put(part, &mut low_x.iter().flat_map(|&k| low_y.iter().map(move |&l| k * ny + l)));
-    }
-    Ok(stats)
-}
-
-/// Every pair of `a × b` (x-major) with `b`'s kernels permuted by the draws: against a `b`-kernel
-/// whose Gram matrix is nearly diagonal, by its sparse form ([`super::hsic_sparse`], in single
-/// precision where no Gram matrix has repeated points); against the others, by the dense null.
-fn permuted_part<B: Backend>(
-    a: &[Mat],
-    b: &[Mat],
-    single: bool,
-    draws: PermutationDraws,
-    progress: &dyn Progress,
-) -> Result<KernelStatistics, CoreError> {
-    let sparse: Vec<Option<SparseGram>> =
-        b.iter().map(|l| single.then(|| SparseGram::of(l)).flatten()).collect();
-    let (held, full): (Vec<usize>, Vec<usize>) = (0..b.len()).partition(|&l| sparse[l].is_some());
-    let (nb, mut stats) = (
-        b.len(),
-        KernelStatistics {
-            observed: vec![0.0; a.len() * b.len()],
-            draws: vec![Vec::new(); a.len() * b.len()],
-        },
-    );
-    let mut put = |part: KernelStatistics, which: &[usize]| {
-        let pairs = (0..a.len()).flat_map(|k| which.iter().map(move |&l| k * nb + l));
-        for ((pair, observed), null) in pairs.zip(part.observed).zip(part.draws) {
-            stats.observed[pair] = observed;
-            stats.draws[pair] = null;
-        }
-    };
-    if !held.is_empty() {
-        let grams: Vec<SparseGram> = sparse.into_iter().flatten().collect();
-        put(sparse_stats(a, &grams, draws, progress)?, &held);
-    }
-    if !full.is_empty() {
-        let ls: Vec<Mat> = full.iter().map(|&l| b[l].clone()).collect();
-        let part = match single {
-            true => permutation_stats_of::<B, f32>(a, &ls, HsicStatistic::Biased, draws, None, progress)?,
-            false => permutation_stats_of::<B, f64>(a, &ls, HsicStatistic::Biased, draws, None, progress)?,
-        };
-        put(part, &full);
     }
     Ok(stats)
 }
@@ -522,7 +480,7 @@ fn low_rank_null<B: Backend, T: NullScalar>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hypothesis::hsic_null::permutation_stats_in;
+    use crate::hypothesis::hsic_null::{HsicStatistic, permutation_stats_in, permutation_stats_of};
     use bke_linalg::DefaultBackend;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;

@@ -22,14 +22,14 @@
 //! has repeated points (so no relabelling ties the observed statistic), in single precision.
 
 use super::aggregate::KernelStatistics;
-use super::hsic_null::PermutationDraws;
+use super::hsic_null::{HsicStatistic, PermutationDraws, permutation_stats_of};
 use crate::{CoreError, Progress};
-use bke_linalg::Mat;
+use bke_linalg::{Backend, Mat};
 use rayon::prelude::*;
 
 /// Entries of a Gram matrix below this fraction of its largest are dropped (single-precision
 /// rounding of the unit diagonal: below what the dense null's `f32` operands resolve).
-pub(super) const MIN_ENTRY: f64 = 1.0 / (1u64 << 24) as f64;
+const MIN_ENTRY: f64 = 1.0 / (1u64 << 24) as f64;
 
 /// A Gram matrix is held sparse when at most this fraction of its upper triangle is kept: a kept
 /// entry costs one read of `#x-kernels` interleaved values and their multiply-adds, a dense one a
@@ -42,7 +42,7 @@ const DRAWS_PER_BATCH: usize = 64;
 
 /// The upper triangle of a Gram matrix without its entries below [`MIN_ENTRY`], by rows (`CSR`),
 /// off-diagonal entries doubled.
-pub(super) struct SparseGram {
+struct SparseGram {
     starts: Vec<usize>,
     cols: Vec<u32>,
     vals: Vec<f32>,
@@ -50,7 +50,7 @@ pub(super) struct SparseGram {
 
 impl SparseGram {
     /// `gram` held sparse, or `None` when it keeps more than [`MAX_DENSITY`] of its upper triangle.
-    pub(super) fn of(gram: &Mat) -> Option<Self> {
+    fn of(gram: &Mat) -> Option<Self> {
         let n = gram.nrows();
         let largest = gram.as_slice().iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let cut = MIN_ENTRY * largest;
@@ -143,10 +143,52 @@ impl Interleaved {
     }
 }
 
+/// Every pair of `a × b` (x-major) with `b`'s kernels permuted by the draws: against a `b`-kernel
+/// whose Gram matrix is nearly diagonal, by its sparse form ([`sparse_stats`], in single
+/// precision where no Gram matrix has repeated points); against the others, by the dense null.
+pub(super) fn permuted_part<B: Backend>(
+    a: &[Mat],
+    b: &[Mat],
+    single: bool,
+    draws: PermutationDraws,
+    progress: &dyn Progress,
+) -> Result<KernelStatistics, CoreError> {
+    let sparse: Vec<Option<SparseGram>> =
+        b.iter().map(|l| single.then(|| SparseGram::of(l)).flatten()).collect();
+    let (held, full): (Vec<usize>, Vec<usize>) = (0..b.len()).partition(|&l| sparse[l].is_some());
+    let (nb, mut stats) = (
+        b.len(),
+        KernelStatistics {
+            observed: vec![0.0; a.len() * b.len()],
+            draws: vec![Vec::new(); a.len() * b.len()],
+        },
+    );
+    let mut put = |part: KernelStatistics, which: &[usize]| {
+        let pairs = (0..a.len()).flat_map(|k| which.iter().map(move |&l| k * nb + l));
+        for ((pair, observed), null) in pairs.zip(part.observed).zip(part.draws) {
+            stats.observed[pair] = observed;
+            stats.draws[pair] = null;
+        }
+    };
+    if !held.is_empty() {
+        let grams: Vec<SparseGram> = sparse.into_iter().flatten().collect();
+        put(sparse_stats(a, &grams, draws, progress)?, &held);
+    }
+    if !full.is_empty() {
+        let ls: Vec<Mat> = full.iter().map(|&l| b[l].clone()).collect();
+        let part = match single {
+            true => permutation_stats_of::<B, f32>(a, &ls, HsicStatistic::Biased, draws, None, progress)?,
+            false => permutation_stats_of::<B, f64>(a, &ls, HsicStatistic::Biased, draws, None, progress)?,
+        };
+        put(part, &full);
+    }
+    Ok(stats)
+}
+
 /// Every pair `(k, l)` of `ks × ls` (x-major, as [`super::hsic_null::permutation_stats_of`]) of
 /// `x`-kernel Gram matrices `ks` and sparse `y`-kernel Gram matrices `ls`: the biased statistic of
 /// the identity and of every draw of `draws` (the permutation `σ` acting on `y`).
-pub(super) fn sparse_stats(
+fn sparse_stats(
     ks: &[Mat],
     ls: &[SparseGram],
     draws: PermutationDraws,
@@ -193,7 +235,6 @@ pub(super) fn sparse_stats(
 
 #[cfg(test)]
 mod tests {
-    use super::super::hsic_null::{HsicStatistic, permutation_stats_of};
     use super::*;
     use bke_linalg::DefaultBackend as B;
 
