@@ -60,7 +60,7 @@ def embedding_sample(x: Array, **kwargs) -> dict: ...
 def mmd_test(
     x: Array, y: Array, *, lengthscale: Optional[float], selection: dict, statistic: str, null: str,
     permutations: int, alpha: float, seed: int, null_draws: Optional[Sequence[float]], backend: str,
-    n_jobs: Optional[int],
+    n_jobs: Optional[int], dense: bool = ...,
 ) -> tuple[str, list[float]]: ...
 def causal_pc(
     data: Array, *, names: Sequence[str], time: Optional[Array], prewhiten: str, alpha: float,
@@ -70,7 +70,7 @@ def ci_test(data: Array, *, alpha: float, test: dict, backend: str, n_jobs: Opti
 def hsic_test(
     x: Array, y: Array, *, lengthscale_x: Optional[float], lengthscale_y: Optional[float],
     selection: dict, statistic: str, null: str, permutations: int, alpha: float, seed: int,
-    backend: str, n_jobs: Optional[int],
+    backend: str, n_jobs: Optional[int], dense: bool = ...,
 ) -> tuple[str, list[float]]: ...
 def mmd_null_draws(
     x: Array, y: Array, *, lengthscale: float, statistic: str, seed: int, start: int, stop: int,

@@ -189,7 +189,7 @@ def mmd_test(
     sel = _selection(select or "median", median_convention=median_convention, bkl_landmarks=bkl_landmarks,
                      bkl_tau2=bkl_tau2, bkl_prior=bkl_prior)
     seed, permutations = seed_from(seed), int(permutations)
-    common = dict(lengthscale=fixed, selection=sel, statistic=str(statistic), null="permutation",
+    common = dict(lengthscale=fixed, selection=sel, statistic=str(statistic), null="permutation", dense=False,
                   alpha=float(alpha), seed=seed, backend=str(backend), n_jobs=n_jobs)
     # The kernel, chosen as the local call chooses it (one permutation: the cheapest full run).
     chosen = json.loads(_bke.mmd_test(xs, ys, permutations=1, null_draws=None, **common)[0])

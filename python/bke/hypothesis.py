@@ -141,7 +141,9 @@ def _seed(seed) -> int:
 # The keywords of ``mmd_test``/``hsic_test`` after the fixed lengthscale(s), with their annotations:
 # the test's options (defaults: the test's section of the library defaults), then the selection
 # options (defaults: the selection section).
-_TEST_OPTIONS = {"statistic": "str", "null": "str", "permutations": "int", "alpha": "float", "seed": "int"}
+_TEST_OPTIONS = {
+    "statistic": "str", "null": "str", "permutations": "int", "alpha": "float", "seed": "int", "dense": "bool",
+}
 _SELECTION_OPTIONS = {
     "median_convention": "str", "bkl_landmarks": "int", "bkl_tau2": "float", "bkl_prior": "str",
     "agg_weights": "str", "agg_kernels": "str",
@@ -197,7 +199,7 @@ def _run_keywords(kw: dict) -> dict:
     return dict(
         selection=sel, statistic=str(kw["statistic"]), null=str(kw["null"]),
         permutations=int(kw["permutations"]), alpha=float(kw["alpha"]), seed=_seed(kw["seed"]),
-        backend=str(kw["backend"]), n_jobs=kw["n_jobs"],
+        dense=kw["dense"], backend=str(kw["backend"]), n_jobs=kw["n_jobs"],
     )
 
 
@@ -222,6 +224,11 @@ def mmd_test(x, y, kw: dict) -> TestResult:
     alpha : float, default 0.05
     seed : int, default 0
         Seed of the draws (and of BKL's landmark hold-out); results never depend on ``n_jobs``.
+    dense : bool, default False
+        Aggregated selections (mmdagg, fuse, bkl-bayes; hsicagg and bkl-bayes for
+        :func:`hsic_test`): exact Gram matrices at every size, the published statistics, instead of
+        Nyström factors above 512 pooled points (HSIC: 256 observations), as ``--dense``. The
+        HSIC result's ``null_grams`` says which ran ("exact" or "nystrom").
     median_convention, bkl_landmarks, bkl_tau2, bkl_prior, agg_weights, agg_kernels
         As the CLI's flags of the same names.
     backend : str, default "faer"
@@ -276,6 +283,7 @@ class _KernelTest(Params):
         permutations: int = _MMD["permutations"],
         alpha: float = _MMD["alpha"],
         random_state=_MMD["seed"],
+        dense: bool = _MMD["dense"],
         backend: str = _BACKEND,
         n_jobs: Optional[int] = None,
         **selection_options,
@@ -291,7 +299,8 @@ class _KernelTest(Params):
 
     def get_params(self, deep: bool = True) -> dict:
         d = {k: getattr(self, k) for k in
-             ("select", "statistic", "null", "permutations", "alpha", "random_state", "backend", "n_jobs")}
+             ("select", "statistic", "null", "permutations", "alpha", "random_state", "dense", "backend",
+              "n_jobs")}
         d.update(self.selection_options)
         return d
 
@@ -303,7 +312,7 @@ class _KernelTest(Params):
         :class:`TestResult` in ``result_``."""
         kw = dict(
             select=self.select, null=self.null, permutations=self.permutations, alpha=self.alpha,
-            seed=seed_from(self.random_state), backend=self.backend, n_jobs=self.n_jobs,
+            seed=seed_from(self.random_state), dense=self.dense, backend=self.backend, n_jobs=self.n_jobs,
             **self.selection_options,
         )
         if self.statistic is not None:

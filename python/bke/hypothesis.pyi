@@ -19,13 +19,13 @@ class TestResult:
 def mmd_test(
     x: npt.ArrayLike, y: npt.ArrayLike, *, select: Optional[str] = ..., lengthscale: Optional[float] = ...,
     statistic: str = ..., null: str = ..., permutations: int = ..., alpha: float = ..., seed: int = ...,
-    median_convention: str = ..., bkl_landmarks: int = ..., bkl_tau2: float = ..., bkl_prior: str = ...,
+    dense: bool = ..., median_convention: str = ..., bkl_landmarks: int = ..., bkl_tau2: float = ..., bkl_prior: str = ...,
     agg_weights: str = ..., agg_kernels: str = ..., backend: str = ..., n_jobs: Optional[int] = ...,
 ) -> TestResult: ...
 def hsic_test(
     x: npt.ArrayLike, y: npt.ArrayLike, *, select: Optional[str] = ..., lengthscale_x: Optional[float] = ...,
     lengthscale_y: Optional[float] = ..., statistic: str = ..., null: str = ..., permutations: int = ...,
-    alpha: float = ..., seed: int = ..., median_convention: str = ..., bkl_landmarks: int = ...,
+    alpha: float = ..., seed: int = ..., dense: bool = ..., median_convention: str = ..., bkl_landmarks: int = ...,
     bkl_tau2: float = ..., bkl_prior: str = ..., agg_weights: str = ..., agg_kernels: str = ...,
     backend: str = ..., n_jobs: Optional[int] = ...,
 ) -> TestResult: ...
@@ -34,7 +34,8 @@ class MMD:
     result_: TestResult
     def __init__(
         self, select: str = ..., statistic: Optional[str] = ..., null: str = ..., permutations: int = ...,
-        alpha: float = ..., random_state: Optional[int] = ..., backend: str = ..., n_jobs: Optional[int] = ...,
+        alpha: float = ..., random_state: Optional[int] = ..., dense: bool = ..., backend: str = ...,
+        n_jobs: Optional[int] = ...,
         **selection_options: object,
     ) -> None: ...
     def test(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[float, float]: ...

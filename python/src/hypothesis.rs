@@ -96,7 +96,7 @@ fn two_samples(x: &PyReadonlyArray2<'_, f64>, y: &PyReadonlyArray2<'_, f64>) -> 
 /// `bke test mmd`: `(report JSON, null draws)`. With `null_draws` (the permutation null computed
 /// elsewhere by [`mmd_null_draws`]), the test is finished from them.
 #[pyfunction]
-#[pyo3(signature = (x, y, *, lengthscale, selection, statistic, null, permutations, alpha, seed, null_draws, backend, n_jobs))]
+#[pyo3(signature = (x, y, *, lengthscale, selection, statistic, null, permutations, alpha, seed, null_draws, backend, n_jobs, dense = false))]
 #[allow(clippy::too_many_arguments)]
 fn mmd_test(
     py: Python<'_>,
@@ -112,6 +112,7 @@ fn mmd_test(
     null_draws: Option<Vec<f64>>,
     backend: &str,
     n_jobs: Option<i64>,
+    dense: bool,
 ) -> PyResult<ReportOut> {
     let exec = Exec::new(backend, n_jobs)?;
     let params = MmdParams {
@@ -121,6 +122,7 @@ fn mmd_test(
         alpha,
         seed,
         selection: selection.rule(lengthscale, seed, TestKind::TwoSample)?,
+        dense,
         ..MmdParams::default()
     };
     let data = two_samples(&x, &y)?;
@@ -173,7 +175,7 @@ fn hsic_report<B: Backend>(
 
 /// `bke test hsic`: `(report JSON, null draws)`.
 #[pyfunction]
-#[pyo3(signature = (x, y, *, lengthscale_x, lengthscale_y, selection, statistic, null, permutations, alpha, seed, backend, n_jobs))]
+#[pyo3(signature = (x, y, *, lengthscale_x, lengthscale_y, selection, statistic, null, permutations, alpha, seed, backend, n_jobs, dense = false))]
 #[allow(clippy::too_many_arguments)]
 fn hsic_test(
     py: Python<'_>,
@@ -189,6 +191,7 @@ fn hsic_test(
     seed: u64,
     backend: &str,
     n_jobs: Option<i64>,
+    dense: bool,
 ) -> PyResult<ReportOut> {
     let exec = Exec::new(backend, n_jobs)?;
     let test = TestKind::Independence;
@@ -200,7 +203,7 @@ fn hsic_test(
         seed,
         selection: selection.rule(lengthscale_x, seed, test)?,
         selection_y: lengthscale_y.map(|l| selection.rule(Some(l), seed, test)).transpose()?,
-        dense: false,
+        dense,
     };
     let data = two_samples(&x, &y)?;
     run_job!(exec, py, |B, progress| hsic_report::<B>(&params, &data, progress))

@@ -145,3 +145,27 @@ def test_default_selection_is_bkl_bayes(banana):
     assert h.selection == "bkl-bayes"
     with pytest.raises(ValueError, match="select median"):
         bke.mmd_test(x, y, statistic="linear", null="normal")
+
+
+@pytest.mark.parametrize("test, select", [("hsic", "hsicagg"), ("mmd", "mmdagg")])
+def test_dense_equals_cli_dense(cli, tmp_path, test, select):
+    # above the low-rank thresholds (HSIC: 256 observations, MMD: 512 pooled points) `dense=True`
+    # is `--dense`: the exact Gram matrices, a different statistic from the Nyström default's
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(300, 1))
+    y = np.sin(2 * x) + rng.normal(size=(300, 1)) if test == "hsic" else rng.normal(size=(300, 1)) * 1.1
+    px, py = write_csv(tmp_path / "x.csv", x), write_csv(tmp_path / "y.csv", y)
+    flags = ("test", test, "--x", px, "--y", py, "--select", select, "--permutations", 50, "--seed", 1)
+    run = getattr(bke, f"{test}_test")
+    dense, low_rank = run(x, y, select=select, permutations=50, seed=1, dense=True), run(
+        x, y, select=select, permutations=50, seed=1)
+    assert dense.to_dict() == cli(*flags, "--dense") and low_rank.to_dict() == cli(*flags)
+    # every kernel's own statistic differs (the aggregated `statistic` is a rank and may tie)
+    assert all(a["statistic"] != b["statistic"] for a, b in zip(dense.kernels, low_rank.kernels))
+    if test == "hsic":
+        assert (dense.null_grams, low_rank.null_grams) == ("exact", "nystrom")
+    klass = bke.Hsic if test == "hsic" else bke.MMD
+    assert klass(select=select, permutations=50, random_state=1, dense=True).test(x, y) == (
+        dense.statistic, dense.pvalue)
+    with pytest.raises(TypeError):
+        run(x, y, select=select, permutations=50, dense="yes")
