@@ -123,7 +123,6 @@ fn mmd_test(
         seed,
         selection: selection.rule(lengthscale, seed, TestKind::TwoSample)?,
         dense,
-        ..MmdParams::default()
     };
     let data = two_samples(&x, &y)?;
     run_job!(exec, py, |B, progress| mmd_report::<B>(&params, &data, null_draws, progress))
