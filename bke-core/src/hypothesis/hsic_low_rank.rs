@@ -24,7 +24,8 @@
 //!
 //! **Exact kernels.** A kernel the landmarks cannot resolve ([`super::nystrom::NystromLandmarks::factor`]
 //! answers `None`) keeps its exact Gram matrix, and so does a kernel whose rank makes the product
-//! dearer than its gather ([`dense_kernels`]: a cost model, greedy from the highest rank). Every pair
+//! dearer than its exact pairs ([`super::hsic_cost`]: a cost model, greedy from the highest rank, that
+//! knows which Gram matrices would be held sparse, see below). Every pair
 //! with an exact `y`-kernel runs the dense null with the exact Gram matrices of every `x`-kernel; a
 //! pair of an exact `x`-kernel and a low-rank `y`-kernel runs it with the roles swapped — the
 //! `x`-kernel's Gram matrix permuted by `π⁻¹` against the `y`-kernel's exact Gram matrix
@@ -44,8 +45,9 @@
 
 use super::aggregate::KernelStatistics;
 use super::hsic::EXACT_MAX_OBSERVATIONS;
+use super::hsic_cost::dense_kernels;
 use super::hsic_null::PermutationDraws;
-use super::hsic_sparse::permuted_part;
+use super::hsic_sparse::{kept_entries, permuted_part};
 use super::kernels::{Distances, WeightedKernel};
 use super::mmd_null::{NullScalar, gram_has_repeated_points};
 use super::nystrom::NystromLandmarks;
@@ -53,13 +55,7 @@ use super::select::canonical_indices;
 use crate::{CoreError, Points, Progress};
 use bke_linalg::{Backend, Mat, Trans};
 use rayon::prelude::*;
-
-/// Flops of the low-rank product that cost as much as gathering one permuted value of a dense Gram
-/// matrix (a load from a random place of a column, [`super::hsic_null`]'s block products). Measured
-/// with `bke test hsic` (BKL-Bayes, 1-D, B = 1000, 2 cores, AVX-512): at n = 2000, 64 made the two
-/// narrowest x-kernels exact and took 7.7 CPU seconds, 200 to 5000 kept every kernel low rank and
-/// took 6.3–6.9; at n = 500 (the narrowest kernels exact either way) 0.82 against 0.72–0.80.
-const GATHER_FLOPS: f64 = 256.0;
+use std::cell::OnceCell;
 
 /// Draws per batch of the low-rank null (progress and cancellation between batches).
 const DRAWS_PER_BATCH: usize = 32;
@@ -132,7 +128,7 @@ pub(crate) fn low_rank_stats<B: Backend>(
 }
 
 /// Each kernel's centred factor `Φ̄` (`r × n`), or `None` where it keeps its exact Gram matrix
-/// ([`dense_kernels`]), for `x`'s kernels and `y`'s.
+/// ([`super::hsic_cost::dense_kernels`]), for `x`'s kernels and `y`'s.
 #[allow(clippy::type_complexity)]
 fn plan<B: Backend>(
     x: &Points,
@@ -156,7 +152,21 @@ fn plan<B: Backend>(
     progress.update("low-rank factors", 1, 2);
     let mut fy = factors(y, yk)?;
     progress.update("low-rank factors", 2, 2);
-    let (dense_x, dense_y) = dense_kernels(n, &ranks(&fx), &ranks(&fy));
+    // a kernel's kept entries if held sparse, computed once for the kernels the cost model weighs;
+    // none where the exact parts might not fit in memory (then only the unresolved kernels are exact)
+    let cache: [Vec<OnceCell<Option<usize>>>; 2] =
+        [xk, yk].map(|ks| ks.iter().map(|_| OnceCell::new()).collect());
+    let room = check_memory(n, 1, xk.len() + yk.len()).is_ok();
+    let kept = |side: usize, i: usize| {
+        *cache[side][i].get_or_init(|| {
+            if !room {
+                return None;
+            }
+            let (pts, ks) = if side == 0 { (x, xk) } else { (y, yk) };
+            kept_entries(&Distances::new(pts).gram(&ks[i]))
+        })
+    };
+    let (dense_x, dense_y) = dense_kernels(n, &ranks(&fx), &ranks(&fy), &kept);
     dense_x.iter().for_each(|&k| fx[k] = None);
     dense_y.iter().for_each(|&l| fy[l] = None);
     Ok((fx, fy))
@@ -182,53 +192,6 @@ fn check_memory(n: usize, exact: usize, grams: usize) -> Result<(), CoreError> {
 /// The ranks of the factors (`None`: the exact Gram matrix).
 fn ranks(factors: &[Option<Mat>]) -> Vec<Option<usize>> {
     factors.iter().map(|f| f.as_ref().map(Mat::nrows)).collect()
-}
-
-/// The kernels of each variable that keep their exact Gram matrix: those without a factor, then,
-/// greedily from the highest rank, a low-rank kernel whose move to the dense parts lowers the cost
-/// per draw — `GATHER_FLOPS · n²/2` per exact kernel plus the dense GEMMs (`n²` flops per pair) and
-/// `2n R_x R_y` for the low-rank product (module docs). Depends on the ranks only.
-fn dense_kernels(n: usize, rx: &[Option<usize>], ry: &[Option<usize>]) -> (Vec<usize>, Vec<usize>) {
-    let mut dense = [
-        (0..rx.len()).filter(|&k| rx[k].is_none()).collect::<Vec<_>>(),
-        (0..ry.len()).filter(|&l| ry[l].is_none()).collect::<Vec<_>>(),
-    ];
-    let ranks = [rx, ry];
-    let nn = (n * n) as f64;
-    let cost = |dense: &[Vec<usize>; 2]| {
-        let low = |side: usize| ranks[side].len() - dense[side].len();
-        let rank_sum = |side: usize| -> f64 {
-            (0..ranks[side].len())
-                .filter(|i| !dense[side].contains(i))
-                .map(|i| ranks[side][i].unwrap_or(0) as f64)
-                .sum()
-        };
-        let gathers = dense[1].len() + if low(1) > 0 { dense[0].len() } else { 0 };
-        let dense_pairs = dense[1].len() * rx.len() + dense[0].len() * low(1);
-        let low_rank =
-            if low(0) > 0 && low(1) > 0 { 2.0 * n as f64 * rank_sum(0) * rank_sum(1) } else { 0.0 };
-        GATHER_FLOPS * nn / 2.0 * gathers as f64 + nn * dense_pairs as f64 + low_rank
-    };
-    loop {
-        let current = cost(&dense);
-        let best = (0..2)
-            .filter_map(|side| {
-                let top = (0..ranks[side].len())
-                    .filter(|i| !dense[side].contains(i))
-                    .max_by_key(|&i| (ranks[side][i], std::cmp::Reverse(i)))?;
-                let mut moved = dense.clone();
-                moved[side].push(top);
-                Some((cost(&moved), moved))
-            })
-            .min_by(|a, b| a.0.total_cmp(&b.0));
-        match best {
-            Some((c, moved)) if c < current => dense = moved,
-            _ => break,
-        }
-    }
-    dense.iter_mut().for_each(|d| d.sort_unstable());
-    let [x, y] = dense;
-    (x, y)
 }
 
 /// `Φ̄ = ΦH`: each row of the `r × n` factor less its mean, summed over the columns in `order` (the
@@ -637,17 +600,6 @@ mod tests {
             draws: (0..K * K).map(|i| swapped.draws[(i % K) * K + i / K].clone()).collect(),
         };
         close(&transposed, &plain, 1e-12);
-    }
-
-    /// Kernels without a factor stay exact; a rank that makes the product dearer than a gather moves
-    /// to the dense parts, greedily from the highest; small ranks stay low rank.
-    #[test]
-    fn dense_kernels_follow_the_cost_model() {
-        let s = |r: &[usize]| r.iter().map(|&r| Some(r)).collect::<Vec<_>>();
-        assert_eq!(dense_kernels(2000, &s(&[40, 5]), &s(&[30, 3])), (vec![], vec![]));
-        assert_eq!(dense_kernels(2000, &[None, Some(5)], &s(&[30, 3])), (vec![0], vec![]));
-        assert_eq!(dense_kernels(2000, &s(&[900, 5]), &s(&[400, 300])), (vec![0], vec![]));
-        assert_eq!(dense_kernels(2000, &s(&[5, 900]), &s(&[400, 300])), (vec![1], vec![]));
     }
 
     /// The compressed stack of an overlapping ladder: fewer basis rows than factor rows, orthonormal

@@ -23,6 +23,7 @@
 
 use super::aggregate::KernelStatistics;
 use super::hsic_null::{HsicStatistic, PermutationDraws, permutation_stats_of};
+use super::mmd_null::gram_has_repeated_points;
 use crate::{CoreError, Progress};
 use bke_linalg::{Backend, Mat};
 use rayon::prelude::*;
@@ -79,7 +80,7 @@ impl SparseGram {
 }
 
 /// Kernels per lane group of [`Interleaved`]: one group's entries are one AVX-512 register.
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// The `x`-kernels' centred Gram matrices interleaved in groups of [`LANES`] kernels (the last
 /// padded with zeros): entry `(i, j)` of kernel `g · LANES + l` at `(i n + j) · groups · LANES + g · LANES + l`.
@@ -141,6 +142,15 @@ impl Interleaved {
         }
         out.copy_from_slice(&total[..self.count]);
     }
+}
+
+/// The kept entries of `gram` when its pairs would run sparse (not on repeated points, whose exact
+/// ties keep the dense null in double precision), for the cost model of the low-rank null.
+pub(super) fn kept_entries(gram: &Mat) -> Option<usize> {
+    if gram_has_repeated_points(gram) {
+        return None;
+    }
+    SparseGram::of(gram).map(|s| s.cols.len())
 }
 
 /// Every pair of `a × b` (x-major) with `b`'s kernels permuted by the draws: against a `b`-kernel

@@ -37,6 +37,7 @@
 
 pub mod aggregate;
 pub mod hsic;
+mod hsic_cost;
 mod hsic_low_rank;
 pub(crate) mod hsic_null;
 mod hsic_sparse;
