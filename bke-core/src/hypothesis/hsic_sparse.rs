@@ -164,15 +164,10 @@ pub(super) fn permuted_part<B: Backend>(
     progress: &dyn Progress,
 ) -> Result<KernelStatistics, CoreError> {
     let sparse: Vec<Option<SparseGram>> =
-        b.iter().map(|l| single.then(|| SparseGram::of(l)).flatten()).collect();
+        b.iter().map(|l| if single { SparseGram::of(l) } else { None }).collect();
     let (held, full): (Vec<usize>, Vec<usize>) = (0..b.len()).partition(|&l| sparse[l].is_some());
-    let (nb, mut stats) = (
-        b.len(),
-        KernelStatistics {
-            observed: vec![0.0; a.len() * b.len()],
-            draws: vec![Vec::new(); a.len() * b.len()],
-        },
-    );
+    let (pairs, nb) = (a.len() * b.len(), b.len());
+    let mut stats = KernelStatistics { observed: vec![0.0; pairs], draws: vec![Vec::new(); pairs] };
     let mut put = |part: KernelStatistics, which: &[usize]| {
         let pairs = (0..a.len()).flat_map(|k| which.iter().map(move |&l| k * nb + l));
         for ((pair, observed), null) in pairs.zip(part.observed).zip(part.draws) {
