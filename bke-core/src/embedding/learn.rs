@@ -470,6 +470,22 @@ impl Objective<'_> {
         plan.finish::<B>(&(self.stats)(&plan)?)
     }
 
+    /// An upper bound of the objective at the isotropic lengthscale `theta` and the initial `τ²`
+    /// ([`PseudolikelihoodPlan::upper_bound`]); NaN where the data give no bound.
+    pub(super) fn upper_bound<B: Backend>(&self, theta: f64) -> Result<f64, CoreError> {
+        let p = BkeParams { lengthscales: vec![theta], ..self.base.clone() };
+        p.validate_for_dim(self.landmarks.dim())?;
+        let plan = PseudolikelihoodPlan::new(self.landmarks, &p)?.upper_bound();
+        Ok(plan.finish::<B>(&(self.stats)(&plan)?)?.log_marginal)
+    }
+
+    /// The objective's value at the isotropic lengthscale `theta` and the initial `τ²` (NaN counts
+    /// as `−∞`).
+    pub(super) fn scan_value<B: Backend>(&self, theta: f64) -> Result<f64, CoreError> {
+        let v = self.eval::<B>(vec![theta], self.base.tau2, false)?.log_marginal;
+        Ok(if v.is_nan() { f64::NEG_INFINITY } else { v })
+    }
+
     /// The log-grid scan at the initial `τ²` (NaN counts as `−∞`).
     pub(super) fn scan<B: Backend>(
         &self,
@@ -481,11 +497,7 @@ impl Objective<'_> {
         for (i, &t) in thetas.iter().enumerate() {
             progress.checkpoint()?;
             progress.update("scan", i as u64, thetas.len() as u64);
-            let v = self.eval::<B>(vec![t], self.base.tau2, false)?.log_marginal;
-            scan.push(ScanPoint {
-                lengthscale: t,
-                log_marginal: if v.is_nan() { f64::NEG_INFINITY } else { v },
-            });
+            scan.push(ScanPoint { lengthscale: t, log_marginal: self.scan_value::<B>(t)? });
         }
         Ok(scan)
     }

@@ -538,3 +538,38 @@ fn square_jacobian_matches_exact_determinant() {
         }
     }
 }
+
+/// The upper bound of [`PseudolikelihoodPlan::upper_bound`] bounds the value on every Jacobian path
+/// (Gram, Gram–Schmidt and the log-scaled robust path at lengthscales where every kernel value
+/// underflows), keeps the Gaussian term exact, equals the value in one dimension, and is finite where
+/// a data point sits on a landmark with all others far away.
+#[test]
+fn upper_bound_bounds_the_value_on_every_path() {
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    for dim in [1, 2, 3, 5, 12] {
+        let x = random_points(&mut rng, 300, dim, 3.0);
+        let z = random_points(&mut rng, 3 * dim + 10, dim, 3.0);
+        for theta in [1e-3, 0.02, 0.1, 0.3, 1.0, 3.0, 30.0] {
+            let p = BkeParams::new(vec![theta], 1.0);
+            let plan = PseudolikelihoodPlan::new(&z, &p).unwrap();
+            let value = plan.finish::<DefaultBackend>(&plan.partial(&x).unwrap()).unwrap();
+            let bound_plan = plan.clone().upper_bound();
+            let bound = bound_plan.finish::<DefaultBackend>(&bound_plan.partial(&x).unwrap()).unwrap();
+            assert!(value.log_marginal.is_finite() && bound.log_marginal.is_finite(), "D={dim} θ={theta}");
+            assert_eq!(bound.log_gaussian, value.log_gaussian);
+            let slack = bound.log_marginal - value.log_marginal;
+            assert!(slack >= -1e-9 * value.log_marginal.abs(), "D={dim} θ={theta}: {slack}");
+            if dim == 1 {
+                assert!(slack.abs() <= 1e-9 * value.log_marginal.abs(), "D=1 θ={theta}: {slack}");
+            }
+            assert!(bound.grad_log_lengthscale[0].is_nan());
+        }
+    }
+    // a point on a landmark, every other landmark beyond e^{-700}: the shifted trace is the
+    // flushed terms' bound alone
+    let z = Points::new("z", vec![0.0, 0.0, 50.0, 0.0, 0.0, 50.0], 2).unwrap();
+    let x = Points::new("x", vec![0.0, 0.0, 1.0, 1.0], 2).unwrap();
+    let plan = PseudolikelihoodPlan::new(&z, &BkeParams::new(vec![1.0], 1.0)).unwrap().upper_bound();
+    let bound = plan.finish::<DefaultBackend>(&plan.partial(&x).unwrap()).unwrap();
+    assert!(bound.log_marginal.is_finite(), "{bound:?}");
+}

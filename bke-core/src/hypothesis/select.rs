@@ -279,6 +279,7 @@ fn scan_of(r: &FittedEmbedding) -> PseudolikelihoodScan {
         landmarks: r.landmarks.clone(),
         median_heuristic: r.median_heuristic,
         n_data: r.n_data,
+        skipped_below: f64::NEG_INFINITY,
     }
 }
 
@@ -457,6 +458,12 @@ fn merge_near(first: &[WeightedKernel], then: &[WeightedKernel]) -> Vec<Weighted
     }
     out
 }
+
+/// Grid points whose tempered log posterior `ℓ(θ)/n` lies provably more than this below the mode's
+/// are not evaluated ([`crate::embedding::scan_pseudolikelihood`]): their mass, `< e^{−45}` of the
+/// mode's each, `< 10⁻¹⁸` over the 41 points, is below the `f64` resolution of the mass the weights
+/// are normalised by, so the collection is the full scan's.
+pub(super) const NEGLIGIBLE_NATS: f64 = 45.0;
 
 /// Scan points per kernel of the BKL-Bayes collection (every 4th point of the 41-point scan: a factor
 /// 10^{3/10} ≈ 2 apart).

@@ -52,13 +52,14 @@ impl BklParams {
         self.embedding(x)?.fit_with_progress::<B>(x, progress)
     }
 
-    /// The ML-II scan alone (BKL-Bayes weighs its grid points).
+    /// The ML-II scan alone (BKL-Bayes weighs its grid points), without the points whose tempered
+    /// posterior mass is provably negligible ([`super::NEGLIGIBLE_NATS`]).
     pub(super) fn scan<B: bke_linalg::Backend>(
         &self,
         x: &Points,
         progress: &dyn Progress,
     ) -> Result<PseudolikelihoodScan, CoreError> {
-        scan_pseudolikelihood::<B>(&self.embedding(x)?, x, progress)
+        scan_pseudolikelihood::<B>(&self.embedding(x)?, x, Some(super::NEGLIGIBLE_NATS), progress)
     }
 
     /// The ML-II settings for the sample `x`.
