@@ -31,8 +31,9 @@
 //! diagonal of `K − K̃ ⪰ 0`, relative to `k(z, z) = 1`), less the variance per
 //! landmark the truncation dropped on purpose, may be at most [`MAX_LOST_VARIANCE`]. Where
 //! it is more, the landmarks are doubled (every `⌊N/2R⌋`-th point, …) and the factor recomputed; when
-//! more than `N/2` landmarks would be needed, the low rank saves little and
-//! [`NystromLandmarks::factor`] answers `None`: the test uses the exact Gram matrix of that kernel.
+//! more than `N/2` landmarks would be needed, the low rank saves little, and when the doubled
+//! factor's pivoted Cholesky would cost more than the exact null ([`DOUBLING_COST`]) it saves nothing:
+//! [`NystromLandmarks::factor`] answers `None` and the test uses the exact Gram matrix of that kernel.
 //! Above [`MAX_FACTOR_ENTRIES`] entries of `Φᵀ` the doubling stops and the last factor is used, so
 //! memory stays bounded at any `N` (the power, not the level, then depends on `N`).
 //!
@@ -83,6 +84,14 @@ pub const TRUNCATED_VARIANCE: f64 = 0.05;
 /// The most variance a factor may lose over the pooled sample (module docs) before the landmarks are
 /// doubled.
 pub const MAX_LOST_VARIANCE: f64 = 0.1;
+/// Landmarks are doubled to `c` only while `c³ ≤ DOUBLING_COST · N²`. A kernel the first landmarks
+/// do not resolve pivots on nearly all of the doubled ones: `c³/2` multiply-adds of a pivoted
+/// Cholesky that runs at memory speed, against `2N²B` for its exact null in single-precision GEMM,
+/// about 70 times faster per operation (measured). With `B = 1000` the doubled factor pays for
+/// itself only below about this bound; above, the exact Gram matrix is cheaper even where the doubled
+/// factor would have resolved the kernel (`bke test mmd --select bkl-bayes`, uniform data in
+/// `D = 10`: 9.3 → 5.1 CPU s at `N = 4000`, 32 → 16 at `N = 8000`).
+pub const DOUBLING_COST: usize = 64;
 /// The landmarks are not doubled beyond this many entries of `Φᵀ` (`r N`, 128 MB; the pivoted
 /// Cholesky on `r ≤ N/2` landmarks holds at most as many again).
 pub const MAX_FACTOR_ENTRIES: usize = 1 << 24;
@@ -126,14 +135,15 @@ impl<'a> NystromLandmarks<'a> {
 
     /// The factor `Φᵀ` (`r × N`, columns in the pooled order) of `kernel`'s Nyström Gram matrix
     /// `K̃ = ΦΦᵀ` on enough landmarks to lose at most [`MAX_LOST_VARIANCE`], or `None` when that
-    /// takes more than `N/2` of them (module docs; the kernel's weight is ignored).
+    /// takes more than `N/2` of them or a doubling that costs more than the exact null (module docs,
+    /// [`DOUBLING_COST`]; the kernel's weight is ignored).
     pub fn factor<B: Backend>(&self, kernel: &WeightedKernel) -> Result<Option<Mat>, CoreError> {
         let n = self.pooled.len();
         let (mut ft, mut dropped) = self.factor_on::<B>(&self.landmarks, kernel)?;
         let mut count = self.landmarks.len();
         while self.lost_variance(&ft, kernel) - dropped > MAX_LOST_VARIANCE {
             count *= 2;
-            if count > n / 2 {
+            if count > n / 2 || count.pow(3) > DOUBLING_COST * n * n {
                 return Ok(None);
             }
             if count * n > MAX_FACTOR_ENTRIES {
@@ -360,7 +370,7 @@ mod tests {
 
     /// A kernel narrow against the landmarks' spacing gets more landmarks until the factor keeps all
     /// but [`MAX_LOST_VARIANCE`] of it, or the exact Gram matrix (`None`) when that takes more than
-    /// `N/2`; the answer does not depend on the order of the pooled points.
+    /// `N/2` or [`DOUBLING_COST`] forbids the doubling; the answer does not depend on the order of the pooled points.
     #[test]
     fn narrow_kernels_get_more_landmarks_or_the_exact_gram() {
         let z = sample(1200, 3, 8);
@@ -386,6 +396,14 @@ mod tests {
         assert!(rank(&lm, &narrow).is_none() && rank(&lr, &narrow).is_none());
         // a smooth kernel keeps the first landmarks
         assert!(rank(&lm, &WeightedKernel::gaussian(1.0)).expect("smooth").0 < 200);
+        // at 2400 points the 400 landmarks do not resolve this kernel and 800 (`≤ N/2`) cost more
+        // than its exact null: the exact Gram matrix straight away
+        let z_big = sample(2400, 3, 9);
+        let big = NystromLandmarks::new(&z_big).unwrap();
+        assert!(800usize.pow(3) > DOUBLING_COST * 2400 * 2400);
+        let (first, dropped) = big.factor_on::<DefaultBackend>(&big.landmarks, &medium).unwrap();
+        assert!(big.lost_variance(&first, &medium) - dropped > MAX_LOST_VARIANCE);
+        assert!(rank(&big, &medium).is_none());
     }
 
     fn kernel_matrix(a: &Points, b: &Points, k: &WeightedKernel) -> Mat {
