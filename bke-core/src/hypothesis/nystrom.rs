@@ -87,10 +87,9 @@ pub const MAX_LOST_VARIANCE: f64 = 0.1;
 /// Landmarks are doubled to `c` only while `c³ ≤ DOUBLING_COST · N²`. A kernel the first landmarks
 /// do not resolve pivots on nearly all of the doubled ones: `c³/2` multiply-adds of a pivoted
 /// Cholesky that runs at memory speed, against `2N²B` for its exact null in single-precision GEMM,
-/// about 70 times faster per operation (measured). With `B = 1000` the doubled factor pays for
+/// nearly two orders of magnitude faster per operation. With `B = 1000` the doubled factor pays for
 /// itself only below about this bound; above, the exact Gram matrix is cheaper even where the doubled
-/// factor would have resolved the kernel (`bke test mmd --select bkl-bayes`, uniform data in
-/// `D = 10`: 9.3 → 5.1 CPU s at `N = 4000`, 32 → 16 at `N = 8000`).
+/// factor would have resolved the kernel (`cargo xtask bench tests`, `D ≥ 5`, shows the saving).
 pub const DOUBLING_COST: usize = 64;
 /// The landmarks are not doubled beyond this many entries of `Φᵀ` (`r N`, 128 MB; the pivoted
 /// Cholesky on `r ≤ N/2` landmarks holds at most as many again).
