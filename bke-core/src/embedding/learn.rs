@@ -463,19 +463,22 @@ impl Objective<'_> {
         tau2: f64,
         gradient: bool,
     ) -> Result<super::MarginalLikelihood, CoreError> {
-        let p = BkeParams { lengthscales, tau2, ..self.base.clone() };
-        p.validate_for_dim(self.landmarks.dim())?;
-        let plan = PseudolikelihoodPlan::new(self.landmarks, &p)?;
+        let plan = self.plan(lengthscales, tau2)?;
         let plan = if gradient { plan } else { plan.without_gradient() };
         plan.finish::<B>(&(self.stats)(&plan)?)
+    }
+
+    /// The plan at `(lengthscales, τ²)` with the base parameters' other settings.
+    fn plan(&self, lengthscales: Vec<f64>, tau2: f64) -> Result<PseudolikelihoodPlan, CoreError> {
+        let p = BkeParams { lengthscales, tau2, ..self.base.clone() };
+        p.validate_for_dim(self.landmarks.dim())?;
+        PseudolikelihoodPlan::new(self.landmarks, &p)
     }
 
     /// An upper bound of the objective at the isotropic lengthscale `theta` and the initial `τ²`
     /// ([`PseudolikelihoodPlan::upper_bound`]); NaN where the data give no bound.
     pub(super) fn upper_bound<B: Backend>(&self, theta: f64) -> Result<f64, CoreError> {
-        let p = BkeParams { lengthscales: vec![theta], ..self.base.clone() };
-        p.validate_for_dim(self.landmarks.dim())?;
-        let plan = PseudolikelihoodPlan::new(self.landmarks, &p)?.upper_bound();
+        let plan = self.plan(vec![theta], self.base.tau2)?.upper_bound();
         Ok(plan.finish::<B>(&(self.stats)(&plan)?)?.log_marginal)
     }
 
