@@ -123,8 +123,13 @@ impl Component {
             what: "mixture component".into(),
             detail: "covariance is not positive definite".into(),
         })?;
-        let logdet = small::logdet_chol(&chol, d);
-        Ok(Self { mean, cov, chol, logdet })
+        Ok(Self::with_chol(mean, cov, chol))
+    }
+
+    /// A component from its mean, covariance and that covariance's lower Cholesky factor.
+    fn with_chol(mean: Vec<f64>, cov: Vec<f64>, chol: Vec<f64>) -> Self {
+        let logdet = small::logdet_chol(&chol, mean.len());
+        Self { mean, cov, chol, logdet }
     }
 
     /// `log N(w | μ, Σ)`.
@@ -153,9 +158,8 @@ impl Component {
     pub fn sample<R: Rng>(&self, rng: &mut R, out: &mut [f64]) {
         let d = self.mean.len();
         let xi: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
-        for i in 0..d {
-            out[i] = self.mean[i] + (0..=i).map(|k| self.chol[i * d + k] * xi[k]).sum::<f64>();
-        }
+        let x = small::lower_times(&self.chol, d, &xi);
+        out[..d].iter_mut().zip(x.iter().zip(&self.mean)).for_each(|(o, (x, m))| *o = m + x);
     }
 }
 
@@ -363,9 +367,9 @@ pub fn niw_posterior_draw<R: Rng>(
     })?;
     let s = 1.0 / kappa.sqrt();
     let xi: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
-    let mu: Vec<f64> =
-        (0..d).map(|i| mean[i] + s * (0..=i).map(|k| chol[i * d + k] * xi[k]).sum::<f64>()).collect();
-    Component::new(mu, cov)
+    let lxi = small::lower_times(&chol, d, &xi);
+    let mu: Vec<f64> = mean.iter().zip(&lxi).map(|(m, v)| m + s * v).collect();
+    Ok(Component::with_chol(mu, cov, chol))
 }
 
 /// `Σ ~ W⁻¹(Ψ, ν)` by the Bartlett decomposition: with `Ψ = L_Ψ L_Ψᵀ` and `A` lower triangular,
@@ -392,27 +396,29 @@ pub fn sample_inverse_wishart<R: Rng>(
             a[i * d + j] = rng.sample(StandardNormal);
         }
     }
-    // A⁻ᵀ: invert lower A (columns of A⁻¹ by forward substitution), then transpose.
+    // rows of A⁻¹ (lower): column c by forward substitution from e_c, zero above row c
     let mut ainv = vec![0.0; d * d];
+    let mut e = vec![0.0; d];
     for c in 0..d {
-        let mut e = vec![0.0; d];
+        e.fill(0.0);
         e[c] = 1.0;
         small::forward(&a, d, &mut e);
-        for r in 0..d {
+        for r in c..d {
             ainv[r * d + c] = e[r];
         }
     }
-    // T = L_Ψ A⁻ᵀ; (A⁻ᵀ)_{kc} = ainv[c][k].
+    // T = L_Ψ A⁻ᵀ: T_rc = Σ_k (L_Ψ)_rk (A⁻¹)_ck, both lower, so k ≤ min(r, c)
     let mut t = vec![0.0; d * d];
     for r in 0..d {
         for c in 0..d {
-            t[r * d + c] = (0..d).map(|k| lpsi[r * d + k] * ainv[c * d + k]).sum();
+            let k = r.min(c) + 1;
+            t[r * d + c] = small::dot(&lpsi[r * d..r * d + k], &ainv[c * d..c * d + k]);
         }
     }
     let mut sigma = vec![0.0; d * d];
     for r in 0..d {
         for c in 0..=r {
-            let v: f64 = (0..d).map(|k| t[r * d + k] * t[c * d + k]).sum();
+            let v = small::dot(&t[r * d..(r + 1) * d], &t[c * d..(c + 1) * d]);
             sigma[r * d + c] = v;
             sigma[c * d + r] = v;
         }

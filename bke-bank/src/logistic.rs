@@ -62,13 +62,17 @@ pub struct WeightLaplace {
 
 /// `L(b)` (module docs) given `η`.
 pub fn log_posterior(y: &[f64], eta: &[f64], b: &[f64], s2: f64, v0: f64) -> f64 {
-    let f = b.len() - 1;
-    log_likelihood(y, eta) - b[..f].iter().map(|v| v * v).sum::<f64>() / (2.0 * s2) - b[f] * b[f] / (2.0 * v0)
+    log_likelihood(y, eta) + log_prior(b, s2, v0)
 }
 
-/// `η = Φβ + β₀` into `eta`. The products with `Φ` here and in the gradient run on the calling
-/// thread: they are memory-bound, and the joint move's chord steps make about ten of them in
-/// sequence, each shorter than a parallel region's synchronisation costs.
+/// `−‖β‖²/(2s²) − β₀²/(2v₀)`, the log prior of `b = (β, β₀)` without its normalising constants.
+fn log_prior(b: &[f64], s2: f64, v0: f64) -> f64 {
+    let f = b.len() - 1;
+    -b[..f].iter().map(|v| v * v).sum::<f64>() / (2.0 * s2) - b[f] * b[f] / (2.0 * v0)
+}
+
+/// `η = Φβ + β₀` into `eta`. The product with `Φ` runs on the calling thread: it is memory-bound
+/// and shorter than a parallel region's synchronisation costs (as are the mode search's, [`evaluate`]).
 pub fn linear_predictor<B: Backend>(phi: &Mat, b: &[f64], eta: &mut [f64]) -> Result<(), BankError> {
     let f = phi.ncols();
     bke_linalg::sequential(|| B::gemv(1.0, phi.as_ref(), Trans::No, &b[..f], 0.0, eta))?;
@@ -78,23 +82,63 @@ pub fn linear_predictor<B: Backend>(phi: &Mat, b: &[f64], eta: &mut [f64]) -> Re
     Ok(())
 }
 
-/// The gradient of `L` at `b` (with `η` given): `Φ̃ᵀ(y − σ(η)) − P b`.
-fn gradient<B: Backend>(
-    phi: &Mat,
-    y: &[f64],
-    eta: &[f64],
-    b: &[f64],
-    prior: (f64, f64),
-) -> Result<Vec<f64>, BankError> {
-    let f = phi.ncols();
-    let r: Vec<f64> = y.iter().zip(eta).map(|(yi, e)| yi - sigmoid(*e)).collect();
-    let mut grad = vec![0.0; f + 1];
-    bke_linalg::sequential(|| B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut grad[..f]))?;
-    grad[f] = r.iter().sum();
-    for (c, g) in grad.iter_mut().enumerate() {
+/// `L`, `η` and the gradient of `L` at one point `b` of the mode search.
+struct Evaluation {
+    eta: Vec<f64>,
+    objective: f64,
+    gradient: Vec<f64>,
+}
+
+/// Rows of `Φ` per block of [`evaluate`]: `2M` columns of this many rows stay in the L2 cache
+/// between the two products that read them (256 KB at `2M = 256`).
+const EVALUATION_ROWS: usize = 128;
+
+/// `η = Φβ + β₀`, `L(b)` and its gradient `Φ̃ᵀ(y − σ(η)) − P b` in one pass over `Φ`, a block of
+/// [`EVALUATION_ROWS`] rows at a time: each block's rows of `Φ` are read from memory once for `η`
+/// and again from cache for `Φᵀr` — two products with `Φ` at the memory traffic of one, and the
+/// chord steps of the mode search are memory-bound (an `N × 2M` matrix larger than the cache, two
+/// products per step). Sums run in a fixed order (eight partial sums per product), on the calling
+/// thread.
+fn evaluate(phi: &Mat, y: &[f64], b: &[f64], prior: (f64, f64)) -> Evaluation {
+    const LANES: usize = 8;
+    let (n, f) = (phi.nrows(), phi.ncols());
+    let mut eta = vec![b[f]; n];
+    let mut acc = vec![[0.0; LANES]; f];
+    let (mut loglik, mut residual_sum) = (0.0, 0.0);
+    let mut r = [0.0; EVALUATION_ROWS];
+    for start in (0..n).step_by(EVALUATION_ROWS) {
+        let end = (start + EVALUATION_ROWS).min(n);
+        let rows = end - start;
+        let e = &mut eta[start..end];
+        for c in 0..f {
+            let bc = b[c];
+            e.iter_mut().zip(&phi.col(c)[start..end]).for_each(|(ei, p)| *ei += p * bc);
+        }
+        loglik += log_likelihood(&y[start..end], e);
+        r[..rows]
+            .iter_mut()
+            .zip(&y[start..end])
+            .zip(e.iter())
+            .for_each(|((ri, yi), ei)| *ri = yi - sigmoid(*ei));
+        residual_sum += r[..rows].iter().sum::<f64>();
+        for (c, a) in acc.iter_mut().enumerate() {
+            let col = &phi.col(c)[start..end];
+            let (pc, rc) = (col.chunks_exact(LANES), r[..rows].chunks_exact(LANES));
+            let tail: f64 = pc.remainder().iter().zip(rc.remainder()).map(|(p, q)| p * q).sum();
+            for (pb, rb) in pc.zip(rc) {
+                for l in 0..LANES {
+                    a[l] += pb[l] * rb[l];
+                }
+            }
+            a[0] += tail;
+        }
+    }
+    let mut gradient: Vec<f64> = acc.iter().map(|a| a.iter().sum()).collect();
+    gradient.push(residual_sum);
+    for (c, g) in gradient.iter_mut().enumerate() {
         *g -= b[c] / if c < f { prior.0 } else { prior.1 };
     }
-    Ok(grad)
+    Evaluation { eta, objective: loglik + log_prior(b, prior.0, prior.1), gradient }
 }
 
 /// The Cholesky factor of the negative Hessian `H = Φ̃ᵀDΦ̃ + P` at `η`, the product formed as a
@@ -140,7 +184,8 @@ const CHORD_STEPS: usize = 100;
 /// at the current point (at most `iters` Hessians). The search stops once the decrement falls below
 /// `1e-20` relative to `max(1, |L|)` — one Newton step past the usual tolerance, so the mode does not
 /// depend on the start beyond round-off — or the line search can no longer raise `L`; the returned
-/// factor is always the Hessian at the returned mode.
+/// factor is always the Hessian at the returned mode. Each point's `η`, `L` and gradient come from
+/// one pass over `Φ` ([`evaluate`]).
 pub fn weight_laplace<B: Backend>(
     phi: &Mat,
     y: &[f64],
@@ -149,31 +194,28 @@ pub fn weight_laplace<B: Backend>(
     start: &[f64],
     iters: usize,
 ) -> Result<WeightLaplace, BankError> {
-    let (n, f) = (phi.nrows(), phi.ncols());
+    let n = phi.nrows();
     let prior = (s2, v0);
     let mut b = start.to_vec();
-    let mut eta = vec![0.0; n];
-    linear_predictor::<B>(phi, &b, &mut eta)?;
-    let mut obj = log_posterior(y, &eta, &b, s2, v0);
-    let mut design = Mat::zeros(n, f + 1);
-    let mut cand_eta = vec![0.0; n];
-    let mut l = hessian_factor::<B>(phi, &eta, prior, &mut design)?;
+    let mut at = evaluate(phi, y, &b, prior);
+    let mut design = Mat::zeros(n, phi.ncols() + 1);
+    let mut l = hessian_factor::<B>(phi, &at.eta, prior, &mut design)?;
     let mut hessians = 1;
     let mut fresh = true; // `l` is the Hessian at `b`
     let mut previous = f64::INFINITY;
     let mut chords = 0;
     loop {
-        let grad = gradient::<B>(phi, y, &eta, &b, prior)?;
-        let mut step = grad.clone();
+        let mut step = at.gradient.clone();
         B::cholesky_solve_vec_in_place(l.as_ref(), &mut step)?;
-        let decrement: f64 = step.iter().zip(&grad).map(|(s, g)| s * g).sum();
-        let converged = decrement < 1e-20 * obj.abs().max(1.0);
+        let decrement: f64 = step.iter().zip(&at.gradient).map(|(s, g)| s * g).sum();
+        let scale = at.objective.abs().max(1.0);
+        let converged = decrement < 1e-20 * scale;
         let out_of_steps = hessians > iters || chords >= CHORD_STEPS;
         if fresh && (converged || out_of_steps) {
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians });
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: at.objective, hessians });
         }
         if !fresh && (converged || out_of_steps || decrement > 0.25 * previous) {
-            l = hessian_factor::<B>(phi, &eta, prior, &mut design)?;
+            l = hessian_factor::<B>(phi, &at.eta, prior, &mut design)?;
             hessians += 1;
             fresh = true;
             previous = f64::INFINITY;
@@ -181,17 +223,15 @@ pub fn weight_laplace<B: Backend>(
         }
         // Below this decrement the rise of `L` a step promises is near the round-off of `L`
         // itself, which cannot judge it: the full step is taken (quadratic region).
-        let small = decrement < 1e-10 * obj.abs().max(1.0);
+        let small = decrement < 1e-10 * scale;
         let mut t = 1.0;
         let mut moved = false;
         for _ in 0..30 {
             let cand: Vec<f64> = b.iter().zip(&step).map(|(v, s)| v + t * s).collect();
-            linear_predictor::<B>(phi, &cand, &mut cand_eta)?;
-            let o = log_posterior(y, &cand_eta, &cand, s2, v0);
-            if o >= obj || small {
+            let next = evaluate(phi, y, &cand, prior);
+            if next.objective >= at.objective || small {
                 b = cand;
-                std::mem::swap(&mut eta, &mut cand_eta);
-                obj = o;
+                at = next;
                 moved = true;
                 break;
             }
@@ -200,10 +240,10 @@ pub fn weight_laplace<B: Backend>(
         if !moved {
             // round-off level: the Hessian at the current b is the answer
             if !fresh {
-                l = hessian_factor::<B>(phi, &eta, prior, &mut design)?;
+                l = hessian_factor::<B>(phi, &at.eta, prior, &mut design)?;
                 hessians += 1;
             }
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: obj, hessians });
+            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: at.objective, hessians });
         }
         chords += usize::from(!fresh);
         fresh = false;
@@ -240,6 +280,28 @@ mod tests {
             .map(|i| if ((i as f64) * 0.61).sin() + 0.3 * phi[(i, 0)] > 0.0 { 1.0 } else { 0.0 })
             .collect();
         (phi, y)
+    }
+
+    /// One pass of [`evaluate`] over row blocks (300 rows: two full blocks and a partial one) against
+    /// the separate products: `η` from [`linear_predictor`], `L` from [`log_posterior`] and the
+    /// gradient `Φ̃ᵀ(y − σ(η)) − P b` summed row by row.
+    #[test]
+    fn evaluation_in_one_pass_matches_the_separate_products() {
+        let n = 2 * EVALUATION_ROWS + 44;
+        let phi = Mat::from_fn(n, 5, |i, c| ((i * (c + 3)) as f64 * 0.29).sin());
+        let y: Vec<f64> = (0..n).map(|i| f64::from(u8::from((i as f64 * 0.47).cos() > 0.1))).collect();
+        let (b, prior) = (vec![0.3, -0.7, 1.1, 0.05, -0.4, 0.2], (1.5, 4.0));
+        let e = evaluate(&phi, &y, &b, prior);
+        let mut eta = vec![0.0; n];
+        linear_predictor::<B>(&phi, &b, &mut eta).unwrap();
+        assert!(e.eta.iter().zip(&eta).all(|(a, c)| (a - c).abs() < 1e-13));
+        assert!((e.objective - log_posterior(&y, &eta, &b, prior.0, prior.1)).abs() < 1e-10);
+        for c in 0..6 {
+            let column = |i: usize| if c < 5 { phi[(i, c)] } else { 1.0 };
+            let g: f64 = (0..n).map(|i| column(i) * (y[i] - sigmoid(eta[i]))).sum::<f64>()
+                - b[c] / if c < 5 { prior.0 } else { prior.1 };
+            assert!((e.gradient[c] - g).abs() < 1e-10, "gradient {c}: {} vs {g}", e.gradient[c]);
+        }
     }
 
     /// The mode is stationary (central differences of `L`), `H` is the finite-difference Hessian, and
