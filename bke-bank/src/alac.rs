@@ -175,8 +175,7 @@ impl AlacProblem {
         let mut rphi = vec![0.0; f];
         B::gemv(1.0, phi.as_ref(), Trans::Yes, &r, 0.0, &mut rphi).ok()?;
         let g = Mat::from_fn(n, f, |i, c| r[i] * rphi[c] / (s2 * s2) - ainv_phit[(c, i)]);
-        let mut ainv = Mat::identity(f);
-        B::cholesky_solve_in_place(l.as_ref(), ainv.as_mut()).ok()?;
+        let ainv = B::cholesky_inverse(l.as_ref()).ok()?;
         let tr_ainv: f64 = (0..f).map(|i| ainv[(i, i)]).sum();
         let m = f / 2;
         let mut grad = vec![0.0; self.n_params()];

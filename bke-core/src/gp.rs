@@ -432,8 +432,7 @@ fn evidence<B: Backend>(
         let e = Evaluation { value, alpha, grad_ls: Vec::new(), grad_sf2: 0.0, grad_sn2: 0.0 };
         return Ok((e, Some(l)));
     }
-    let mut kinv = Mat::identity(n);
-    B::cholesky_solve_in_place(l.as_ref(), kinv.as_mut())?;
+    let kinv = B::cholesky_inverse(l.as_ref())?;
     // W̃ = (ααᵀ − K⁻¹) ∘ σ_f² K_ℓ (symmetric). ∂/∂log ℓ_d = ½ Σ_ij W̃_ij (z_id − z_jd)²
     // = Σ_i z_id (r_i z_id − (W̃Z)_id) with r = W̃1 (one product instead of a loop over pairs and
     // inputs); ∂/∂log σ_f² = ½ Σ_ij W̃_ij.

@@ -51,10 +51,7 @@ pub(crate) fn chol<B: Backend>(mut a: Mat, what: &str, advice: &str) -> Result<M
 
 /// `A⁻¹` from the lower factor `L` of `A = L Lᵀ`.
 pub(crate) fn chol_inverse<B: Backend>(l: &Mat) -> Result<Mat, DmeError> {
-    let mut x = Mat::identity(l.nrows());
-    B::solve_lower_in_place(l.as_ref(), x.as_mut())?;
-    // A⁻¹ = L⁻ᵀ L⁻¹ = XᵀX with X = L⁻¹.
-    Ok(B::gram(x.as_ref()))
+    Ok(B::cholesky_inverse(l.as_ref())?)
 }
 
 /// Frobenius inner product `⟨A, B⟩ = Σ_ij A_ij B_ij`.

@@ -224,6 +224,24 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
     /// above: shapes agree and none is empty.
     fn tri_solve_kernel(l: MatRef<'_>, tl: Trans, b: MatMut<'_>) -> Result<(), LinalgError>;
 
+    /// `A⁻¹` (full and exactly symmetric) given the lower factor `L` of `A = L Lᵀ`.
+    fn cholesky_inverse(l: MatRef<'_>) -> Result<Mat, LinalgError> {
+        if check_square("cholesky_inverse", l)? == 0 {
+            return Ok(Mat::zeros(0, 0));
+        }
+        Self::cholesky_inverse_kernel(l)
+    }
+
+    /// [`Backend::cholesky_inverse`] of a square, non-empty factor. By default two triangular
+    /// solves against the identity (`n³` multiply-adds), the lower triangle mirrored; a backend
+    /// that inverts `L` as a triangle and forms the triangle of `L⁻ᵀL⁻¹` needs `n³/3`.
+    fn cholesky_inverse_kernel(l: MatRef<'_>) -> Result<Mat, LinalgError> {
+        let mut x = Mat::identity(l.nrows());
+        Self::cholesky_solve_in_place(l, x.as_mut())?;
+        mirror_lower(&mut x);
+        Ok(x)
+    }
+
     /// Symmetric eigendecomposition from the lower triangle of `A`.
     fn sym_eigen(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
         if check_square("sym_eigen", a)? == 0 {
@@ -298,6 +316,15 @@ pub trait Backend: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
     /// `log det A = 2 Σ log L_ii` given the lower factor `L`.
     fn cholesky_logdet(l: MatRef<'_>) -> f64 {
         2.0 * (0..l.nrows().min(l.ncols())).map(|i| l.at(i, i).ln()).sum::<f64>()
+    }
+}
+
+/// Copies the strict lower triangle of the square `a` onto its upper triangle.
+pub(crate) fn mirror_lower(a: &mut Mat) {
+    for j in 0..a.ncols() {
+        for i in j + 1..a.nrows() {
+            a[(j, i)] = a[(i, j)];
+        }
     }
 }
 

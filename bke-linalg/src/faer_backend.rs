@@ -167,6 +167,19 @@ impl Backend for Faer {
         Ok(())
     }
 
+    /// faer's triangular inverse of `L` and the lower triangle of `L⁻ᵀL⁻¹` (`n³/3` multiply-adds,
+    /// against `n³` for the default's solves: 7 against 13 ms at n = 500 on 2 threads), mirrored.
+    fn cholesky_inverse_kernel(l: MatRef<'_>) -> Result<Mat, LinalgError> {
+        use faer::linalg::cholesky::llt::inverse::{inverse, inverse_scratch};
+        let n = l.nrows();
+        let par = par();
+        let mut out = Mat::zeros(n, n);
+        let mut mem = dyn_stack::MemBuffer::new(inverse_scratch::<f64>(n, par));
+        inverse(view_mut(out.as_mut()), view(l), par, dyn_stack::MemStack::new(&mut mem));
+        crate::backend::mirror_lower(&mut out);
+        Ok(out)
+    }
+
     fn sym_eigen_kernel(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
         let n = a.nrows();
         let evd = view(a)

@@ -164,6 +164,10 @@ impl Backend for Selected {
         forward!(tri_solve_kernel(l, tl, b))
     }
 
+    fn cholesky_inverse_kernel(l: MatRef<'_>) -> Result<Mat, LinalgError> {
+        forward!(cholesky_inverse_kernel(l))
+    }
+
     fn sym_eigen_kernel(a: MatRef<'_>) -> Result<SymEigen, LinalgError> {
         forward!(sym_eigen_kernel(a))
     }

@@ -381,8 +381,7 @@ fn conditioned<B: Backend>(k: &Mat, z: &Points, zk: Option<&ZKernel>) -> Result<
         a[(i, i)] += zk.ridge;
     }
     let l = B::cholesky(a.as_ref())?;
-    let mut r = Mat::identity(n);
-    B::cholesky_solve_in_place(l.as_ref(), r.as_mut())?;
+    let mut r = B::cholesky_inverse(l.as_ref())?;
     r.as_mut_slice().iter_mut().for_each(|v| *v *= zk.ridge);
     let p = centre(&r);
     let mut pk = Mat::zeros(n, n);

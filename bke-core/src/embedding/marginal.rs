@@ -360,9 +360,7 @@ impl DenseTerms {
         let (a_inv, logdet) = match B::cholesky(a.as_ref()) {
             Ok(l) => {
                 let logdet = B::cholesky_logdet(l.as_ref());
-                let mut inv = Mat::identity(m);
-                B::cholesky_solve_in_place(l.as_ref(), inv.as_mut())?;
-                (inv, logdet)
+                (B::cholesky_inverse(l.as_ref())?, logdet)
             }
             Err(LinalgError::NotPositiveDefinite { .. }) => {
                 // R is PSD in exact arithmetic; rounding made an eigenvalue < −τ²/n. Clip at 0.

@@ -131,6 +131,14 @@ fn check_agrees_with_faer<B: Backend>(n: usize, seed: u64) {
     B::cholesky_solve_in_place(l.as_ref(), x.as_mut()).unwrap();
     let ax = naive_mul(a.as_ref(), Trans::No, x.as_ref(), Trans::No);
     assert!(sub(&ax, &b).norm_fro() <= 1e-9 * (1.0 + b.norm_fro()), "{}: ‖AX−B‖ too large", B::NAME);
+    // the inverse: exactly symmetric, A·A⁻¹ = I, and equal to the solves against the identity
+    let inv = B::cholesky_inverse(l.as_ref()).unwrap();
+    let mut solved = Mat::identity(n);
+    B::cholesky_solve_in_place(l.as_ref(), solved.as_mut()).unwrap();
+    let eye = naive_mul(a.as_ref(), Trans::No, inv.as_ref(), Trans::No);
+    assert!(sub(&eye, &Mat::identity(n)).norm_fro() <= 1e-9 * (1.0 + n as f64), "{}: ‖AA⁻¹−I‖", B::NAME);
+    assert!(n == 0 || rel_diff(&inv, &solved) < 1e-10, "{}: inverse vs solves", B::NAME);
+    assert!((0..n).all(|j| (0..n).all(|i| inv[(i, j)] == inv[(j, i)])), "{}: inverse not symmetric", B::NAME);
     let mut v = b.col(0).to_vec();
     B::cholesky_solve_vec_in_place(l.as_ref(), &mut v).unwrap();
     assert!(v.iter().zip(x.col(0)).all(|(p, q)| (p - q).abs() <= 1e-10 * (1.0 + q.abs())));
