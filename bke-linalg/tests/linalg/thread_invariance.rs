@@ -41,6 +41,7 @@ fn every_faer_operation_is_thread_invariant() {
         Faer::gemm_symmetric(0.5, l.as_ref(), Trans::Yes, l.as_ref(), Trans::No, 1.0, g.as_mut()).unwrap();
         let mut b = c.clone();
         Faer::solve_lower_in_place(l.as_ref(), b.as_mut()).unwrap();
+        let inverse = Faer::cholesky_inverse(l.as_ref()).unwrap();
         let single: Vec<f32> = a.as_slice().iter().map(|&v| v as f32).collect();
         let mut s = vec![0.0f32; n * n];
         Faer::gemm_f32(&single, &single, &mut s, (n, n, n)).unwrap();
@@ -51,6 +52,7 @@ fn every_faer_operation_is_thread_invariant() {
             bits(&c),
             bits(&g),
             bits(&b),
+            bits(&inverse),
             s.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         )
     };
@@ -61,7 +63,8 @@ fn every_faer_operation_is_thread_invariant() {
     assert!(one.3 == two.3, "gemm");
     assert!(one.4 == two.4, "gram and gemm_symmetric");
     assert!(one.5 == two.5, "triangular solve");
-    assert!(one.6 == two.6, "gemm_f32");
+    assert!(one.6 == two.6, "cholesky_inverse");
+    assert!(one.7 == two.7, "gemm_f32");
 }
 
 /// Wide and tall shapes (a feature matrix `Φ` with few rows and many columns, its rank-deficient
