@@ -153,6 +153,7 @@ impl ClassificationState {
         let phi = &self.phi;
         let lap = weight_laplace::<B>(phi, &self.y, self.s2, self.v0, &self.beta, self.newton.max(30))?;
         self.stats.weight_hessians += lap.hessians;
+        self.stats.weight_evaluations += lap.evaluations;
         let mut xi: Vec<f64> = (0..self.beta.len()).map(|_| rng.sample(StandardNormal)).collect();
         let cand = lap.draw::<B>(&mut xi)?;
         let mut cand_eta = vec![0.0; self.eta.len()];

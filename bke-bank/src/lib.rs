@@ -53,6 +53,7 @@
 //!
 //! Everything is generic over [`bke_linalg::Backend`] and seeded.
 
+mod anderson;
 mod distances;
 mod error;
 mod small;

@@ -10,6 +10,7 @@
 //! and `b = (β, β₀)`. Damped Newton from a given start reaches the unique mode `b̂`; the Laplace
 //! approximation is `N(b̂, H(b̂)⁻¹)`.
 
+use crate::anderson::Anderson;
 use crate::error::BankError;
 use bke_core::simd::{exp_nonpos, ln_1p_unit};
 use bke_linalg::{Backend, Mat, MatMut, Trans};
@@ -58,6 +59,8 @@ pub struct WeightLaplace {
     pub log_posterior: f64,
     /// Negative Hessians evaluated (one `O(N F²)` symmetric product each).
     pub hessians: usize,
+    /// Points evaluated (one pass over `Φ` each, [`evaluate`]).
+    pub evaluations: usize,
 }
 
 /// `L(b)` (module docs) given `η`.
@@ -175,17 +178,83 @@ fn hessian_factor<B: Backend>(
 /// Chord steps (with a Hessian from an earlier point) allowed per mode search.
 const CHORD_STEPS: usize = 100;
 
+/// A point of the mode search: `b`, its evaluation, and the Newton direction `H⁻¹g` and decrement
+/// `gᵀH⁻¹g` under the current factor.
+struct Iterate {
+    b: Vec<f64>,
+    at: Evaluation,
+    step: Vec<f64>,
+    decrement: f64,
+}
+
+impl Iterate {
+    fn new<B: Backend>(l: &Mat, b: Vec<f64>, at: Evaluation) -> Result<Self, BankError> {
+        let mut step = at.gradient.clone();
+        B::cholesky_solve_vec_in_place(l.as_ref(), &mut step)?;
+        let decrement = step.iter().zip(&at.gradient).map(|(s, g)| s * g).sum();
+        Ok(Iterate { b, at, step, decrement })
+    }
+}
+
+/// The mode search's problem and work counters.
+struct Search<'a> {
+    phi: &'a Mat,
+    y: &'a [f64],
+    prior: (f64, f64),
+    design: Mat,
+    hessians: usize,
+    evaluations: usize,
+}
+
+impl Search<'_> {
+    fn evaluate(&mut self, b: &[f64]) -> Evaluation {
+        self.evaluations += 1;
+        evaluate(self.phi, self.y, b, self.prior)
+    }
+
+    fn hessian<B: Backend>(&mut self, eta: &[f64]) -> Result<Mat, BankError> {
+        self.hessians += 1;
+        hessian_factor::<B>(self.phi, eta, self.prior, &mut self.design)
+    }
+
+    /// The chord step `b + t H⁻¹g` with `t` halved until `L` does not fall (`small`: the full step),
+    /// or `None` where 30 halvings do not help.
+    fn damped_step<B: Backend>(
+        &mut self,
+        l: &Mat,
+        cur: &Iterate,
+        small: bool,
+    ) -> Result<Option<Iterate>, BankError> {
+        let mut t = 1.0;
+        for _ in 0..30 {
+            let cand: Vec<f64> = cur.b.iter().zip(&cur.step).map(|(v, s)| v + t * s).collect();
+            let next = self.evaluate(&cand);
+            if small || next.objective >= cur.at.objective {
+                return Iterate::new::<B>(l, cand, next).map(Some);
+            }
+            t *= 0.5;
+        }
+        Ok(None)
+    }
+
+    fn done(self, cur: Iterate, chol: Mat) -> WeightLaplace {
+        let (hessians, evaluations) = (self.hessians, self.evaluations);
+        WeightLaplace { mode: cur.b, chol, log_posterior: cur.at.objective, hessians, evaluations }
+    }
+}
+
 /// The Laplace approximation of the posterior of `(β, β₀)` given features `phi`, labels `y`, weight
 /// prior variance `s2` and intercept prior variance `v0`, from `start` (length `F + 1`).
 ///
 /// The mode search is Newton's method with chord steps: a Hessian is formed (`O(N F²)`) and then
-/// reused for steps `b ← b + t H⁻¹g` (`O(N F)` each, `t` halved until `L` does not fall) for as long
-/// as each step shrinks the decrement `gᵀH⁻¹g` at least fourfold; a slower step forms a new Hessian
-/// at the current point (at most `iters` Hessians). The search stops once the decrement falls below
-/// `1e-20` relative to `max(1, |L|)` — one Newton step past the usual tolerance, so the mode does not
-/// depend on the start beyond round-off — or the line search can no longer raise `L`; the returned
-/// factor is always the Hessian at the returned mode. Each point's `η`, `L` and gradient come from
-/// one pass over `Φ` ([`evaluate`]).
+/// reused for steps `b ← b + t H⁻¹g` (`O(N F)` each, `t` halved until `L` does not fall),
+/// Anderson-accelerated ([`crate::anderson`]: the extrapolated point is taken when it lowers the
+/// decrement `gᵀH⁻¹g` and not `L`), for as long as each step shrinks the decrement at least
+/// fourfold; a slower step forms a new Hessian at the current point (at most `iters` Hessians). The
+/// search stops once the decrement falls below `1e-20` relative to `max(1, |L|)` — one Newton step
+/// past the usual tolerance, so the mode does not depend on the start beyond round-off — or the line
+/// search can no longer raise `L`; the returned factor is always the Hessian at the returned mode.
+/// Each point's `η`, `L` and gradient come from one pass over `Φ` ([`evaluate`]).
 pub fn weight_laplace<B: Backend>(
     phi: &Mat,
     y: &[f64],
@@ -194,60 +263,57 @@ pub fn weight_laplace<B: Backend>(
     start: &[f64],
     iters: usize,
 ) -> Result<WeightLaplace, BankError> {
-    let n = phi.nrows();
-    let prior = (s2, v0);
-    let mut b = start.to_vec();
-    let mut at = evaluate(phi, y, &b, prior);
-    let mut design = Mat::zeros(n, phi.ncols() + 1);
-    let mut l = hessian_factor::<B>(phi, &at.eta, prior, &mut design)?;
-    let mut hessians = 1;
-    let mut fresh = true; // `l` is the Hessian at `b`
+    let design = Mat::zeros(phi.nrows(), phi.ncols() + 1);
+    let mut search = Search { phi, y, prior: (s2, v0), design, hessians: 0, evaluations: 0 };
+    let first = search.evaluate(start);
+    let mut l = search.hessian::<B>(&first.eta)?;
+    let mut cur = Iterate::new::<B>(&l, start.to_vec(), first)?;
+    let mut fresh = true; // `l` is the Hessian at `cur.b`
     let mut previous = f64::INFINITY;
     let mut chords = 0;
+    let mut anderson = Anderson::default();
     loop {
-        let mut step = at.gradient.clone();
-        B::cholesky_solve_vec_in_place(l.as_ref(), &mut step)?;
-        let decrement: f64 = step.iter().zip(&at.gradient).map(|(s, g)| s * g).sum();
-        let scale = at.objective.abs().max(1.0);
-        let converged = decrement < 1e-20 * scale;
-        let out_of_steps = hessians > iters || chords >= CHORD_STEPS;
+        let scale = cur.at.objective.abs().max(1.0);
+        let converged = cur.decrement < 1e-20 * scale;
+        let out_of_steps = search.hessians > iters || chords >= CHORD_STEPS;
         if fresh && (converged || out_of_steps) {
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: at.objective, hessians });
+            return Ok(search.done(cur, l));
         }
-        if !fresh && (converged || out_of_steps || decrement > 0.25 * previous) {
-            l = hessian_factor::<B>(phi, &at.eta, prior, &mut design)?;
-            hessians += 1;
+        if !fresh && (converged || out_of_steps || cur.decrement > 0.25 * previous) {
+            l = search.hessian::<B>(&cur.at.eta)?;
+            cur = Iterate::new::<B>(&l, cur.b, cur.at)?;
             fresh = true;
             previous = f64::INFINITY;
+            anderson.reset();
             continue;
         }
         // Below this decrement the rise of `L` a step promises is near the round-off of `L`
         // itself, which cannot judge it: the full step is taken (quadratic region).
-        let small = decrement < 1e-10 * scale;
-        let mut t = 1.0;
-        let mut moved = false;
-        for _ in 0..30 {
-            let cand: Vec<f64> = b.iter().zip(&step).map(|(v, s)| v + t * s).collect();
-            let next = evaluate(phi, y, &cand, prior);
-            if next.objective >= at.objective || small {
-                b = cand;
-                at = next;
-                moved = true;
-                break;
+        let small = cur.decrement < 1e-10 * scale;
+        let mut moved = None;
+        if let Some(cand) = anderson.candidate(&cur.b, &cur.step, &cur.at.gradient) {
+            let next = search.evaluate(&cand);
+            let next = Iterate::new::<B>(&l, cand, next)?;
+            if next.decrement < cur.decrement && (small || next.at.objective >= cur.at.objective) {
+                moved = Some(next);
+            } else {
+                anderson.forget();
             }
-            t *= 0.5;
         }
-        if !moved {
+        if moved.is_none() {
+            moved = search.damped_step::<B>(&l, &cur, small)?;
+        }
+        let Some(next) = moved else {
             // round-off level: the Hessian at the current b is the answer
             if !fresh {
-                l = hessian_factor::<B>(phi, &at.eta, prior, &mut design)?;
-                hessians += 1;
+                l = search.hessian::<B>(&cur.at.eta)?;
             }
-            return Ok(WeightLaplace { mode: b, chol: l, log_posterior: at.objective, hessians });
-        }
+            return Ok(search.done(cur, l));
+        };
         chords += usize::from(!fresh);
         fresh = false;
-        previous = decrement;
+        previous = cur.decrement;
+        cur = next;
     }
 }
 

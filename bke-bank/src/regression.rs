@@ -69,6 +69,10 @@ pub struct SweepStats {
     /// `O(N(2M)²)` product each).
     #[serde(default)]
     pub weight_hessians: usize,
+    /// Classification: points the joint weight moves' mode searches evaluated (one `O(N 2M)` pass
+    /// over the features each).
+    #[serde(default)]
+    pub weight_evaluations: usize,
 }
 
 /// The eigenvalues of `ΦᵀΦ` (or of `ΦΦᵀ` when `N < 2M`, `dual`) and the weights that make the

@@ -44,6 +44,8 @@ struct Measured {
     sweep: f64,
     sweep_cpu: Option<f64>,
     hessians: f64,
+    /// Passes over `Φ` of the joint weight move's mode search.
+    passes: f64,
     accepted: usize,
 }
 
@@ -54,15 +56,17 @@ fn measure<B: Backend>(n: usize, m: usize) -> anyhow::Result<Measured> {
     // start from the weights' posterior given W, as inside a chain
     base.joint_weight_move::<B, _>(&mut rng)?;
     let reps = if n * m >= 2_000_000 { 1 } else { 3 };
-    let (mut hessians, mut accepted) = (Vec::new(), 0);
+    let (mut counts, mut accepted) = (Vec::new(), 0);
     let (t, sweep_cpu, _) = median_sweep(&base, reps, |st| {
-        let h0 = st.stats.weight_hessians;
+        let (h0, e0) = (st.stats.weight_hessians, st.stats.weight_evaluations);
         accepted = st.sweep(&props, &mut rng).expect("sweep");
         st.joint_weight_move::<B, _>(&mut rng).expect("joint weight move");
-        hessians.push((st.stats.weight_hessians - h0) as f64);
+        counts.push((st.stats.weight_hessians - h0, st.stats.weight_evaluations - e0));
     });
-    let hessians = hessians.iter().sum::<f64>() / hessians.len().max(1) as f64;
-    Ok(Measured { sweep: t, sweep_cpu, hessians, accepted })
+    let mean = |f: fn(&(usize, usize)) -> usize| {
+        counts.iter().map(f).sum::<usize>() as f64 / counts.len().max(1) as f64
+    };
+    Ok(Measured { sweep: t, sweep_cpu, hessians: mean(|c| c.0), passes: mean(|c| c.1), accepted })
 }
 
 /// Times the classification sweep for every `(N, M)` and backend (all compiled ones when
@@ -84,6 +88,7 @@ pub fn bench(
             "sweep",
             "sweep CPU s",
             "Hessian products",
+            "mode-search passes",
             "GEMM bound CPU s",
             "x bound",
             "accepted",
@@ -106,12 +111,13 @@ pub fn bench(
                 let bound = r.hessians * product / (per_cpu * 1e9);
                 let ratio = r.sweep_cpu.map(|c| c / bound);
                 eprintln!(
-                    "  {:<9} N={n:<7} M={m:<4} classification sweep {}, CPU {} = {} x GEMM bound ({:.1} products)",
+                    "  {:<9} N={n:<7} M={m:<4} classification sweep {}, CPU {} = {} x GEMM bound ({:.1} products, {:.1} passes)",
                     kind.name(),
                     fmt_seconds(r.sweep),
                     r.sweep_cpu.map_or("-".into(), fmt_seconds),
                     ratio.map_or("-".into(), |x| format!("{x:.2}")),
-                    r.hessians
+                    r.hessians,
+                    r.passes
                 );
                 table.push(vec![
                     kind.name().into(),
@@ -120,6 +126,7 @@ pub fn bench(
                     fmt_seconds(r.sweep),
                     r.sweep_cpu.map_or("-".into(), |c| format!("{c:.3}")),
                     format!("{:.1}", r.hessians),
+                    format!("{:.1}", r.passes),
                     format!("{bound:.3}"),
                     ratio.map_or("-".into(), |x| format!("{x:.2}")),
                     format!("{}/{m}", r.accepted),
@@ -130,6 +137,10 @@ pub fn bench(
     table.notes.push(
         "GEMM bound: the joint weight move's symmetric Hessian products (N (2M+1)^2 flops each, counted) at the \
          sweep-shaped DGEMM rate per CPU second; the rest of the sweep is linear in M (bke-bench/src/bank_classification.rs)"
+            .into(),
+    );
+    table.notes.push(
+        "mode-search passes: the points the joint weight move's mode search evaluated, one pass over the N x 2M features each"
             .into(),
     );
     Ok(table)
