@@ -143,27 +143,96 @@ impl Mixing {
 
 /// Fills `out` (`N × 2P`) with the features of the `P` frequencies `w` (row-major `P × d`) at the
 /// inputs `x` (`N × d`, column-major), scaled by `1/√m_total`: column `p` holds `cos(ω_pᵀx)/√M`,
-/// column `P + p` holds `sin(ω_pᵀx)/√M`. Columns are computed in parallel (deterministically).
-/// `P < M` fills a block of columns of a larger feature matrix (BaNK's sweep).
+/// column `P + p` holds `sin(ω_pᵀx)/√M`. Groups of [`PROJECTION_GROUP`] frequencies are computed in
+/// parallel (deterministically). `P < M` fills a block of columns of a larger feature matrix
+/// (BaNK's sweep).
 pub fn fill_features(x: &Mat, w: &[f64], m_total: usize, out: &mut Mat) {
     let (n, d) = (x.nrows(), x.ncols());
     let p = w.len() / d.max(1);
     debug_assert_eq!(out.nrows(), n);
     debug_assert_eq!(out.ncols(), 2 * p);
     let scale = 1.0 / (m_total as f64).sqrt();
+    let inputs = PackedInputs::new(x);
     let (cos_part, sin_part) = out.as_mut_slice().split_at_mut(n * p);
-    cos_part.par_chunks_mut(n.max(1)).zip(sin_part.par_chunks_mut(n.max(1))).enumerate().for_each(
-        |(q, (cc, sc))| {
-            let wq = &w[q * d..(q + 1) * d];
-            cc.fill(0.0);
-            for (k, &wk) in wq.iter().enumerate() {
-                for (t, &xv) in cc.iter_mut().zip(x.col(k)) {
-                    *t += wk * xv;
-                }
+    let group = PROJECTION_GROUP * n.max(1);
+    cos_part.par_chunks_mut(group).zip(sin_part.par_chunks_mut(group)).enumerate().for_each(
+        |(g, (cc, sc))| {
+            let first = g * PROJECTION_GROUP;
+            let count = cc.len() / n.max(1);
+            inputs.project(&w[first * d..(first + count) * d], cc);
+            for (cq, sq) in cc.chunks_mut(n.max(1)).zip(sc.chunks_mut(n.max(1))) {
+                crate::simd::sin_cos_scaled(cq, sq, scale);
             }
-            crate::simd::sin_cos_scaled(cc, sc, scale);
         },
     );
+}
+
+/// Frequencies whose projections [`PackedInputs::project`] computes together.
+const PROJECTION_GROUP: usize = 4;
+/// Rows per register block of [`PackedInputs::project`].
+const PROJECTION_ROWS: usize = 8;
+
+/// The inputs `X` (`N × d`) in blocks of [`PROJECTION_ROWS`] rows, each block's `d` columns
+/// contiguous (`R d` values), so a block's projections read one contiguous run; the `N mod R` last
+/// rows stay as columns.
+struct PackedInputs<'a> {
+    x: &'a Mat,
+    blocks: Vec<f64>,
+}
+
+impl<'a> PackedInputs<'a> {
+    fn new(x: &'a Mat) -> Self {
+        const R: usize = PROJECTION_ROWS;
+        let (n, d) = (x.nrows(), x.ncols());
+        let mut blocks = Vec::with_capacity((n - n % R) * d);
+        for start in (0..n - n % R).step_by(R) {
+            for k in 0..d {
+                blocks.extend_from_slice(&x.col(k)[start..start + R]);
+            }
+        }
+        PackedInputs { x, blocks }
+    }
+
+    /// `out` column `j` (`N` values each) ← `X ω_j` for the (at most [`PROJECTION_GROUP`])
+    /// frequencies `w` (row-major). Each block of rows keeps all the group's sums in registers over
+    /// the `d` inputs, so the inputs are read once per group instead of once per frequency; every
+    /// sum still runs `((0 + ω_0 x_0) + ω_1 x_1) + …` in input order, so the result does not depend
+    /// on the grouping.
+    fn project(&self, w: &[f64], out: &mut [f64]) {
+        const R: usize = PROJECTION_ROWS;
+        const G: usize = PROJECTION_GROUP;
+        let (n, d) = (self.x.nrows(), self.x.ncols());
+        let count = out.len().checked_div(n).unwrap_or(0);
+        debug_assert!(count <= G && w.len() == count * d);
+        // input-major weights, a missing frequency of the last group as zeros (its sums are dropped)
+        let mut weights = vec![[0.0; G]; d];
+        for (k, wk) in weights.iter_mut().enumerate() {
+            for j in 0..count {
+                wk[j] = w[j * d + k];
+            }
+        }
+        if d > 0 {
+            for (b, block) in self.blocks.chunks_exact(R * d).enumerate() {
+                let mut acc = [[0.0; R]; G];
+                for (xk, wk) in block.chunks_exact(R).zip(&weights) {
+                    for j in 0..G {
+                        for r in 0..R {
+                            acc[j][r] += wk[j] * xk[r];
+                        }
+                    }
+                }
+                for (j, a) in acc.iter().enumerate().take(count) {
+                    out[j * n + b * R..j * n + (b + 1) * R].copy_from_slice(a);
+                }
+            }
+        }
+        let full = self.blocks.len().checked_div(d).unwrap_or(0);
+        for j in 0..count {
+            for i in full..n {
+                out[j * n + i] = (0..d).fold(0.0, |t, k| t + weights[k][j] * self.x.col(k)[i]);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +240,37 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+
+    /// The grouped, register-blocked features equal, bit for bit, one frequency at a time with one
+    /// running sum per row (`N` not a multiple of the row block, `P` not of the group).
+    #[test]
+    fn grouped_features_equal_the_plain_loop_bitwise() {
+        let (d, m_total) = (7, 11);
+        for (n, p) in [(1, 1), (19, 5), (64, 4), (203, 9)] {
+            let x = Mat::from_fn(n, d, |i, k| ((i * 7 + k * 3) as f64 * 0.37).sin() * 2.0);
+            let w: Vec<f64> = (0..p * d).map(|t| ((t * 5) as f64 * 0.61).cos()).collect();
+            let mut out = Mat::zeros(n, 2 * p);
+            fill_features(&x, &w, m_total, &mut out);
+            let scale = 1.0 / (m_total as f64).sqrt();
+            for q in 0..p {
+                let mut c: Vec<f64> = (0..n)
+                    .map(|i| {
+                        let mut t = 0.0;
+                        for k in 0..d {
+                            t += w[q * d + k] * x[(i, k)];
+                        }
+                        t
+                    })
+                    .collect();
+                let mut s = vec![0.0; n];
+                crate::simd::sin_cos_scaled(&mut c, &mut s, scale);
+                for i in 0..n {
+                    assert_eq!(out[(i, q)].to_bits(), c[i].to_bits(), "cos n={n} p={p} ({i}, {q})");
+                    assert_eq!(out[(i, p + q)].to_bits(), s[i].to_bits(), "sin n={n} p={p} ({i}, {q})");
+                }
+            }
+        }
+    }
 
     /// With many frequencies `φ(x)ᵀφ(y)` matches every kernel family within Monte Carlo error
     /// (sd ≤ 1/√(2M) for the cos/sin pair form; tolerance 5 sd).
