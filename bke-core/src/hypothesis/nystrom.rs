@@ -34,6 +34,9 @@
 //! more than `N/2` landmarks would be needed, the low rank saves little, and when the doubled
 //! factor's pivoted Cholesky would cost more than the exact null ([`DOUBLING_COST`]) it saves nothing:
 //! [`NystromLandmarks::factor`] answers `None` and the test uses the exact Gram matrix of that kernel.
+//! A probe of [`PROBE_POINTS`] points midway between landmarks comes first: where its lost variance,
+//! less three standard errors, is already above the bound, the whole factor is not formed for a
+//! check it would fail (in ten dimensions most kernels of a collection fail it).
 //! Above [`MAX_FACTOR_ENTRIES`] entries of `Φᵀ` the doubling stops and the last factor is used, so
 //! memory stays bounded at any `N` (the power, not the level, then depends on `N`).
 //!
@@ -41,7 +44,7 @@
 //! The landmarks are every `⌊N/R⌋`-th point of the pooled sample in canonical order
 //! ([`super::select::canonical_order`]), so `L`, the pivots, their truncation and `k̃` depend on the
 //! pooled multiset only;
-//! so does the lost variance (its terms are summed in sorted order), and with it the number of
+//! so do the probe and the lost variance (its terms are summed in sorted order), and with them the number of
 //! landmarks and the choice of the exact Gram matrix.
 //! `k̃` is a positive semi-definite kernel, and the statistic computed from it on the observed labels and
 //! on every relabelling is one fixed function of the labelled data: the permutation test is exact by the
@@ -94,6 +97,9 @@ pub const DOUBLING_COST: usize = 64;
 /// The landmarks are not doubled beyond this many entries of `Φᵀ` (`r N`, 128 MB; the pivoted
 /// Cholesky on `r ≤ N/2` landmarks holds at most as many again).
 pub const MAX_FACTOR_ENTRIES: usize = 1 << 24;
+/// Points of the lost-variance probe that skips a factor which clearly fails the full check
+/// ([`NystromLandmarks::factor`]).
+pub const PROBE_POINTS: usize = 256;
 
 /// Landmarks of the pooled sample for [`NystromLandmarks::factor`], or `None` when the pooled sample
 /// is small enough for the dense Gram matrices.
@@ -138,42 +144,92 @@ impl<'a> NystromLandmarks<'a> {
     /// [`DOUBLING_COST`]; the kernel's weight is ignored).
     pub fn factor<B: Backend>(&self, kernel: &WeightedKernel) -> Result<Option<Mat>, CoreError> {
         let n = self.pooled.len();
-        let (mut ft, mut dropped) = self.factor_on::<B>(&self.landmarks, kernel)?;
         let mut count = self.landmarks.len();
-        while self.lost_variance(&ft, kernel) - dropped > MAX_LOST_VARIANCE {
-            count *= 2;
-            if count > n / 2 || count.pow(3) > DOUBLING_COST * n * n {
+        let mut doubled = None;
+        loop {
+            let landmarks = doubled.as_ref().unwrap_or(&self.landmarks);
+            let next = 2 * count;
+            let give_up = next > n / 2 || next.pow(3) > DOUBLING_COST * n * n;
+            // the factor used even where it loses too much: doubling would exceed the memory bound
+            let last = !give_up && next * n > MAX_FACTOR_ENTRIES;
+            let pivots = pivoted_cholesky(landmarks, kernel);
+            if last || !self.probe_loses_too_much::<B>(landmarks, &pivots, kernel)? {
+                let ft = self.factor_from::<B>(self.pooled, landmarks, &pivots, kernel)?;
+                if last || self.lost_variance(&ft, kernel) - pivots.dropped <= MAX_LOST_VARIANCE {
+                    return Ok(Some(ft));
+                }
+            }
+            if give_up {
                 return Ok(None);
             }
-            if count * n > MAX_FACTOR_ENTRIES {
-                break;
-            }
-            (ft, dropped) = self.factor_on::<B>(&every_nth(&self.canonical, count), kernel)?;
+            count = next;
+            doubled = Some(every_nth(&self.canonical, count));
         }
-        Ok(Some(ft))
+    }
+
+    /// Whether the factor on `landmarks` clearly loses more than [`MAX_LOST_VARIANCE`]: its lost
+    /// variance on [`PROBE_POINTS`] points midway between successive landmarks of the canonical
+    /// order, less three standard errors, is above the bound. Then the whole factor (`N r`
+    /// evaluations, `N r²` flops) is not formed for a check it would fail. The probe depends on the
+    /// pooled multiset only, as the full check does (module docs); where it is not clear, the full
+    /// check decides.
+    fn probe_loses_too_much<B: Backend>(
+        &self,
+        landmarks: &Points,
+        pivots: &Pivots,
+        kernel: &WeightedKernel,
+    ) -> Result<bool, CoreError> {
+        let n = self.canonical.len();
+        let count = PROBE_POINTS.min(n / 2);
+        if count < 2 {
+            return Ok(false);
+        }
+        let idx: Vec<usize> = (0..count).map(|j| (2 * j + 1) * n / (2 * count)).collect();
+        let probe = self.canonical.select(&idx);
+        let ft = self.factor_from::<B>(&probe, landmarks, pivots, kernel)?;
+        let lost: Vec<f64> = (0..count)
+            .map(|i| {
+                let z = probe.point(i);
+                kernel.eval(z, z) - ft.col(i).iter().map(|a| a * a).sum::<f64>()
+            })
+            .collect();
+        let mean = lost.iter().sum::<f64>() / count as f64;
+        let var = lost.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (count - 1) as f64;
+        Ok(mean - 3.0 * (var / count as f64).sqrt() - pivots.dropped > MAX_LOST_VARIANCE)
+    }
+
+    /// The factor `Φᵀ = L_P⁻¹ k(P, Z)` at the points `z` of the pivots `P` of `landmarks`.
+    fn factor_from<B: Backend>(
+        &self,
+        z: &Points,
+        landmarks: &Points,
+        pivots: &Pivots,
+        kernel: &WeightedKernel,
+    ) -> Result<Mat, CoreError> {
+        let r = pivots.order.len();
+        let pivot_points = landmarks.select(&pivots.order);
+        let mut ft = Mat::zeros(r, z.len());
+        ft.as_mut_slice().par_chunks_mut(r.max(1)).enumerate().for_each(|(i, col)| {
+            // distances first, then the kernel values in one vectorised loop
+            let zi = z.point(i);
+            for (j, v) in col.iter_mut().enumerate() {
+                *v = kernel.family.distance(zi, pivot_points.point(j));
+            }
+            col.iter_mut().for_each(|v| *v = kernel.family.value(*v, kernel.lengthscale));
+        });
+        B::solve_lower_in_place(pivots.lower.as_ref(), ft.as_mut())?;
+        Ok(ft)
     }
 
     /// The factor on `landmarks` and the variance per landmark its truncation dropped.
+    #[cfg(test)]
     fn factor_on<B: Backend>(
         &self,
         landmarks: &Points,
         kernel: &WeightedKernel,
     ) -> Result<(Mat, f64), CoreError> {
         let pivots = pivoted_cholesky(landmarks, kernel);
-        let r = pivots.order.len();
-        let n = self.pooled.len();
-        let pivot_points = landmarks.select(&pivots.order);
-        let mut ft = Mat::zeros(r, n);
-        ft.as_mut_slice().par_chunks_mut(r.max(1)).enumerate().for_each(|(i, col)| {
-            // distances first, then the kernel values in one vectorised loop
-            let z = self.pooled.point(i);
-            for (j, v) in col.iter_mut().enumerate() {
-                *v = kernel.family.distance(z, pivot_points.point(j));
-            }
-            col.iter_mut().for_each(|v| *v = kernel.family.value(*v, kernel.lengthscale));
-        });
-        B::solve_lower_in_place(pivots.lower.as_ref(), ft.as_mut())?;
-        Ok((ft, pivots.dropped))
+        Ok((self.factor_from::<B>(self.pooled, landmarks, &pivots, kernel)?, pivots.dropped))
     }
 
     /// `(1/N) Σ_i (k(z_i, z_i) − ‖φ_i‖²)`, the terms added in sorted order so that the value does not
@@ -393,6 +449,18 @@ mod tests {
         // a kernel narrower than the points' spacing needs every point: the exact Gram matrix
         let narrow = WeightedKernel::gaussian(0.01);
         assert!(rank(&lm, &narrow).is_none() && rank(&lr, &narrow).is_none());
+        // the probe skips the narrow kernel's factor, and only where the full check fails
+        let probe = |l: &NystromLandmarks, k: &WeightedKernel| {
+            let pivots = pivoted_cholesky(&l.landmarks, k);
+            l.probe_loses_too_much::<DefaultBackend>(&l.landmarks, &pivots, k).unwrap()
+        };
+        assert!(probe(&lm, &narrow));
+        for ls in [0.01, 0.05, 0.12, 0.3, 1.0] {
+            let k = WeightedKernel::gaussian(ls);
+            let (ft, dropped) = lm.factor_on::<DefaultBackend>(&lm.landmarks, &k).unwrap();
+            let fails = lm.lost_variance(&ft, &k) - dropped > MAX_LOST_VARIANCE;
+            assert!(!probe(&lm, &k) || fails, "lengthscale {ls}: the probe skips a factor that passes");
+        }
         // a smooth kernel keeps the first landmarks
         assert!(rank(&lm, &WeightedKernel::gaussian(1.0)).expect("smooth").0 < 200);
         // at 2400 points the 400 landmarks do not resolve this kernel and 800 (`≤ N/2`) cost more
