@@ -144,11 +144,10 @@ impl<'a> NystromLandmarks<'a> {
     /// [`DOUBLING_COST`]; the kernel's weight is ignored).
     pub fn factor<B: Backend>(&self, kernel: &WeightedKernel) -> Result<Option<Mat>, CoreError> {
         let n = self.pooled.len();
-        let mut count = self.landmarks.len();
         let mut doubled = None;
         loop {
             let landmarks = doubled.as_ref().unwrap_or(&self.landmarks);
-            let next = 2 * count;
+            let next = 2 * landmarks.len();
             let give_up = next > n / 2 || next.pow(3) > DOUBLING_COST * n * n;
             // the factor used even where it loses too much: doubling would exceed the memory bound
             let last = !give_up && next * n > MAX_FACTOR_ENTRIES;
@@ -162,8 +161,7 @@ impl<'a> NystromLandmarks<'a> {
             if give_up {
                 return Ok(None);
             }
-            count = next;
-            doubled = Some(every_nth(&self.canonical, count));
+            doubled = Some(every_nth(&self.canonical, next));
         }
     }
 
@@ -186,13 +184,7 @@ impl<'a> NystromLandmarks<'a> {
         }
         let idx: Vec<usize> = (0..count).map(|j| (2 * j + 1) * n / (2 * count)).collect();
         let probe = self.canonical.select(&idx);
-        let ft = self.factor_from::<B>(&probe, landmarks, pivots, kernel)?;
-        let lost: Vec<f64> = (0..count)
-            .map(|i| {
-                let z = probe.point(i);
-                kernel.eval(z, z) - ft.col(i).iter().map(|a| a * a).sum::<f64>()
-            })
-            .collect();
+        let lost = lost_per_point(&probe, &self.factor_from::<B>(&probe, landmarks, pivots, kernel)?, kernel);
         let mean = lost.iter().sum::<f64>() / count as f64;
         let var = lost.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (count - 1) as f64;
         Ok(mean - 3.0 * (var / count as f64).sqrt() - pivots.dropped > MAX_LOST_VARIANCE)
@@ -235,16 +227,20 @@ impl<'a> NystromLandmarks<'a> {
     /// `(1/N) Σ_i (k(z_i, z_i) − ‖φ_i‖²)`, the terms added in sorted order so that the value does not
     /// depend on the order of the pooled points (module docs).
     fn lost_variance(&self, ft: &Mat, kernel: &WeightedKernel) -> f64 {
-        let n = self.pooled.len();
-        let mut lost: Vec<f64> = (0..n)
-            .map(|i| {
-                let z = self.pooled.point(i);
-                kernel.eval(z, z) - ft.col(i).iter().map(|a| a * a).sum::<f64>()
-            })
-            .collect();
+        let mut lost = lost_per_point(self.pooled, ft, kernel);
         lost.sort_unstable_by(f64::total_cmp);
-        lost.iter().sum::<f64>() / n as f64
+        lost.iter().sum::<f64>() / lost.len() as f64
     }
+}
+
+/// `k(z_i, z_i) − ‖φ_i‖²` at each point `z_i` of `z`, whose factor columns `φ_i` are `ft`'s.
+fn lost_per_point(z: &Points, ft: &Mat, kernel: &WeightedKernel) -> Vec<f64> {
+    (0..z.len())
+        .map(|i| {
+            let zi = z.point(i);
+            kernel.eval(zi, zi) - ft.col(i).iter().map(|a| a * a).sum::<f64>()
+        })
+        .collect()
 }
 
 /// `count` points of `canonical`, every `⌊N/count⌋`-th.
