@@ -285,7 +285,8 @@ pub fn logistic_map<B: Backend>(
     iters: usize,
 ) -> Result<(Vec<f64>, f64), BankError> {
     let f1 = phi.ncols() + 1;
-    let lap = crate::logistic::weight_laplace::<B>(phi, y, s2, s2, &vec![0.0; f1], iters)?;
+    let lap =
+        crate::logistic::weight_laplace::<B>(phi, y, s2, s2, &vec![0.0; f1], iters, &mut Mat::default())?;
     let ev = lap.log_posterior - 0.5 * f1 as f64 * s2.ln() - 0.5 * B::cholesky_logdet(lap.chol.as_ref());
     Ok((lap.mode, ev))
 }

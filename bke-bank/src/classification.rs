@@ -41,6 +41,7 @@
 use crate::error::{BankError, mismatch};
 use crate::features::feature_matrix;
 use crate::logistic::{linear_predictor, log_posterior, weight_laplace};
+use bke_core::rff::fill_features;
 // The logistic link lives in crate::logistic and the 2-D Laplace approximation in
 // crate::pair_laplace; re-exported here for the public path.
 pub use crate::logistic::{sigmoid, softplus};
@@ -62,6 +63,11 @@ pub struct ClassificationState {
     w: Vec<f64>,
     /// The features `Φ` (`N × 2M`) of `w`.
     phi: Mat,
+    /// Scratch, allocated once (an `N × 2M` matrix is larger than the allocator keeps, so a fresh one
+    /// per sweep is mapped, page-faulted and unmapped each time): the proposals' features and the
+    /// joint weight move's weighted design (`N × (2M + 1)`).
+    proposed: Mat,
+    design: Mat,
     beta: Vec<f64>,
     eta: Vec<f64>,
     s2: f64,
@@ -88,6 +94,8 @@ impl ClassificationState {
         let phi = feature_matrix(&x, &w);
         let f = phi.ncols();
         Ok(Self {
+            proposed: Mat::zeros(n, f),
+            design: Mat::zeros(n, f + 1),
             x,
             y,
             m,
@@ -151,7 +159,8 @@ impl ClassificationState {
     /// step at `O(N(2M)²)` per Newton iteration. Returns whether it was accepted.
     pub fn joint_weight_move<B: Backend, R: Rng>(&mut self, rng: &mut R) -> Result<bool, BankError> {
         let phi = &self.phi;
-        let lap = weight_laplace::<B>(phi, &self.y, self.s2, self.v0, &self.beta, self.newton.max(30))?;
+        let iters = self.newton.max(30);
+        let lap = weight_laplace::<B>(phi, &self.y, self.s2, self.v0, &self.beta, iters, &mut self.design)?;
         self.stats.weight_hessians += lap.hessians;
         self.stats.weight_evaluations += lap.evaluations;
         let mut xi: Vec<f64> = (0..self.beta.len()).map(|_| rng.sample(StandardNormal)).collect();
@@ -229,7 +238,8 @@ impl ClassificationState {
             return Err(mismatch("proposals (values)", m * d, proposals.len()));
         }
         self.intercept_move(rng);
-        let proposed = feature_matrix(&self.x, proposals);
+        let mut proposed = std::mem::take(&mut self.proposed);
+        fill_features(&self.x, proposals, m, &mut proposed);
         let mut ll = log_likelihood(&self.y, &self.eta, &[], &[]);
         let mut accepted = 0;
         for j in 0..m {
@@ -239,6 +249,7 @@ impl ClassificationState {
                 accepted += 1;
             }
         }
+        self.proposed = proposed;
         Ok(accepted)
     }
 

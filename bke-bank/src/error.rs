@@ -82,8 +82,9 @@ pub(crate) fn check_count(name: &str, v: usize) -> Result<(), BankError> {
 }
 
 /// Refuses `frequencies` random features for `n` rows of `d` inputs, kept for `samples` posterior
-/// samples, when the work would not fit in memory ([`bke_core::budget`]): the feature matrix
-/// (`n × (2M + 1)`), the normal-equation matrices (`3 min(n, 2M + 1)²`), and the stored samples
+/// samples, when the work would not fit in memory ([`bke_core::budget`]): three feature-sized
+/// matrices (`n × (2M + 1)`: classification keeps `Φ`, the proposals' features and the joint weight
+/// move's weighted design; regression `Φ` and a block of proposals), the normal-equation matrices (`3 min(n, 2M + 1)²`), and the stored samples
 /// (`samples × M (d + 2)`). Checked before anything is allocated.
 pub(crate) fn check_features(
     frequencies: usize,
@@ -96,6 +97,7 @@ pub(crate) fn check_features(
     let side = width.min(n.max(1)).max(1);
     let bytes = Bytes::f64s(n)
         .times(width)
+        .times(3)
         .plus(Bytes::f64s(side).times(side).times(3))
         .plus(Bytes::f64s(frequencies).times(d.saturating_add(2)).times(samples.max(1)));
     let setting = if n > 1 {

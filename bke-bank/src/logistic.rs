@@ -201,7 +201,7 @@ struct Search<'a> {
     phi: &'a Mat,
     y: &'a [f64],
     prior: (f64, f64),
-    design: Mat,
+    design: &'a mut Mat,
     hessians: usize,
     evaluations: usize,
 }
@@ -214,7 +214,7 @@ impl Search<'_> {
 
     fn hessian<B: Backend>(&mut self, eta: &[f64]) -> Result<Mat, BankError> {
         self.hessians += 1;
-        hessian_factor::<B>(self.phi, eta, self.prior, &mut self.design)
+        hessian_factor::<B>(self.phi, eta, self.prior, self.design)
     }
 
     /// The chord step `b + t H⁻¹g` with `t` halved until `L` does not fall (`small`: the full step),
@@ -254,7 +254,9 @@ impl Search<'_> {
 /// search stops once the decrement falls below `1e-20` relative to `max(1, |L|)` — one Newton step
 /// past the usual tolerance, so the mode does not depend on the start beyond round-off — or the line
 /// search can no longer raise `L`; the returned factor is always the Hessian at the returned mode.
-/// Each point's `η`, `L` and gradient come from one pass over `Φ` ([`evaluate`]).
+/// Each point's `η`, `L` and gradient come from one pass over `Φ` ([`evaluate`]). `design` is
+/// scratch for the Hessians' weighted design `D^{½}Φ̃` (`N × (F + 1)`; reallocated if it has another
+/// shape), so a sampler calling this every sweep allocates it once.
 pub fn weight_laplace<B: Backend>(
     phi: &Mat,
     y: &[f64],
@@ -262,8 +264,11 @@ pub fn weight_laplace<B: Backend>(
     v0: f64,
     start: &[f64],
     iters: usize,
+    design: &mut Mat,
 ) -> Result<WeightLaplace, BankError> {
-    let design = Mat::zeros(phi.nrows(), phi.ncols() + 1);
+    if (design.nrows(), design.ncols()) != (phi.nrows(), phi.ncols() + 1) {
+        *design = Mat::zeros(phi.nrows(), phi.ncols() + 1);
+    }
     let mut search = Search { phi, y, prior: (s2, v0), design, hessians: 0, evaluations: 0 };
     let first = search.evaluate(start);
     let mut l = search.hessian::<B>(&first.eta)?;
@@ -376,8 +381,9 @@ mod tests {
     fn mode_is_stationary_and_hessian_matches_finite_differences() {
         let (phi, y) = problem();
         let (s2, v0) = (2.0, 5.0);
-        let lap = weight_laplace::<B>(&phi, &y, s2, v0, &[0.0; 4], 50).unwrap();
-        let other = weight_laplace::<B>(&phi, &y, s2, v0, &[1.0, -2.0, 0.5, 3.0], 50).unwrap();
+        let lap = weight_laplace::<B>(&phi, &y, s2, v0, &[0.0; 4], 50, &mut Mat::default()).unwrap();
+        let other =
+            weight_laplace::<B>(&phi, &y, s2, v0, &[1.0, -2.0, 0.5, 3.0], 50, &mut Mat::default()).unwrap();
         let obj = |b: &[f64]| {
             let mut eta = vec![0.0; y.len()];
             linear_predictor::<B>(&phi, b, &mut eta).unwrap();
@@ -444,7 +450,7 @@ mod tests {
         use rand::SeedableRng;
         use rand_distr::{Distribution, StandardNormal};
         let (phi, y) = problem();
-        let lap = weight_laplace::<B>(&phi, &y, 1.0, 1.0, &[0.0; 4], 50).unwrap();
+        let lap = weight_laplace::<B>(&phi, &y, 1.0, 1.0, &[0.0; 4], 50, &mut Mat::default()).unwrap();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         let k = 20_000;
         let mut sum = [0.0; 4];

@@ -98,6 +98,9 @@ pub struct RegressionState<B: Backend> {
     d: usize,
     w: Vec<f64>,
     phi: Mat,
+    /// Scratch for a block of proposals' features (`N × 2P`), kept across sweeps: a matrix this size
+    /// is larger than the allocator keeps, so a fresh one per sweep is mapped and page-faulted anew.
+    proposed: Mat,
     gram: Mat,
     phity: Vec<f64>,
     yty: f64,
@@ -132,6 +135,7 @@ impl<B: Backend> RegressionState<B> {
             m,
             d,
             w,
+            proposed: Mat::zeros(0, 0),
             gram: Mat::zeros(0, 0),
             phity: vec![0.0; 2 * m],
             phi,
@@ -355,7 +359,10 @@ impl<B: Backend> RegressionState<B> {
         let f = 2 * m;
         let block = block.clamp(1, m);
         let mut accepted_total = 0;
-        let mut phinew = Mat::zeros(n, 2 * block);
+        let mut phinew = std::mem::take(&mut self.proposed);
+        if (phinew.nrows(), phinew.ncols()) != (n, 2 * block) {
+            phinew = Mat::zeros(n, 2 * block);
+        }
         let mut h = Mat::zeros(f, 2 * block);
         let mut h2 = Mat::zeros(2 * block, 2 * block);
         let mut hy = vec![0.0; 2 * block];
@@ -413,6 +420,7 @@ impl<B: Backend> RegressionState<B> {
                 }
             }
         }
+        self.proposed = phinew;
         Ok(accepted_total)
     }
 
