@@ -14,6 +14,7 @@ use crate::anderson::Anderson;
 use crate::error::BankError;
 use bke_core::simd::{exp_nonpos, ln_1p_unit};
 use bke_linalg::{Backend, Mat, MatMut, Trans};
+use rayon::prelude::*;
 
 /// The logistic function `σ(t) = 1/(1 + e^{−t})`, without overflow: with `e = e^{−|t|}`, `1/(1 + e)`
 /// for `t ≥ 0` and `e/(1 + e)` otherwise. Branch-free apart from a select (the exponential is
@@ -96,35 +97,70 @@ struct Evaluation {
 /// between the two products that read them (256 KB at `2M = 256`).
 const EVALUATION_ROWS: usize = 128;
 
+/// Rows per parallel chunk of [`evaluate`]: fixed, so the order of every sum, and so the result,
+/// does not depend on the number of threads.
+const EVALUATION_CHUNK: usize = 32 * EVALUATION_ROWS;
+
 /// `η = Φβ + β₀`, `L(b)` and its gradient `Φ̃ᵀ(y − σ(η)) − P b` in one pass over `Φ`, a block of
 /// [`EVALUATION_ROWS`] rows at a time: each block's rows of `Φ` are read from memory once for `η`
 /// and again from cache for `Φᵀr` — two products with `Φ` at the memory traffic of one, and the
 /// chord steps of the mode search are memory-bound (an `N × 2M` matrix larger than the cache, two
-/// products per step). Sums run in a fixed order (eight partial sums per product), on the calling
-/// thread.
+/// products per step). Chunks of [`EVALUATION_CHUNK`] rows run in parallel; each keeps eight
+/// partial sums per product, and the chunks' sums are added in chunk order.
 fn evaluate(phi: &Mat, y: &[f64], b: &[f64], prior: (f64, f64)) -> Evaluation {
-    const LANES: usize = 8;
     let (n, f) = (phi.nrows(), phi.ncols());
     let mut eta = vec![b[f]; n];
-    let mut acc = vec![[0.0; LANES]; f];
-    let (mut loglik, mut residual_sum) = (0.0, 0.0);
+    let chunks: Vec<ChunkSums> = eta
+        .par_chunks_mut(EVALUATION_CHUNK)
+        .enumerate()
+        .map(|(k, e)| chunk_sums(phi, y, b, k * EVALUATION_CHUNK, e))
+        .collect();
+    let mut total = ChunkSums { acc: vec![[0.0; LANES]; f], loglik: 0.0, residual_sum: 0.0 };
+    for c in &chunks {
+        total.loglik += c.loglik;
+        total.residual_sum += c.residual_sum;
+        for (t, a) in total.acc.iter_mut().zip(&c.acc) {
+            t.iter_mut().zip(a).for_each(|(t, a)| *t += a);
+        }
+    }
+    let mut gradient: Vec<f64> = total.acc.iter().map(|a| a.iter().sum()).collect();
+    gradient.push(total.residual_sum);
+    for (c, g) in gradient.iter_mut().enumerate() {
+        *g -= b[c] / if c < f { prior.0 } else { prior.1 };
+    }
+    Evaluation { eta, objective: total.loglik + log_prior(b, prior.0, prior.1), gradient }
+}
+
+/// Partial sums per product of [`evaluate`].
+const LANES: usize = 8;
+
+/// One chunk's share of [`evaluate`]: `Φᵀr` in [`LANES`] partial sums per column, `ℓ` and `Σ r`.
+struct ChunkSums {
+    acc: Vec<[f64; LANES]>,
+    loglik: f64,
+    residual_sum: f64,
+}
+
+/// [`evaluate`] on rows `first..first + eta.len()` (`eta` holds `β₀` on entry and `η` on return).
+fn chunk_sums(phi: &Mat, y: &[f64], b: &[f64], first: usize, eta: &mut [f64]) -> ChunkSums {
+    let f = phi.ncols();
+    let mut sums = ChunkSums { acc: vec![[0.0; LANES]; f], loglik: 0.0, residual_sum: 0.0 };
     let mut r = [0.0; EVALUATION_ROWS];
-    for start in (0..n).step_by(EVALUATION_ROWS) {
-        let end = (start + EVALUATION_ROWS).min(n);
-        let rows = end - start;
-        let e = &mut eta[start..end];
+    for (k, e) in eta.chunks_mut(EVALUATION_ROWS).enumerate() {
+        let (start, rows) = (first + k * EVALUATION_ROWS, e.len());
+        let end = start + rows;
         for c in 0..f {
             let bc = b[c];
             e.iter_mut().zip(&phi.col(c)[start..end]).for_each(|(ei, p)| *ei += p * bc);
         }
-        loglik += log_likelihood(&y[start..end], e);
+        sums.loglik += log_likelihood(&y[start..end], e);
         r[..rows]
             .iter_mut()
             .zip(&y[start..end])
             .zip(e.iter())
             .for_each(|((ri, yi), ei)| *ri = yi - sigmoid(*ei));
-        residual_sum += r[..rows].iter().sum::<f64>();
-        for (c, a) in acc.iter_mut().enumerate() {
+        sums.residual_sum += r[..rows].iter().sum::<f64>();
+        for (c, a) in sums.acc.iter_mut().enumerate() {
             let col = &phi.col(c)[start..end];
             let (pc, rc) = (col.chunks_exact(LANES), r[..rows].chunks_exact(LANES));
             let tail: f64 = pc.remainder().iter().zip(rc.remainder()).map(|(p, q)| p * q).sum();
@@ -136,12 +172,7 @@ fn evaluate(phi: &Mat, y: &[f64], b: &[f64], prior: (f64, f64)) -> Evaluation {
             a[0] += tail;
         }
     }
-    let mut gradient: Vec<f64> = acc.iter().map(|a| a.iter().sum()).collect();
-    gradient.push(residual_sum);
-    for (c, g) in gradient.iter_mut().enumerate() {
-        *g -= b[c] / if c < f { prior.0 } else { prior.1 };
-    }
-    Evaluation { eta, objective: loglik + log_prior(b, prior.0, prior.1), gradient }
+    sums
 }
 
 /// The Cholesky factor of the negative Hessian `H = Φ̃ᵀDΦ̃ + P` at `η`, the product formed as a
@@ -358,20 +389,27 @@ mod tests {
     /// gradient `Φ̃ᵀ(y − σ(η)) − P b` summed row by row.
     #[test]
     fn evaluation_in_one_pass_matches_the_separate_products() {
-        let n = 2 * EVALUATION_ROWS + 44;
-        let phi = Mat::from_fn(n, 5, |i, c| ((i * (c + 3)) as f64 * 0.29).sin());
-        let y: Vec<f64> = (0..n).map(|i| f64::from(u8::from((i as f64 * 0.47).cos() > 0.1))).collect();
-        let (b, prior) = (vec![0.3, -0.7, 1.1, 0.05, -0.4, 0.2], (1.5, 4.0));
-        let e = evaluate(&phi, &y, &b, prior);
-        let mut eta = vec![0.0; n];
-        linear_predictor::<B>(&phi, &b, &mut eta).unwrap();
-        assert!(e.eta.iter().zip(&eta).all(|(a, c)| (a - c).abs() < 1e-13));
-        assert!((e.objective - log_posterior(&y, &eta, &b, prior.0, prior.1)).abs() < 1e-10);
-        for c in 0..6 {
-            let column = |i: usize| if c < 5 { phi[(i, c)] } else { 1.0 };
-            let g: f64 = (0..n).map(|i| column(i) * (y[i] - sigmoid(eta[i]))).sum::<f64>()
-                - b[c] / if c < 5 { prior.0 } else { prior.1 };
-            assert!((e.gradient[c] - g).abs() < 1e-10, "gradient {c}: {} vs {g}", e.gradient[c]);
+        // one chunk with a partial block; several parallel chunks with a partial last one
+        for n in [2 * EVALUATION_ROWS + 44, 2 * EVALUATION_CHUNK + 3 * EVALUATION_ROWS + 5] {
+            let phi = Mat::from_fn(n, 5, |i, c| ((i * (c + 3)) as f64 * 0.29).sin());
+            let y: Vec<f64> = (0..n).map(|i| f64::from(u8::from((i as f64 * 0.47).cos() > 0.1))).collect();
+            let (b, prior) = (vec![0.3, -0.7, 1.1, 0.05, -0.4, 0.2], (1.5, 4.0));
+            let e = evaluate(&phi, &y, &b, prior);
+            let mut eta = vec![0.0; n];
+            linear_predictor::<B>(&phi, &b, &mut eta).unwrap();
+            assert!(e.eta.iter().zip(&eta).all(|(a, c)| (a - c).abs() < 1e-13));
+            let tol = 1e-13 * n as f64;
+            assert!((e.objective - log_posterior(&y, &eta, &b, prior.0, prior.1)).abs() < tol);
+            for c in 0..6 {
+                let column = |i: usize| if c < 5 { phi[(i, c)] } else { 1.0 };
+                let g: f64 = (0..n).map(|i| column(i) * (y[i] - sigmoid(eta[i]))).sum::<f64>()
+                    - b[c] / if c < 5 { prior.0 } else { prior.1 };
+                assert!((e.gradient[c] - g).abs() < tol, "n = {n}, gradient {c}: {} vs {g}", e.gradient[c]);
+            }
+            // the same bits on one thread as on the pool
+            let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            let serial = one.install(|| evaluate(&phi, &y, &b, prior));
+            assert_eq!((serial.objective, &serial.gradient, &serial.eta), (e.objective, &e.gradient, &e.eta));
         }
     }
 
