@@ -125,7 +125,9 @@ fn fit<B: Backend>(
         }
         xs = inputs.apply(x);
     }
-    let mut resolved = params.prior.resolve(d, length_scale(&xs))?;
+    let isotropic_suffices = relevance.as_ref().is_some_and(|r| !r.used);
+    let nu0 = crate::params::default_nu0(params.task, d, m, isotropic_suffices);
+    let mut resolved = params.prior.resolve(d, length_scale(&xs), nu0)?;
     resolved.relevance = relevance;
     let hyper = Hyperpriors::of(params, &resolved);
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);

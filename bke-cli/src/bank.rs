@@ -70,7 +70,8 @@ pub struct DataArgs {
     /// NIW pseudo-count κ₀ of the component means [default: 10].
     #[arg(long)]
     kappa0: Option<f64>,
-    /// Inverse-Wishart degrees of freedom ν₀ [default: d + 2].
+    /// Inverse-Wishart degrees of freedom ν₀ [default: d + 1 + M for classification where the
+    /// relevance test finds one shared lengthscale enough, else d + 2]
     #[arg(long)]
     nu0: Option<f64>,
     /// Fix the DP base scale Ψ₀ = ψ₀ I [default: learned, centred on the median heuristic].

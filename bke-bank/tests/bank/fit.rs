@@ -87,6 +87,11 @@ fn classification_fit_beats_chance() {
     let err = p.iter().zip(&yt).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64 / 300.0;
     assert!(err < 0.15, "error {err}");
     assert!(model.predict_regression::<DefaultBackend>(&xt).is_err());
+    // a radially symmetric boundary: one shared lengthscale suffices, so the component covariances
+    // get the strong prior ν₀ = d + 1 + M (bke_bank::params::default_nu0)
+    let resolved = model.resolved.as_ref().unwrap();
+    assert!(resolved.relevance.as_ref().is_some_and(|r| !r.used), "{:?}", resolved.relevance);
+    assert_eq!(resolved.mixture.nu0, Some(2.0 + 1.0 + 16.0));
 }
 
 /// Two relevant inputs among twelve: the relevance GP finds them (its gate opens, their lengthscales
@@ -126,6 +131,10 @@ fn relevance_finds_the_inputs_that_matter() {
         assert!((ratio - ls[k]).abs() < 1e-12 * ls[k], "input {k}: {ratio} vs {}", ls[k]);
     }
     assert!(plain.resolved.as_ref().unwrap().relevance.is_none());
+    // per-input scales won, or no test ran: the vaguest covariance prior ν₀ = d + 2
+    for m in [&model, &plain] {
+        assert_eq!(m.resolved.as_ref().unwrap().mixture.nu0, Some(d as f64 + 2.0));
+    }
     assert!(with < without - 0.05, "error with relevance {with}, without {without}");
 }
 
