@@ -84,8 +84,8 @@ pub(crate) fn check_count(name: &str, v: usize) -> Result<(), BankError> {
 /// Refuses `frequencies` random features for `n` rows of `d` inputs, kept for `samples` posterior
 /// samples, when the work would not fit in memory ([`bke_core::budget`]): three feature-sized
 /// matrices (`n × (2M + 1)`: classification keeps `Φ`, the proposals' features and the joint weight
-/// move's weighted design; regression `Φ` and a block of proposals), the normal-equation matrices (`3 min(n, 2M + 1)²`), and the stored samples
-/// (`samples × M (d + 2)`). Checked before anything is allocated.
+/// move's weighted design; regression `Φ` and a block of proposals), the normal-equation matrices
+/// (`3 min(n, 2M + 1)²`), and the stored samples (`samples × M (d + 2)`). Checked before anything is allocated.
 pub(crate) fn check_features(
     frequencies: usize,
     samples: usize,
