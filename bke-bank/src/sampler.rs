@@ -183,6 +183,7 @@ fn fit<B: Backend>(
                     samples.push(ClassificationSample {
                         spectral: chain.spectral(st.w()),
                         beta: st.beta().to_vec(),
+                        weight_mode: st.weight_mode().map(<[f64]>::to_vec),
                         weight_variance: Some(st.weight_variance()),
                     });
                 }

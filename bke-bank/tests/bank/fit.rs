@@ -92,6 +92,18 @@ fn classification_fit_beats_chance() {
     let resolved = model.resolved.as_ref().unwrap();
     assert!(resolved.relevance.as_ref().is_some_and(|r| !r.used), "{:?}", resolved.relevance);
     assert_eq!(resolved.mixture.nu0, Some(2.0 + 1.0 + 16.0));
+    // every state predicts with its weight mode; a file without modes (older bke) predicts with the draws
+    let bke_bank::model::Samples::Classification(states) = &model.samples else {
+        panic!("classification states")
+    };
+    assert!(states.iter().all(|s| s.weight_mode.as_ref().is_some_and(|m| m.len() == s.beta.len())));
+    let mut drawn = model.clone();
+    let bke_bank::model::Samples::Classification(states) = &mut drawn.samples else { unreachable!() };
+    states.iter_mut().for_each(|s| s.weight_mode = None);
+    let q = drawn.predict::<DefaultBackend>(&xt).unwrap().mean;
+    assert!(p.iter().zip(&q).any(|(a, b)| (a - b).abs() > 1e-6), "the modes are not the draws");
+    let err_drawn = q.iter().zip(&yt).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count() as f64 / 300.0;
+    assert!(err_drawn < 0.15, "error with the draws {err_drawn}");
 }
 
 /// Two relevant inputs among twelve: the relevance GP finds them (its gate opens, their lengthscales
