@@ -69,8 +69,8 @@ pub struct ClassificationState {
     proposed: Mat,
     design: Mat,
     beta: Vec<f64>,
-    /// The Laplace mode of the weights at the last joint weight move (empty before the first).
-    weight_mode: Vec<f64>,
+    /// The Laplace mode of the weights at the last joint weight move.
+    weight_mode: Option<Vec<f64>>,
     eta: Vec<f64>,
     s2: f64,
     v0: f64,
@@ -105,7 +105,7 @@ impl ClassificationState {
             w,
             phi,
             beta: vec![0.0; f + 1],
-            weight_mode: Vec::new(),
+            weight_mode: None,
             eta: vec![0.0; n],
             s2,
             v0,
@@ -175,7 +175,7 @@ impl ClassificationState {
             + lap.log_density::<B>(&self.beta)?
             - lap.log_density::<B>(&cand)?;
         let accept = rng.random::<f64>().ln() < lr;
-        self.weight_mode = lap.mode;
+        self.weight_mode = Some(lap.mode);
         if accept {
             self.beta = cand;
             self.eta = cand_eta;
@@ -218,7 +218,7 @@ impl ClassificationState {
     /// weight move proposed from ([`Self::joint_weight_move`]; `W` has not changed since, `s²` may
     /// have); `None` before the first move.
     pub fn weight_mode(&self) -> Option<&[f64]> {
-        (!self.weight_mode.is_empty()).then_some(&self.weight_mode[..])
+        self.weight_mode.as_deref()
     }
 
     /// `log p(y | W, β) + log p(β | s²)`.

@@ -11,7 +11,8 @@
 //! noise to every `η`; with 20 states that noise, not the weights' conditional spread that the mode
 //! leaves out, was the larger error: 5-fold CV, log-loss 0.0850 → 0.0763 on breast cancer (6 seeds;
 //! ECE 0.0407 → 0.0360, error 0.0231 → 0.0232), magic 0.3228 → 0.3199 (seed 7; error 0.1335 →
-//! 0.1311), pima 0.4735 → 0.4730 (4 seeds; error 0.2298 → 0.2291). The spread across states (frequencies, `s²`) stays in the average.
+//! 0.1311), pima 0.4735 → 0.4730 (4 seeds; error 0.2298 → 0.2291). The spread across states
+//! (frequencies, `s²`) stays in the average.
 //! [`Predict`] returns that probability as the mean of the 0/1 target and `p(1 − p)` as its variance.
 //!
 //! **Model file** ([`ModelFile`], kinds `bank-regression` and `bank-classification`): the
@@ -71,7 +72,7 @@ pub struct ClassificationSample {
     pub beta: Vec<f64>,
     /// The conditional posterior mode of the same weights given this state's frequencies (the
     /// Laplace mode of the joint weight move), which prediction uses (module docs); absent in files
-    /// written before bke 0.2's round 3, which predict with `beta`.
+    /// written before the field existed, which predict with `beta`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight_mode: Option<Vec<f64>>,
     /// The weight prior variance `s²` of this state (absent in bke 0.1 files, where it was fixed).
